@@ -1,0 +1,68 @@
+"""Cronwell: a database-backed, cron-like task scheduler.
+
+`create_app()` builds the Flask app shared by the web UI, the CLI, the scheduler and the
+worker. Nothing happens at import time; everything is wired here as a readable list of steps.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from flask import Flask
+
+from config import BASE_DIR, load_settings
+
+
+def create_app(overrides: Mapping | None = None, env: Mapping[str, str] | None = None) -> Flask:
+    """Application factory: settings from the environment, then `overrides` (tests)."""
+    app = Flask(
+        __name__,
+        template_folder=str(BASE_DIR / "templates"),
+        static_folder=str(BASE_DIR / "static"),
+        instance_path=str(BASE_DIR / "instance"),
+    )
+    app.config.from_mapping(load_settings(env))
+    if overrides:
+        app.config.update(overrides)
+    Path(app.config["INSTANCE_DIR"]).mkdir(parents=True, exist_ok=True)
+
+    register_logging(app)
+    register_extensions(app)
+    register_blueprints(app)
+    register_cli(app)
+    return app
+
+
+def register_logging(app: Flask) -> None:
+    from app.logs import configure_logging
+
+    configure_logging(app.config["LOG_FORMAT"], app.config["LOG_LEVEL"])
+
+
+def register_extensions(app: Flask) -> None:
+    from app import database
+    from app.extensions import csrf, db, login_manager, migrate
+
+    db.init_app(app)
+    database.init_app(app)
+    migrate.init_app(app, db, directory=str(BASE_DIR / "migrations"))
+    login_manager.init_app(app)
+    csrf.init_app(app)
+    from app.tasks import load_catalog
+
+    load_catalog()
+    from app import cache
+
+    cache.init_app(app)
+
+
+def register_blueprints(app: Flask) -> None:
+    from app.web import register_web
+
+    register_web(app)
+
+
+def register_cli(app: Flask) -> None:
+    from cli import register_commands
+
+    register_commands(app)

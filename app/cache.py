@@ -1,0 +1,193 @@
+"""The dashboard cache: Redis when REDIS_URL is set, an in-process dict otherwise.
+
+The cache is never authoritative. Every Redis error is logged and swallowed, and the caller
+recomputes from the database. Invalidation deletes named keys only (never a flush) and waits for
+the writing transaction to commit, so a reader cannot re-cache pre-commit data.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+from typing import Any, Callable, Iterable
+
+from flask import Flask, current_app
+
+log = logging.getLogger(__name__)
+
+SUMMARY = "dashboard:summary"
+QUEUE_DEPTH = "dashboard:queue_depth"
+UPCOMING = "dashboard:upcoming"
+CATALOG = "tasks:catalog"
+
+
+def job_stats_key(job_id: int) -> str:
+    return f"job:{job_id}:stats"
+
+
+def job_upcoming_key(job_id: int) -> str:
+    return f"job:{job_id}:upcoming"
+
+
+def keys_for_job_change(job_id: int | None) -> list[str]:
+    """The keys a change to one job (or its executions) makes stale."""
+    keys = [SUMMARY, QUEUE_DEPTH, UPCOMING]
+    if job_id is not None:
+        keys += [job_stats_key(job_id), job_upcoming_key(job_id)]
+    return keys
+
+
+class MemoryBackend:
+    """Per-process fallback with TTLs; fine for one web process."""
+
+    def __init__(self) -> None:
+        self._data: dict[str, tuple[float, str]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> str | None:
+        with self._lock:
+            item = self._data.get(key)
+            if item is None or item[0] < time.monotonic():
+                self._data.pop(key, None)
+                return None
+            return item[1]
+
+    def set(self, key: str, value: str, ttl: int) -> None:
+        with self._lock:
+            self._data[key] = (time.monotonic() + ttl, value)
+
+    def delete(self, *keys: str) -> None:
+        with self._lock:
+            for key in keys:
+                self._data.pop(key, None)
+
+    def incr(self, key: str, ttl: int) -> int:
+        with self._lock:
+            expires, value = self._data.get(key, (time.monotonic() + ttl, "0"))
+            if expires < time.monotonic():
+                expires, value = time.monotonic() + ttl, "0"
+            count = int(value) + 1
+            self._data[key] = (expires, str(count))
+            return count
+
+    def ping(self) -> bool:
+        return True
+
+
+class RedisBackend:
+    def __init__(self, url: str) -> None:
+        import redis
+
+        self._client = redis.Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
+
+    def get(self, key: str) -> str | None:
+        value = self._client.get(key)
+        return value.decode() if value is not None else None
+
+    def set(self, key: str, value: str, ttl: int) -> None:
+        self._client.set(key, value, ex=ttl)
+
+    def delete(self, *keys: str) -> None:
+        if keys:
+            self._client.delete(*keys)
+
+    def incr(self, key: str, ttl: int) -> int:
+        pipe = self._client.pipeline()
+        pipe.incr(key)
+        pipe.expire(key, ttl, nx=True)
+        count, _ = pipe.execute()
+        return int(count)
+
+    def ping(self) -> bool:
+        return bool(self._client.ping())
+
+
+class Cache:
+    """Namespaced, failure-tolerant access to the backend."""
+
+    def __init__(self, backend: MemoryBackend | RedisBackend, prefix: str) -> None:
+        self.backend = backend
+        self.prefix = prefix
+        self.is_redis = isinstance(backend, RedisBackend)
+
+    def _k(self, key: str) -> str:
+        return self.prefix + key
+
+    def get_or_compute(self, key: str, ttl: int, compute: Callable[[], Any]) -> Any:
+        """Return the cached JSON value for `key`, or compute, store and return it."""
+        try:
+            raw = self.backend.get(self._k(key))
+            if raw is not None:
+                return json.loads(raw)
+        except Exception:
+            log.warning("cache read failed; recomputing", extra={"event": "cache_error", "key": key}, exc_info=True)
+        value = compute()
+        try:
+            self.backend.set(self._k(key), json.dumps(value, default=str), ttl)
+        except Exception:
+            log.warning("cache write failed", extra={"event": "cache_error", "key": key}, exc_info=True)
+        return value
+
+    def delete(self, keys: Iterable[str]) -> None:
+        keys = [self._k(k) for k in dict.fromkeys(keys)]
+        try:
+            self.backend.delete(*keys)
+        except Exception:
+            log.warning("cache delete failed", extra={"event": "cache_error", "keys": keys}, exc_info=True)
+
+    def incr(self, key: str, ttl: int) -> int | None:
+        """Count within a window (rate limiting); None when the backend is unreachable."""
+        try:
+            return self.backend.incr(self._k(key), ttl)
+        except Exception:
+            log.warning("cache incr failed", extra={"event": "cache_error", "key": key}, exc_info=True)
+            return None
+
+    def ping(self) -> bool:
+        try:
+            return self.backend.ping()
+        except Exception:
+            return False
+
+
+def init_app(app: Flask) -> None:
+    url = app.config.get("REDIS_URL")
+    backend = RedisBackend(url) if url else MemoryBackend()
+    app.extensions["cronwell_cache"] = Cache(backend, app.config["CACHE_KEY_PREFIX"])
+    _install_session_hooks()
+
+
+def get_cache() -> Cache:
+    return current_app.extensions["cronwell_cache"]
+
+
+_PENDING = "cronwell_cache_pending"
+_hooks_installed = False
+
+
+def invalidate_on_commit(session, keys: Iterable[str]) -> None:
+    """Delete `keys` after `session` commits; forget them if it rolls back."""
+    session.info.setdefault(_PENDING, set()).update(keys)
+
+
+def _install_session_hooks() -> None:
+    global _hooks_installed
+    if _hooks_installed:
+        return
+    _hooks_installed = True
+    from sqlalchemy import event
+    from sqlalchemy.orm import Session
+
+    @event.listens_for(Session, "after_commit")
+    def _after_commit(session):
+        keys = session.info.pop(_PENDING, None)
+        if keys:
+            try:
+                get_cache().delete(keys)
+            except RuntimeError:  # no app context: nothing cached in this process
+                pass
+
+    @event.listens_for(Session, "after_soft_rollback")
+    def _after_rollback(session, _previous_transaction):
+        session.info.pop(_PENDING, None)

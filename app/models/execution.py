@@ -1,0 +1,127 @@
+"""Executions (one per occurrence or manual run) and their attempts."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.domain.states import TERMINAL, AttemptStatus, ExecutionStatus, Trigger, values
+from app.extensions import db
+from app.models.types import UTCDateTime, utcnow
+
+_TERMINAL_SQL = ", ".join(repr(s.value) for s in sorted(TERMINAL, key=lambda s: s.value))
+_STATUS_SQL = ", ".join(repr(v) for v in values(ExecutionStatus))
+_TRIGGER_SQL = ", ".join(repr(v) for v in values(Trigger))
+_ATTEMPT_SQL = ", ".join(repr(v) for v in values(AttemptStatus))
+
+# Rows a worker may claim. Kept in a partial index so finished history (the bulk of the table)
+# never bloats the index the claim query walks.
+_CLAIMABLE_WHERE = text("status IN ('pending', 'retry_scheduled')")
+_IN_FLIGHT_WHERE = text("status IN ('claimed', 'running')")
+
+
+class Execution(db.Model):
+    __tablename__ = "executions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    # The occurrence this execution stands for (UTC); for manual runs, when it was requested.
+    scheduled_for: Mapped[datetime] = mapped_column(UTCDateTime)
+    trigger: Mapped[str] = mapped_column(String(16))
+    idempotency_key: Mapped[str] = mapped_column(String(200), unique=True)
+    status: Mapped[str] = mapped_column(String(20), default=ExecutionStatus.PENDING.value)
+    # Why it ended up where it is, when that is not obvious: "overlap", "misfire", "job disabled"...
+    reason: Mapped[str | None] = mapped_column(Text)
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    max_attempts: Mapped[int] = mapped_column(Integer, default=3, server_default="3")
+    # Copied from the job at creation so the claim query needs no join to order or fence work.
+    queue: Mapped[str] = mapped_column(String(64), default="default", server_default="default")
+    priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    exclusive: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    available_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    claimed_by: Mapped[str | None] = mapped_column(String(200))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    output: Mapped[str] = mapped_column(Text, default="", server_default="")
+    error: Mapped[str] = mapped_column(Text, default="", server_default="")
+    retry_of_id: Mapped[int | None] = mapped_column(ForeignKey("executions.id", ondelete="SET NULL"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    job = relationship("Job", lazy="joined", innerjoin=True)
+    attempt_rows = relationship(
+        "Attempt", order_by="Attempt.number", cascade="all, delete-orphan", passive_deletes=True,
+        back_populates="execution",
+    )
+
+    __table_args__ = (
+        CheckConstraint(f"status IN ({_STATUS_SQL})", name="status"),
+        CheckConstraint(f"trigger IN ({_TRIGGER_SQL})", name="trigger"),
+        # finished_at is set exactly for terminal statuses.
+        CheckConstraint(
+            f"(status IN ({_TERMINAL_SQL})) = (finished_at IS NOT NULL)", name="finished_at_iff_terminal"
+        ),
+        CheckConstraint("attempts >= 0 AND attempts <= max_attempts", name="attempts_within_max"),
+        # At most one execution per scheduled occurrence, even with several schedulers racing.
+        Index(
+            "uq_executions_occurrence", "job_id", "scheduled_for", unique=True,
+            postgresql_where=text("trigger IN ('schedule', 'catch_up')"),
+            sqlite_where=text("trigger IN ('schedule', 'catch_up')"),
+        ),
+        # At most one run in flight for jobs whose overlap policy is not `allow`.
+        Index(
+            "uq_executions_one_in_flight", "job_id", unique=True,
+            postgresql_where=text("exclusive AND status IN ('claimed', 'running')"),
+            sqlite_where=text("exclusive AND status IN ('claimed', 'running')"),
+        ),
+        Index("ix_executions_claimable", "priority", "available_at", "id",
+              postgresql_where=_CLAIMABLE_WHERE, sqlite_where=_CLAIMABLE_WHERE),
+        Index("ix_executions_lease", "lease_expires_at",
+              postgresql_where=_IN_FLIGHT_WHERE, sqlite_where=_IN_FLIGHT_WHERE),
+        Index("ix_executions_job_created", "job_id", "created_at"),
+        Index("ix_executions_job_status", "job_id", "status"),
+        Index("ix_executions_status_created", "status", "created_at"),
+        Index("ix_executions_created", "created_at"),
+    )
+
+    @property
+    def is_terminal(self) -> bool:
+        return ExecutionStatus(self.status) in TERMINAL
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.started_at and self.finished_at:
+            return (self.finished_at - self.started_at).total_seconds()
+        return None
+
+    def __repr__(self) -> str:
+        return f"<Execution {self.id} job={self.job_id} {self.status}>"
+
+
+class Attempt(db.Model):
+    """One try of an execution, so history stays truthful across retries and crashes."""
+
+    __tablename__ = "attempts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    execution_id: Mapped[int] = mapped_column(ForeignKey("executions.id", ondelete="CASCADE"))
+    number: Mapped[int] = mapped_column(Integer)
+    worker_id: Mapped[str] = mapped_column(String(200))
+    pid: Mapped[int | None] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(16), default=AttemptStatus.RUNNING.value)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    exit_code: Mapped[int | None] = mapped_column(Integer)
+    output: Mapped[str] = mapped_column(Text, default="", server_default="")
+    error: Mapped[str] = mapped_column(Text, default="", server_default="")
+
+    execution = relationship("Execution", back_populates="attempt_rows")
+
+    __table_args__ = (
+        UniqueConstraint("execution_id", "number"),
+        CheckConstraint(f"status IN ({_ATTEMPT_SQL})", name="status"),
+        CheckConstraint("(status = 'running') = (finished_at IS NULL)", name="finished_at_iff_done"),
+    )

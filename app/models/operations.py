@@ -1,0 +1,74 @@
+"""Operational records: dead letters, alerts, the event log and process heartbeats."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.extensions import db
+from app.models.types import JSONType, UTCDateTime, utcnow
+
+
+class DeadLetter(db.Model):
+    """An execution that exhausted its attempts; kept until an operator deals with it."""
+
+    __tablename__ = "dead_letters"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    execution_id: Mapped[int] = mapped_column(ForeignKey("executions.id", ondelete="CASCADE"), unique=True)
+    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    reason: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    execution = relationship("Execution")
+    job = relationship("Job")
+
+
+class Alert(db.Model):
+    __tablename__ = "alerts"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="SET NULL"), index=True)
+    execution_id: Mapped[int | None] = mapped_column(ForeignKey("executions.id", ondelete="SET NULL"))
+    kind: Mapped[str] = mapped_column(String(40))
+    message: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    resolved_by: Mapped[str | None] = mapped_column(String(200))
+
+    job = relationship("Job")
+
+    __table_args__ = (
+        CheckConstraint("(resolved_at IS NULL) = (resolved_by IS NULL)", name="resolved_pair"),
+        Index("ix_alerts_open", "created_at", postgresql_where=text("resolved_at IS NULL"),
+              sqlite_where=text("resolved_at IS NULL")),
+    )
+
+
+class Event(db.Model):
+    """Structured event log and audit trail. Ids are plain columns so history survives deletes."""
+
+    __tablename__ = "events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    type: Mapped[str] = mapped_column(String(60))
+    job_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    execution_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    actor: Mapped[str] = mapped_column(String(200), default="system")
+    payload: Mapped[dict] = mapped_column(JSONType, default=dict)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+
+
+class Heartbeat(db.Model):
+    __tablename__ = "heartbeats"
+
+    id: Mapped[str] = mapped_column(String(200), primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_seen: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
+    info: Mapped[dict] = mapped_column(JSONType, default=dict)
+
+    __table_args__ = (CheckConstraint("kind IN ('scheduler', 'worker')", name="kind"),)

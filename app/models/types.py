@@ -1,0 +1,44 @@
+"""Column types shared by the models."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import JSON, DateTime
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.types import TypeDecorator
+
+# JSONB on PostgreSQL (indexable, compact), plain JSON text on SQLite.
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UTCDateTime(TypeDecorator):
+    """Aware UTC datetimes in Python, whatever the backend stores.
+
+    PostgreSQL stores timestamptz. SQLite has no time zones, so values are stored as naive UTC
+    text ("YYYY-MM-DD HH:MM:SS.ffffff"), which still sorts and compares correctly.
+    """
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError(f"naive datetime {value!r} given where an aware UTC datetime is required")
+        value = value.astimezone(timezone.utc)
+        if dialect.name == "sqlite":
+            return value.replace(tzinfo=None)
+        return value
+
+    def process_result_value(self, value: datetime | None, dialect):
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            return value.replace(tzinfo=timezone.utc)
+        return value.astimezone(timezone.utc)
+
+
+def utcnow() -> datetime:
+    """The wall clock, for column defaults only; services take `now` as a parameter."""
+    return datetime.now(timezone.utc)

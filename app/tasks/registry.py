@@ -1,0 +1,137 @@
+"""Task registry: adding a task is one decorated function.
+
+    @task("always_succeed", description="...", schema={...JSON Schema for the config...})
+    def always_succeed(config: dict, ctx: TaskContext) -> str | None: ...
+
+A task receives its validated config and a TaskContext. Whatever it prints goes to the
+execution's output; what it returns (a string, or anything JSON-serialisable) is appended to it;
+an exception marks the attempt failed with the traceback as the error.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import jsonschema
+
+TaskFunc = Callable[[dict, "TaskContext"], Any]
+
+
+class UnknownTaskError(ValueError):
+    """Raised for a task name that is not in the catalog."""
+
+
+class TaskConfigError(ValueError):
+    """Raised when a config does not satisfy its task's schema; the message names the key."""
+
+
+@dataclass(frozen=True)
+class TaskContext:
+    """What a running task may know about its execution and environment."""
+
+    execution_id: int
+    job_id: int | None
+    job_name: str
+    idempotency_key: str
+    attempt: int
+    artifact_dir: str
+    database_url: str
+    marker_dir: str
+
+
+@dataclass(frozen=True)
+class TaskSpec:
+    name: str
+    description: str
+    schema: dict
+    func: TaskFunc = field(repr=False)
+
+    def run(self, config: dict, ctx: TaskContext) -> Any:
+        return self.func(config, ctx)
+
+
+_REGISTRY: dict[str, TaskSpec] = {}
+
+
+def task(name: str, *, description: str, schema: dict | None = None) -> Callable[[TaskFunc], TaskFunc]:
+    """Register a function as a task under `name` with a JSON Schema for its config."""
+    schema = schema or {"type": "object", "properties": {}, "additionalProperties": False}
+    jsonschema.Draft202012Validator.check_schema(schema)
+
+    def decorate(func: TaskFunc) -> TaskFunc:
+        if name in _REGISTRY and _REGISTRY[name].func is not func:
+            raise ValueError(f"task {name!r} is registered twice")
+        _REGISTRY[name] = TaskSpec(name=name, description=description, schema=schema, func=func)
+        return func
+
+    return decorate
+
+
+def get_task(name: str) -> TaskSpec:
+    """Return the registered task or raise UnknownTaskError listing what exists."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise UnknownTaskError(f"unknown task {name!r} (registered tasks: {known})") from None
+
+
+def all_tasks() -> list[TaskSpec]:
+    return sorted(_REGISTRY.values(), key=lambda spec: spec.name)
+
+
+def validate_config(name: str, config: Any) -> dict:
+    """Validate `config` for task `name`; return it (never mutated) or raise TaskConfigError."""
+    spec = get_task(name)
+    if config is None:
+        config = {}
+    if not isinstance(config, dict):
+        raise TaskConfigError(f"config for task {name!r} must be a JSON object, not {type(config).__name__}")
+    non_finite = _find_non_finite(config)
+    if non_finite is not None:
+        # Python's json module accepts NaN and Infinity, and NaN slips through every numeric bound.
+        raise TaskConfigError(f"invalid config for task {name!r}: key {non_finite!r} must be a finite number")
+    validator = jsonschema.Draft202012Validator(spec.schema)
+    errors = sorted(validator.iter_errors(config), key=lambda e: (list(e.absolute_path), e.message))
+    if errors:
+        raise TaskConfigError(f"invalid config for task {name!r}: {_describe(errors[0])}")
+    check = getattr(spec.func, "extra_validation", None)
+    if check is not None:
+        try:
+            check(config)
+        except ValueError as exc:
+            raise TaskConfigError(f"invalid config for task {name!r}: {exc}") from None
+    return config
+
+
+def _find_non_finite(value: Any, path: str = "") -> str | None:
+    """Return the dotted path of the first NaN or infinite float in `value`, or None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return path
+    if isinstance(value, dict):
+        items = ((str(key), item) for key, item in value.items())
+    elif isinstance(value, list):
+        items = ((str(index), item) for index, item in enumerate(value))
+    else:
+        return None
+    for key, item in items:
+        found = _find_non_finite(item, f"{path}.{key}" if path else key)
+        if found is not None:
+            return found
+    return None
+
+
+def _describe(error: jsonschema.ValidationError) -> str:
+    """Turn a jsonschema error into one line that names the offending key."""
+    path = ".".join(str(p) for p in error.absolute_path)
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        return f"unknown key(s) {', '.join(repr(k) for k in extra)}"
+    if error.validator == "required":
+        return error.message.replace(" is a required property", " is required")
+    where = f"key {path!r}" if path else "config"
+    if error.validator == "type":
+        expected = error.validator_value
+        return f"{where} must be of type {expected}, got {type(error.instance).__name__} {error.instance!r}"
+    return f"{where}: {error.message}"

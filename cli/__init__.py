@@ -1,0 +1,15 @@
+"""The operator CLI: one Click group per noun, registered on the Flask CLI (`flask <noun> <verb>`)."""
+from __future__ import annotations
+
+import importlib
+
+from flask import Flask
+
+# module name -> attribute holding its Click group or command
+_COMMANDS: list[tuple[str, str]] = []
+
+
+def register_commands(app: Flask) -> None:
+    for module_name, attr in _COMMANDS:
+        module = importlib.import_module(f"cli.{module_name}")
+        app.cli.add_command(getattr(module, attr))

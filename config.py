@@ -1,0 +1,89 @@
+"""Settings, read from environment variables when the app is created (never at import time).
+
+Every setting is documented in README.md and .env.example. `load_settings(environ)` is a pure
+function of the environment so tests can build apps with any configuration.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Mapping
+
+BASE_DIR = Path(__file__).resolve().parent
+DEV_SECRET_KEY = "dev-insecure-secret-key-change-me"
+
+
+def _bool(value: str | None, default: bool) -> bool:
+    if value is None or value == "":
+        return default
+    lowered = value.strip().lower()
+    if lowered in {"1", "true", "yes", "on"}:
+        return True
+    if lowered in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"expected a boolean (1/0, true/false), got {value!r}")
+
+
+def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    return value
+
+
+def normalise_database_url(url: str) -> str:
+    """Accept postgres:// and postgresql:// as given and point them at psycopg 3."""
+    for prefix in ("postgres://", "postgresql://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix):]
+    return url
+
+
+def default_sqlite_url(instance_dir: Path) -> str:
+    return f"sqlite:///{instance_dir / 'cronwell.sqlite3'}"
+
+
+def load_settings(env: Mapping[str, str] | None = None) -> dict:
+    """Build the Flask config mapping from environment variables."""
+    env = os.environ if env is None else env
+    instance_dir = Path(env.get("INSTANCE_DIR") or BASE_DIR / "instance")
+    database_url = env.get("DATABASE_URL") or default_sqlite_url(instance_dir)
+    debug = _bool(env.get("DEBUG"), True)
+    return {
+        "DEBUG": debug,
+        "INSTANCE_DIR": str(instance_dir),
+        "SECRET_KEY": env.get("SECRET_KEY") or DEV_SECRET_KEY,
+        "SQLALCHEMY_DATABASE_URI": normalise_database_url(database_url),
+        "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
+        "REDIS_URL": env.get("REDIS_URL") or None,
+        "CACHE_KEY_PREFIX": env.get("CACHE_KEY_PREFIX", "cronwell:"),
+        "WEBUI_AUTH": _bool(env.get("WEBUI_AUTH"), True),
+        "WEBUI_PUBLIC_READ": _bool(env.get("WEBUI_PUBLIC_READ"), True),
+        "SCHEDULER_CLI_SECRET": env.get("SCHEDULER_CLI_SECRET") or None,
+        "LOGIN_RATE_LIMIT_ATTEMPTS": _int(env, "LOGIN_RATE_LIMIT_ATTEMPTS", 10, 1),
+        "LOGIN_RATE_LIMIT_WINDOW_SECONDS": _int(env, "LOGIN_RATE_LIMIT_WINDOW_SECONDS", 300, 1),
+        "LEASE_SECONDS": _int(env, "LEASE_SECONDS", 120, 1),
+        "LEASE_BUFFER_SECONDS": _int(env, "LEASE_BUFFER_SECONDS", 30, 0),
+        "MISFIRE_CATCH_UP_CAP": _int(env, "MISFIRE_CATCH_UP_CAP", 50, 1),
+        "HEARTBEAT_PRUNE_SECONDS": _int(env, "HEARTBEAT_PRUNE_SECONDS", 86400, 60),
+        "HEARTBEAT_STALE_SECONDS": _int(env, "HEARTBEAT_STALE_SECONDS", 60, 5),
+        "READYZ_REQUIRE_HEARTBEATS": _bool(env.get("READYZ_REQUIRE_HEARTBEATS"), False),
+        "READYZ_REQUIRE_WORKER_HEARTBEAT": _bool(env.get("READYZ_REQUIRE_WORKER_HEARTBEAT"), False),
+        "DEV_ADMIN_USERNAME": env.get("DEV_ADMIN_USERNAME", "admin"),
+        "DEV_ADMIN_PASSWORD": env.get("DEV_ADMIN_PASSWORD") or None,
+        "SECURE_COOKIES": _bool(env.get("SECURE_COOKIES"), False),
+        "ARTIFACT_DIR": env.get("ARTIFACT_DIR") or str(instance_dir / "artifacts"),
+        "MARKER_DIR": env.get("MARKER_DIR") or str(instance_dir / "markers"),
+        "LOG_FORMAT": env.get("LOG_FORMAT", "text" if debug else "json"),
+        "LOG_LEVEL": env.get("LOG_LEVEL", "INFO"),
+        "SCHEDULER_TICK_SECONDS": _int(env, "SCHEDULER_TICK_SECONDS", 5, 1),
+        "WORKER_POLL_SECONDS": _int(env, "WORKER_POLL_SECONDS", 1, 1),
+        "WORKER_SHUTDOWN_GRACE_SECONDS": _int(env, "WORKER_SHUTDOWN_GRACE_SECONDS", 30, 0),
+        "WTF_CSRF_TIME_LIMIT": None,
+    }
