@@ -1,19 +1,25 @@
-"""Engine-level database behaviour that must hold for every process.
+"""Engine-level database behaviour that must hold in every process.
 
 SQLite (the embedded default) runs in WAL mode so the web UI can read while the scheduler and
 worker write, with a busy timeout so writers queue on the lock instead of failing at once.
-Writes that must not interleave use BEGIN IMMEDIATE (see `immediate_transaction`).
+A transaction that will write starts with BEGIN IMMEDIATE (see `begin_write`,
+`write_transaction`): a deferred transaction that reads and then writes can fail when another
+process committed in between, and taking the lock up front is what serialises claims and ticks
+across processes on one machine. PostgreSQL needs none of this: row locks do the work there.
 """
 from __future__ import annotations
 
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Iterator
 
 from flask import Flask
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import Connection
+from sqlalchemy.orm import Session, scoped_session
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+_immediate: ContextVar[bool] = ContextVar("cronwell_sqlite_immediate", default=False)
 
 
 def init_app(app: Flask) -> None:
@@ -24,14 +30,14 @@ def init_app(app: Flask) -> None:
 
 
 def configure_engine(engine: Engine) -> None:
-    """Install SQLite pragmas and manual transaction control; no-op for PostgreSQL."""
+    """Install SQLite pragmas and explicit BEGIN handling; nothing to do for PostgreSQL."""
     if engine.dialect.name != "sqlite" or getattr(engine, "_cronwell_configured", False):
         return
     engine._cronwell_configured = True  # type: ignore[attr-defined]
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):
-        # Take over transaction control from pysqlite so BEGIN IMMEDIATE works as written.
+        # Take transaction control away from pysqlite so we can say BEGIN IMMEDIATE ourselves.
         dbapi_connection.isolation_level = None
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
@@ -42,21 +48,44 @@ def configure_engine(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection):
-        mode = conn.info.pop("sqlite_begin", "BEGIN")
-        conn.exec_driver_sql(mode)
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if _immediate.get() else "BEGIN")
 
 
-def is_sqlite(engine: Engine) -> bool:
-    return engine.dialect.name == "sqlite"
+def is_sqlite(bind) -> bool:
+    return bind.dialect.name == "sqlite"
 
 
 @contextmanager
-def immediate_transaction(engine: Engine) -> Iterator[Connection]:
-    """A write transaction. On SQLite it takes the write lock up front (BEGIN IMMEDIATE), which
-    serialises claims and ticks across processes; on PostgreSQL it is an ordinary transaction
-    whose row locks (FOR UPDATE SKIP LOCKED) do the work."""
-    with engine.connect() as conn:
-        if is_sqlite(engine):
-            conn.info["sqlite_begin"] = "BEGIN IMMEDIATE"
-        with conn.begin():
-            yield conn
+def write_transaction(engine: Engine) -> Iterator[Connection]:
+    """A Core transaction that will write; commits on success, rolls back on error."""
+    token = _immediate.set(True)
+    try:
+        with engine.connect() as conn:
+            with conn.begin():
+                _immediate.reset(token)
+                token = None
+                yield conn
+    finally:
+        if token is not None:
+            _immediate.reset(token)
+
+
+def begin_write(session: Session) -> Connection:
+    """Make the session's current transaction a write transaction and return its connection.
+
+    On SQLite an open read transaction is ended first (it holds no changes at this point in a
+    service) so that the new one starts with BEGIN IMMEDIATE.
+    """
+    if isinstance(session, scoped_session):
+        session = session()
+    if not is_sqlite(session.get_bind()):
+        return session.connection()
+    if session.in_transaction():
+        if session.new or session.dirty or session.deleted:
+            raise RuntimeError("begin_write called with unflushed changes in the session")
+        session.commit()
+    token = _immediate.set(True)
+    try:
+        return session.connection()
+    finally:
+        _immediate.reset(token)

@@ -6,7 +6,11 @@ import importlib
 from flask import Flask
 
 # module name -> attribute holding its Click group or command
-_COMMANDS: list[tuple[str, str]] = []
+_COMMANDS: list[tuple[str, str]] = [
+    ("scheduler", "scheduler_cli"),
+    ("worker", "worker_cli"),
+    ("demo", "demo_cli"),
+]
 
 
 def register_commands(app: Flask) -> None:

@@ -1,0 +1,105 @@
+"""What the worker and its zygote say to each other, and how it is framed on the socket.
+
+Messages are JSON objects, each sent as a 4-byte big-endian length followed by that many bytes of
+UTF-8 JSON. A length prefix (rather than newline-delimited JSON) lets either side read whatever the
+socket has and split it into whole messages without scanning for separators.
+
+Client -> zygote ("op"):     run {request}, kill {execution_id}, shutdown {}
+Zygote -> client ("type"):   ready {pid}, fatal {error}, started {execution_id, pid},
+                             result {TaskResult fields}, bye {}
+
+No I/O here beyond bytes in, bytes out: both ends of the socket share this module.
+"""
+from __future__ import annotations
+
+import json
+import struct
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+_HEADER = struct.Struct("!I")
+# A result carries at most output_limit + error limit characters; anything near this is corruption.
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+TaskStatus = Literal["succeeded", "failed", "timed_out"]
+
+
+class ProtocolError(RuntimeError):
+    """The byte stream does not hold well-formed messages (a bug, or a corrupted peer)."""
+
+
+@dataclass
+class TaskRequest:
+    """One attempt to run a registered task in its own process.
+
+    `context` holds the keyword arguments of `app.tasks.registry.TaskContext`.
+    `timeout_seconds` of None (or <= 0) means no timeout.
+    """
+
+    execution_id: int
+    task_name: str
+    config: dict
+    context: dict
+    timeout_seconds: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class TaskResult:
+    """How one task process ended.
+
+    `exit_code` is the process exit status, negative for a signal (as in `subprocess`), None if
+    unknown. `started_at`/`finished_at` are epoch seconds; `fork_ms` is the time from the zygote
+    receiving the request to the forked child being ready to call the task.
+    """
+
+    execution_id: int
+    status: TaskStatus
+    exit_code: int | None
+    output: str
+    error: str
+    pid: int
+    started_at: float
+    finished_at: float
+    fork_ms: float
+
+    @property
+    def duration_seconds(self) -> float:
+        return max(0.0, self.finished_at - self.started_at)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "TaskResult":
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+
+
+def encode_message(message: dict[str, Any]) -> bytes:
+    """Frame one message: length prefix + compact JSON."""
+    body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    return _HEADER.pack(len(body)) + body
+
+
+class MessageReader:
+    """Accumulates received bytes and yields the whole messages among them."""
+
+    def __init__(self) -> None:
+        self._buffer = bytearray()
+
+    def feed(self, data: bytes) -> list[dict[str, Any]]:
+        self._buffer += data
+        messages = []
+        while len(self._buffer) >= _HEADER.size:
+            (length,) = _HEADER.unpack_from(self._buffer)
+            if length > MAX_MESSAGE_BYTES:
+                raise ProtocolError(f"message of {length} bytes exceeds {MAX_MESSAGE_BYTES}")
+            end = _HEADER.size + length
+            if len(self._buffer) < end:
+                break
+            body = bytes(self._buffer[_HEADER.size:end])
+            del self._buffer[:end]
+            messages.append(json.loads(body))
+        return messages

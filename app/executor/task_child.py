@@ -1,0 +1,121 @@
+"""The few steps a freshly forked task process takes before and after calling the task.
+
+Runs only in the child of `os.fork()` inside the zygote, and never returns: every path ends in
+`os._exit`, so the child can never fall back into the zygote's loop or run its atexit handlers.
+
+Reports travel over two pipes: fd 1 and 2 (merged stdout and stderr) go to the output pipe, and the
+result pipe receives an 8-byte "ready" timestamp followed by one JSON object, {"ok": true} or
+{"ok": false, "error": traceback}. A child that dies without writing that object (os._exit, a
+signal) is described by its exit status instead.
+"""
+from __future__ import annotations
+
+import ctypes
+import io
+import json
+import os
+import signal
+import struct
+import sys
+import time
+import traceback
+from typing import NoReturn
+
+from app.executor.output import truncate_text
+
+READY_STAMP = struct.Struct("!d")
+PR_SET_PDEATHSIG = 1
+# fd the result pipe is moved to; everything above it is closed in the child.
+RESULT_FD = 3
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def set_parent_death_signal(signum: int) -> None:
+    """Ask the kernel to send `signum` to this process when its parent thread dies (Linux prctl)."""
+    if _libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(errno)}")
+
+
+def run_task_in_child(request: dict, out_w: int, res_w: int, zygote_pid: int, error_limit: int) -> NoReturn:
+    """Become the task process: isolate, redirect output, run the task, report, `_exit`."""
+    exit_code = 1
+    try:
+        _become_task_process(out_w, res_w, zygote_pid)
+        os.write(RESULT_FD, READY_STAMP.pack(time.monotonic()))
+        exit_code = _run_and_report(request, error_limit)
+    finally:
+        os._exit(exit_code)
+
+
+def _become_task_process(out_w: int, res_w: int, zygote_pid: int) -> None:
+    # Own process group: a timeout kills the task *and* anything it started (killpg).
+    os.setpgid(0, 0)
+    # If the zygote dies, the task dies with it; re-check the parent to close the race where the
+    # zygote died before prctl took effect.
+    set_parent_death_signal(signal.SIGKILL)
+    if os.getppid() != zygote_pid:
+        os._exit(1)
+    # The zygote's signal handling is not the task's: default dispositions, no wakeup fd.
+    # SIGPIPE stays ignored, as in any Python program (writes raise BrokenPipeError instead).
+    signal.set_wakeup_fd(-1)
+    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
+        signal.signal(signum, signal.SIG_DFL)
+
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(out_w, 1)
+    os.dup2(out_w, 2)
+    if res_w != RESULT_FD:
+        os.dup2(res_w, RESULT_FD)
+    # Drop every other inherited fd: the control socket, other tasks' pipes, the selector.
+    os.closerange(RESULT_FD + 1, _max_fd())
+
+    # Fresh text streams on the redirected fds. Line buffering keeps partial output visible if the
+    # task is killed at its timeout; utf-8 regardless of the zygote's locale.
+    sys.stdout = sys.__stdout__ = io.TextIOWrapper(
+        io.FileIO(1, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+    )
+    sys.stderr = sys.__stderr__ = io.TextIOWrapper(
+        io.FileIO(2, "w", closefd=False), encoding="utf-8", errors="backslashreplace", line_buffering=True
+    )
+    sys.stdin = sys.__stdin__ = None
+
+
+def _run_and_report(request: dict, error_limit: int) -> int:
+    from app.tasks.registry import TaskContext, get_task
+
+    try:
+        ctx = TaskContext(**request["context"])
+        returned = get_task(request["task_name"]).run(request["config"], ctx)
+        if returned is not None:
+            text = returned if isinstance(returned, str) else json.dumps(returned, default=str, ensure_ascii=False)
+            sys.stdout.write(text)
+        report = {"ok": True}
+    except BaseException:  # noqa: BLE001 - SystemExit and KeyboardInterrupt also end the attempt
+        report = {"ok": False, "error": truncate_text(traceback.format_exc(), error_limit, what="error")}
+    _flush_quietly(sys.stdout, sys.stderr)
+    _write_all(RESULT_FD, json.dumps(report).encode("utf-8"))
+    return 0 if report["ok"] else 1
+
+
+def _flush_quietly(*streams: io.TextIOBase) -> None:
+    for stream in streams:
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _max_fd() -> int:
+    try:
+        return os.sysconf("SC_OPEN_MAX")
+    except (ValueError, OSError):
+        return 65536

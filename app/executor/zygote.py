@@ -1,0 +1,420 @@
+"""The zygote: a small, pre-warmed, single-threaded process that forks one child per task.
+
+Why a zygote. Starting a fresh interpreter per task re-imports Python, Flask and the task catalog
+(300-500 ms); forking an already-warm process costs about a millisecond. Forking the *worker*
+itself would be unsafe: it holds a Flask app, database connections, threads and locks whose state
+a child would inherit half-way. So the worker starts this module as a fresh interpreter
+(`python -m app.executor.zygote`) that imports only the task catalog and then does nothing but fork.
+
+Why single-threaded with a selector. `os.fork()` is only safe in a process with one thread. One
+`selectors` loop watches the control socket, each child's output and result pipes, and a pidfd per
+child (`os.pidfd_open`), which becomes readable when that child exits: reaping without SIGCHLD
+handlers and their races. The loop's timeout is the nearest task deadline.
+
+Why process groups. Each task child calls `setpgid(0, 0)`, so `killpg` reaches anything the task
+started. At a timeout the group gets SIGTERM, then SIGKILL after `kill_grace_seconds`; after any
+child exits its group is SIGKILLed, so stray grandchildren never outlive their task. (A grandchild
+that leaves the group with setsid/setpgid escapes this; containing that needs cgroups.)
+
+Why PDEATHSIG. The zygote asks the kernel for SIGTERM when its parent (the worker) dies, and on
+SIGTERM kills every task group and exits; each task child asks for SIGKILL when the zygote dies.
+So a SIGKILLed worker leaves no task process behind. The zygote also exits when the control socket
+closes.
+
+Why bounded output. Pipes are drained continuously (a task never blocks on a full pipe) but only
+the first bytes that could be shown are kept; see `app.executor.output`.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib
+import json
+import os
+import selectors
+import signal
+import socket
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from app.executor.output import BoundedCapture, truncate_text
+from app.executor.protocol import MessageReader, TaskResult, encode_message
+from app.executor.task_child import READY_STAMP, run_task_in_child, set_parent_death_signal
+
+READ_CHUNK = 64 * 1024
+# A result report is one small JSON object; more than this is a misbehaving task writing to fd 3.
+RESULT_LIMIT_BYTES = 1024 * 1024
+
+
+@dataclass(eq=False)
+class TaskChild:
+    """Book-keeping for one running task process."""
+
+    execution_id: int
+    pid: int
+    pidfd: int | None
+    out_fd: int | None
+    res_fd: int | None
+    received_at: float  # monotonic, when the request arrived
+    forked_at: float  # monotonic, when fork() returned in the zygote
+    started_at: float  # epoch seconds, just before fork()
+    timeout_seconds: float | None
+    deadline: float | None  # monotonic
+    output: BoundedCapture
+    result: bytearray = field(default_factory=bytearray)
+    kill_reason: str | None = None  # "timeout" | "killed" | "shutdown" once the zygote signalled it
+    sigkill_at: float | None = None  # monotonic, when SIGTERM escalates to SIGKILL
+
+
+class Zygote:
+    """Serves run/kill/shutdown requests from one control socket until told to stop."""
+
+    def __init__(self, control: socket.socket, *, output_limit: int, kill_grace_seconds: float) -> None:
+        self.control = control
+        self.output_limit = output_limit
+        self.kill_grace_seconds = kill_grace_seconds
+        self.children: dict[int, TaskChild] = {}  # by execution_id
+        self.selector = selectors.DefaultSelector()
+        self.reader = MessageReader()
+        self.outbox = bytearray()
+        self.shutting_down = False
+        self.control_closed = False
+        self.terminated = False  # SIGTERM received (normally: PDEATHSIG, the worker died)
+        self.pid = os.getpid()  # task children compare it with getppid()
+        self._wakeup_r, self._wakeup_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def serve_forever(self) -> None:
+        """Run the loop until shut down (and every child reaped) or terminated."""
+        self.control.setblocking(False)
+        self.selector.register(self.control, selectors.EVENT_READ, ("control", None))
+        self.selector.register(self._wakeup_r, selectors.EVENT_READ, ("wakeup", None))
+        signal.set_wakeup_fd(self._wakeup_w)
+        signal.signal(signal.SIGTERM, self._on_sigterm)
+        self.send({"type": "ready", "pid": os.getpid()})
+        while not self.terminated:
+            self.run_once(self.next_timeout())
+            if (self.shutting_down or self.control_closed) and not self.children:
+                break
+        if self.terminated:
+            self.kill_everything()
+            return
+        self.send({"type": "bye"})
+        self._flush_outbox_blocking()
+
+    def _on_sigterm(self, signum, frame) -> None:
+        self.terminated = True
+
+    def kill_everything(self) -> None:
+        """SIGKILL every task's process group and reap the task processes."""
+        for child in self.children.values():
+            _killpg(child.pid, signal.SIGKILL)
+        for child in list(self.children.values()):
+            try:
+                os.waitpid(child.pid, 0)
+            except ChildProcessError:
+                pass
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def next_timeout(self) -> float | None:
+        """Seconds until the nearest deadline or escalation; None if nothing is pending."""
+        moments = []
+        for child in self.children.values():
+            if child.sigkill_at is not None:
+                moments.append(child.sigkill_at)
+            elif child.deadline is not None and child.kill_reason is None:
+                moments.append(child.deadline)
+        if not moments:
+            return None
+        return max(0.0, min(moments) - time.monotonic())
+
+    def run_once(self, timeout: float | None) -> None:
+        """Wait for one batch of events (at most `timeout` s), handle them, enforce deadlines."""
+        for key, mask in self.selector.select(timeout):
+            kind, child = key.data
+            if kind == "control":
+                if mask & selectors.EVENT_WRITE:
+                    self._flush_outbox()
+                if mask & selectors.EVENT_READ:
+                    self._read_control()
+            elif kind == "wakeup":
+                _drain(self._wakeup_r)
+            # A child finished earlier in this batch has closed its fds (set to None); skip them.
+            elif kind == "out" and child.out_fd is not None:
+                self._read_output(child)
+            elif kind == "res" and child.res_fd is not None:
+                self._read_result(child)
+            elif kind == "exit" and child.pidfd is not None:
+                self._finish(child)
+        self._enforce_deadlines(time.monotonic())
+
+    def _enforce_deadlines(self, now: float) -> None:
+        for child in self.children.values():
+            if child.sigkill_at is not None and now >= child.sigkill_at:
+                _killpg(child.pid, signal.SIGKILL)
+                child.sigkill_at = None
+            elif child.kill_reason is None and child.deadline is not None and now >= child.deadline:
+                self._terminate(child, "timeout")
+
+    def _terminate(self, child: TaskChild, reason: str) -> None:
+        """SIGTERM the task's group now, SIGKILL it after the grace period."""
+        if child.kill_reason is not None:
+            return
+        child.kill_reason = reason
+        _killpg(child.pid, signal.SIGTERM)
+        child.sigkill_at = time.monotonic() + self.kill_grace_seconds
+
+    # -- control messages ----------------------------------------------------------------------
+
+    def _read_control(self) -> None:
+        try:
+            data = self.control.recv(READ_CHUNK)
+        except BlockingIOError:
+            return
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            # The worker is gone or closed us: stop everything, nobody will read the results.
+            self.control_closed = True
+            self.selector.unregister(self.control)
+            for child in self.children.values():
+                _killpg(child.pid, signal.SIGKILL)
+            return
+        for message in self.reader.feed(data):
+            op = message.get("op")
+            if op == "run":
+                self._start_task(message["request"], received_at=time.monotonic())
+            elif op == "kill":
+                child = self.children.get(message["execution_id"])
+                if child is not None:
+                    self._terminate(child, "killed")
+            elif op == "shutdown":
+                self.shutting_down = True
+                for child in self.children.values():
+                    self._terminate(child, "shutdown")
+
+    def send(self, message: dict) -> None:
+        """Queue a message for the worker; never blocks (the worker may be busy submitting)."""
+        if self.control_closed:
+            return
+        self.outbox += encode_message(message)
+        self._flush_outbox()
+
+    def _flush_outbox(self) -> None:
+        try:
+            while self.outbox:
+                sent = self.control.send(self.outbox)
+                del self.outbox[:sent]
+        except BlockingIOError:
+            pass
+        except (BrokenPipeError, ConnectionResetError):
+            self.outbox.clear()
+        events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.outbox else 0)
+        try:
+            self.selector.modify(self.control, events, ("control", None))
+        except KeyError:
+            pass
+
+    def _flush_outbox_blocking(self) -> None:
+        if self.outbox and not self.control_closed:
+            self.control.setblocking(True)
+            try:
+                self.control.sendall(self.outbox)
+            except OSError:
+                pass
+            self.outbox.clear()
+
+    # -- task processes ------------------------------------------------------------------------
+
+    def _start_task(self, request: dict, received_at: float) -> None:
+        execution_id = request["execution_id"]
+        if execution_id in self.children or self.shutting_down:
+            why = "is already running" if execution_id in self.children else "arrived during shutdown"
+            now = time.time()
+            self.send({"type": "result", **TaskResult(
+                execution_id=execution_id, status="failed", exit_code=None, output="",
+                error=f"execution {execution_id} {why}; not started", pid=0,
+                started_at=now, finished_at=now, fork_ms=0.0,
+            ).to_dict()})
+            return
+        out_r, out_w = os.pipe2(os.O_CLOEXEC)
+        res_r, res_w = os.pipe2(os.O_CLOEXEC)
+        started_at = time.time()
+        for stream in (sys.stdout, sys.stderr):
+            if stream is not None:
+                stream.flush()  # or the child would inherit and re-print the zygote's buffer
+        pid = os.fork()
+        if pid == 0:
+            run_task_in_child(request, out_w, res_w, self.pid, self.output_limit)
+        forked_at = time.monotonic()
+        try:
+            os.setpgid(pid, pid)  # also done by the child; doing both closes the race with killpg
+        except OSError:
+            pass
+        os.close(out_w)
+        os.close(res_w)
+        os.set_blocking(out_r, False)
+        os.set_blocking(res_r, False)
+        timeout = request.get("timeout_seconds")
+        timeout = timeout if timeout and timeout > 0 else None
+        child = TaskChild(
+            execution_id=execution_id, pid=pid, pidfd=os.pidfd_open(pid), out_fd=out_r, res_fd=res_r,
+            received_at=received_at, forked_at=forked_at, started_at=started_at,
+            timeout_seconds=timeout, deadline=forked_at + timeout if timeout else None,
+            output=BoundedCapture(self.output_limit),
+        )
+        self.children[execution_id] = child
+        self.selector.register(out_r, selectors.EVENT_READ, ("out", child))
+        self.selector.register(res_r, selectors.EVENT_READ, ("res", child))
+        self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", child))
+        self.send({"type": "started", "execution_id": execution_id, "pid": pid})
+
+    def _read_output(self, child: TaskChild) -> None:
+        if _read_into(child.out_fd, child.output.add) == "eof":
+            self._close_fd(child, "out_fd")
+
+    def _read_result(self, child: TaskChild) -> None:
+        def keep(chunk: bytes) -> None:
+            room = RESULT_LIMIT_BYTES - len(child.result)
+            if room > 0:
+                child.result += chunk[:room]
+
+        if _read_into(child.res_fd, keep) == "eof":
+            self._close_fd(child, "res_fd")
+
+    def _close_fd(self, child: TaskChild, attr: str) -> None:
+        fd = getattr(child, attr)
+        if fd is not None:
+            self.selector.unregister(fd)
+            os.close(fd)
+            setattr(child, attr, None)
+
+    def _finish(self, child: TaskChild) -> None:
+        """The task process exited: kill its leftovers, reap it, collect the last bytes, report."""
+        # The exited child is a zombie until reaped, so its pid (= the group id) cannot be reused
+        # yet: killing the group before waitpid cannot hit an unrelated process.
+        _killpg(child.pid, signal.SIGKILL)
+        _, status = os.waitpid(child.pid, 0)
+        finished_at = time.time()
+        exit_code = os.waitstatus_to_exitcode(status)
+        # Everything the child wrote is in the pipes already; grandchildren were just killed, so
+        # read what is there without waiting for EOF (a grandchild may still hold the write end).
+        if child.out_fd is not None:
+            _read_into(child.out_fd, child.output.add)
+        if child.res_fd is not None:
+            self._read_result(child)
+        self._close_fd(child, "out_fd")
+        self._close_fd(child, "res_fd")
+        self.selector.unregister(child.pidfd)
+        os.close(child.pidfd)
+        child.pidfd = None
+        del self.children[child.execution_id]
+        result = self._describe(child, exit_code, finished_at)
+        self.send({"type": "result", **result.to_dict()})
+
+    def _describe(self, child: TaskChild, exit_code: int, finished_at: float) -> TaskResult:
+        ready_at, report = _parse_report(bytes(child.result))
+        fork_ms = ((ready_at if ready_at is not None else child.forked_at) - child.received_at) * 1000
+        if child.kill_reason == "timeout":
+            status, error = "timed_out", f"task timed out after {child.timeout_seconds:g} s ({_how(exit_code)})"
+        elif child.kill_reason == "killed":
+            status, error = "failed", f"task was killed on request ({_how(exit_code)})"
+        elif child.kill_reason == "shutdown":
+            status, error = "failed", f"task was stopped because the executor shut down ({_how(exit_code)})"
+        elif report is not None and report.get("ok") and exit_code == 0:
+            status, error = "succeeded", ""
+        elif report is not None and not report.get("ok"):
+            status, error = "failed", str(report.get("error", ""))
+        elif exit_code < 0:
+            status, error = "failed", f"task process was {_how(exit_code)} without reporting a result"
+        else:
+            status, error = "failed", f"task process exited with code {exit_code} without reporting a result"
+        return TaskResult(
+            execution_id=child.execution_id, status=status, exit_code=exit_code,
+            output=child.output.text(), error=truncate_text(error, self.output_limit, what="error"),
+            pid=child.pid, started_at=child.started_at, finished_at=finished_at, fork_ms=round(fork_ms, 3),
+        )
+
+
+def _how(exit_code: int) -> str:
+    if exit_code < 0:
+        try:
+            name = signal.Signals(-exit_code).name
+        except ValueError:
+            name = f"signal {-exit_code}"
+        return f"killed by signal {name}"
+    return f"exit code {exit_code}"
+
+
+def _parse_report(data: bytes) -> tuple[float | None, dict | None]:
+    if len(data) < READY_STAMP.size:
+        return None, None
+    (ready_at,) = READY_STAMP.unpack_from(data)
+    try:
+        report = json.loads(data[READY_STAMP.size:]) if len(data) > READY_STAMP.size else None
+    except ValueError:
+        report = None
+    return ready_at, report if isinstance(report, dict) else None
+
+
+def _read_into(fd: int, sink) -> str:
+    """Read everything currently available from a non-blocking fd; return "eof" or "again"."""
+    while True:
+        try:
+            chunk = os.read(fd, READ_CHUNK)
+        except BlockingIOError:
+            return "again"
+        if not chunk:
+            return "eof"
+        sink(chunk)
+
+
+def _drain(fd: int) -> None:
+    _read_into(fd, lambda chunk: None)
+
+
+def _killpg(pgid: int, signum: int) -> None:
+    try:
+        os.killpg(pgid, signum)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Cronwell task zygote (started by ForkServer)")
+    parser.add_argument("--control-fd", type=int, required=True)
+    parser.add_argument("--parent-pid", type=int, required=True)
+    parser.add_argument("--preload", action="append", default=[])
+    parser.add_argument("--output-limit", type=int, default=20_000)
+    parser.add_argument("--kill-grace-seconds", type=float, default=2.0)
+    args = parser.parse_args(argv)
+
+    # Die with the worker. prctl only covers deaths after it is called, hence the getppid check.
+    set_parent_death_signal(signal.SIGTERM)
+    if os.getppid() != args.parent_pid:
+        return 1
+    control = socket.socket(fileno=args.control_fd)
+    try:
+        import app.tasks.registry  # noqa: F401 - every task child needs it
+
+        for module in args.preload:
+            importlib.import_module(module)
+    except BaseException:
+        control.sendall(encode_message({"type": "fatal", "error": traceback.format_exc()}))
+        return 1
+    # Move everything imported so far out of the collector's reach: a collection in a child would
+    # otherwise touch (and copy-on-write) every object page inherited from the zygote.
+    gc.collect()
+    gc.freeze()
+
+    zygote = Zygote(control, output_limit=args.output_limit, kill_grace_seconds=args.kill_grace_seconds)
+    zygote.serve_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,21 @@
+"""The event log: a structured record of what happened and who did it."""
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from app.extensions import db
+from app.models import Event
+
+log = logging.getLogger("cronwell.events")
+
+
+def record_event(type_: str, *, now: datetime, actor: str = "system", job_id: int | None = None,
+                 execution_id: int | None = None, session=None, **payload) -> Event:
+    """Add an Event to the session (committed with the caller's transaction) and log it."""
+    event = Event(type=type_, actor=actor, job_id=job_id, execution_id=execution_id, payload=payload, created_at=now)
+    (session or db.session).add(event)
+    # Payload keys go under one field: they could clash with LogRecord attributes ("name"...).
+    log.info(type_, extra={"event": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id,
+                           "payload": payload})
+    return event

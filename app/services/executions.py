@@ -1,0 +1,79 @@
+"""Execution operations for operators: list, inspect, retry, cancel."""
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.orm import selectinload
+
+from app import cache
+from app.database import begin_write
+from app.domain.states import CANCELLABLE, RETRYABLE, ExecutionStatus, values
+from app.extensions import db
+from app.models import Execution, Job
+from app.services import wakeups
+from app.services.audit import record_event
+from app.services.errors import Conflict, NotFound, ValidationFailed
+from app.store import executions as store
+
+
+def get_execution(execution_id: int, *, with_attempts: bool = False) -> Execution:
+    query = select(Execution).where(Execution.id == execution_id)
+    if with_attempts:
+        query = query.options(selectinload(Execution.attempt_rows))
+    execution = db.session.scalar(query)
+    if execution is None:
+        raise NotFound(f"execution {execution_id} does not exist")
+    return execution
+
+
+def list_query(*, status: str | None = None, job_id: int | None = None):
+    """The executions query, newest first, for lists and pagination."""
+    if status is not None and status not in values(ExecutionStatus):
+        raise ValidationFailed({"status": f"must be one of {', '.join(values(ExecutionStatus))}, got {status!r}"})
+    query = select(Execution).order_by(Execution.id.desc())
+    if status:
+        query = query.where(Execution.status == status)
+    if job_id is not None:
+        query = query.where(Execution.job_id == job_id)
+    return query
+
+
+def list_executions(*, status: str | None = None, job_id: int | None = None, limit: int = 50) -> list[Execution]:
+    if job_id is not None and db.session.get(Job, job_id) is None:
+        raise NotFound(f"job {job_id} does not exist")
+    return list(db.session.scalars(list_query(status=status, job_id=job_id).limit(limit)))
+
+
+def retry_execution(execution_id: int, *, now: datetime, actor: str) -> Execution:
+    """Run a finished execution again as a new execution (history of the old one is kept)."""
+    begin_write(db.session)
+    original = get_execution(execution_id)
+    if ExecutionStatus(original.status) not in RETRYABLE:
+        raise Conflict(f"execution {execution_id} is {original.status}; only failed, timed_out, dead_lettered "
+                       "or cancelled executions can be retried")
+    job = original.job
+    if not job.enabled:
+        raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before retrying its executions")
+    new_id = store.insert_manual(db.session.connection(), job, now=now, trigger="retry", retry_of_id=original.id)
+    record_event("execution_retried", now=now, actor=actor, job_id=job.id, execution_id=new_id, retry_of=original.id)
+    cache.invalidate_on_commit(db.session, cache.keys_for_job_change(job.id))
+    wakeups.notify_on_commit(db.session, work=True)
+    db.session.commit()
+    return get_execution(new_id)
+
+
+def cancel_execution(execution_id: int, *, now: datetime, actor: str) -> Execution:
+    """Cancel a queued execution. Running ones must finish, time out or be recovered."""
+    begin_write(db.session)
+    execution = get_execution(execution_id)
+    if ExecutionStatus(execution.status) not in CANCELLABLE:
+        raise Conflict(f"execution {execution_id} is {execution.status}; only pending, retry_scheduled or claimed "
+                       "executions can be cancelled")
+    if not store.cancel_execution(db.session.connection(), execution_id, now=now, reason=f"cancelled by {actor}"):
+        raise Conflict(f"execution {execution_id} changed state meanwhile; nothing was cancelled")
+    record_event("execution_cancelled", now=now, actor=actor, job_id=execution.job_id, execution_id=execution_id)
+    cache.invalidate_on_commit(db.session, cache.keys_for_job_change(execution.job_id))
+    db.session.commit()
+    db.session.expire_all()
+    return get_execution(execution_id)

@@ -1,0 +1,184 @@
+"""Job operations shared by the CLI and the web UI: create, edit, enable, disable, trigger,
+delete and preview. Each mutation validates, writes in one transaction, records an audit event,
+invalidates the affected cache keys after commit and wakes the scheduler and workers."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from sqlalchemy import select
+
+from app import cache
+from app.database import begin_write
+from app.extensions import db
+from app.models import Execution, Job
+from app.scheduling import Schedule, parse_schedule, preview
+from app.services import wakeups
+from app.services.audit import record_event
+from app.services.errors import Conflict, NotFound, ValidationFailed
+from app.services.validation import clean_job_fields
+from app.store import executions as store
+
+EDITABLE = (
+    "name", "description", "task", "config", "schedule_type", "schedule", "timezone", "overlap_policy",
+    "misfire_policy", "misfire_grace_seconds", "max_attempts", "retry_backoff_seconds", "timeout_seconds",
+    "alert_mode", "retention_count", "retention_days", "queue", "priority",
+)
+DEFAULTS = {
+    "description": "", "config": {}, "timezone": "UTC", "overlap_policy": "skip", "misfire_policy": "coalesce",
+    "misfire_grace_seconds": 60, "max_attempts": 3, "retry_backoff_seconds": 10, "timeout_seconds": 30,
+    "alert_mode": "web", "retention_count": 500, "retention_days": 30, "queue": "default", "priority": 0,
+}
+
+
+def get_job(job_id: int) -> Job:
+    job = db.session.get(Job, job_id)
+    if job is None:
+        raise NotFound(f"job {job_id} does not exist")
+    return job
+
+
+def schedule_of(job: Job) -> Schedule:
+    """The job's stored schedule as a schedule object."""
+    return parse_schedule(job.schedule_type, job.schedule, job.timezone)
+
+
+def _first_run(schedule: Schedule, now: datetime, grace_seconds: int, schedule_type: str) -> datetime | None:
+    if schedule_type == "one_time":
+        run_at = schedule.next_after(datetime.min.replace(tzinfo=now.tzinfo))
+        if run_at is not None and run_at < now - timedelta(seconds=grace_seconds):
+            raise ValidationFailed({"schedule": f"run_at {run_at.isoformat()} is in the past; "
+                                                "use a future time, or trigger the job to run it now"})
+        return run_at
+    return schedule.next_after(now)
+
+
+def _unique_name(name: str, exclude_id: int | None = None) -> None:
+    query = select(Job.id).where(Job.name == name)
+    if exclude_id is not None:
+        query = query.where(Job.id != exclude_id)
+    if db.session.scalar(query) is not None:
+        raise ValidationFailed({"name": f"a job named {name!r} already exists"})
+
+
+def create_job(data: dict, *, now: datetime, actor: str) -> Job:
+    """Validate and create a job; its first run is the schedule's next occurrence after now."""
+    missing = [f for f in ("name", "task", "schedule_type") if not data.get(f)]
+    if missing:
+        raise ValidationFailed({f: "is required" for f in missing})
+    fields = {**DEFAULTS, **{k: v for k, v in data.items() if k in EDITABLE and v is not None}}
+    fields.setdefault("schedule", {})
+    cleaned = clean_job_fields(fields, now=now)
+    schedule = cleaned.pop("_schedule")
+    begin_write(db.session)
+    _unique_name(cleaned["name"])
+    job = Job(**cleaned, enabled=bool(data.get("enabled", True)), created_at=now, updated_at=now)
+    job.next_run_at = _first_run(schedule, now, job.misfire_grace_seconds, job.schedule_type)
+    db.session.add(job)
+    db.session.flush()
+    record_event("job_created", now=now, actor=actor, job_id=job.id, name=job.name, task=job.task,
+                 schedule_type=job.schedule_type, schedule=job.schedule)
+    _commit(job.id)
+    return job
+
+
+def update_job(job_id: int, data: dict, *, now: datetime, actor: str) -> Job:
+    """Apply the given fields. Changing the task re-validates the stored config; changing the
+    schedule or time zone recomputes next_run_at from now."""
+    changes = {k: v for k, v in data.items() if k in EDITABLE and v is not None}
+    job = get_job(job_id)
+    current = {f: getattr(job, f) for f in EDITABLE}
+    if "schedule_type" in changes and "schedule" not in changes and changes["schedule_type"] != job.schedule_type:
+        raise ValidationFailed({"schedule": "changing the schedule type needs a new schedule value"})
+    if "task" in changes and "config" not in changes:
+        changes["config"] = job.config  # the stored config must satisfy the new task's schema
+    cleaned = clean_job_fields(changes, now=now, current=current)
+    schedule = cleaned.pop("_schedule", None)
+    begin_write(db.session)
+    job = get_job(job_id)
+    if "name" in cleaned:
+        _unique_name(cleaned["name"], exclude_id=job.id)
+    changed = {k: v for k, v in cleaned.items() if getattr(job, k) != v}
+    if schedule is not None and ("schedule" in changed or "timezone" in changed or "schedule_type" in changed):
+        job.next_run_at = _first_run(schedule, now, cleaned.get("misfire_grace_seconds", job.misfire_grace_seconds),
+                                     cleaned.get("schedule_type", job.schedule_type))
+    for key, value in changed.items():
+        setattr(job, key, value)
+    job.updated_at = now
+    if "enabled" in data and data["enabled"] is not None and bool(data["enabled"]) != job.enabled:
+        _set_enabled(job, bool(data["enabled"]), now=now, actor=actor)
+    record_event("job_updated", now=now, actor=actor, job_id=job.id, fields=sorted(changed))
+    _commit(job.id)
+    return job
+
+
+def enable_job(job_id: int, *, now: datetime, actor: str) -> Job:
+    begin_write(db.session)
+    job = get_job(job_id)
+    if not job.enabled:
+        _set_enabled(job, True, now=now, actor=actor)
+        _commit(job.id)
+    return job
+
+
+def disable_job(job_id: int, *, now: datetime, actor: str) -> tuple[Job, int]:
+    """Disable a job and cancel its queued work; returns the job and how many rows were cancelled."""
+    begin_write(db.session)
+    job = get_job(job_id)
+    cancelled = 0
+    if job.enabled:
+        cancelled = _set_enabled(job, False, now=now, actor=actor)
+        _commit(job.id)
+    return job, cancelled
+
+
+def _set_enabled(job: Job, enabled: bool, *, now: datetime, actor: str) -> int:
+    if enabled:
+        if job.next_run_at is None:
+            raise Conflict(f"job {job.id} is a one-time job that has already fired; give it a new run_at to enable it")
+        if job.next_run_at < now:
+            # Resume from now rather than replaying everything that fell due while disabled.
+            job.next_run_at = schedule_of(job).next_after(now)
+        job.enabled = True
+        record_event("job_enabled", now=now, actor=actor, job_id=job.id, next_run_at=_iso(job.next_run_at))
+        return 0
+    job.enabled = False
+    ids = store.cancel_queued_for_job(db.session.connection(), job.id, now=now, reason="job disabled")
+    record_event("job_disabled", now=now, actor=actor, job_id=job.id, cancelled=len(ids))
+    return len(ids)
+
+
+def trigger_job(job_id: int, *, now: datetime, actor: str) -> Execution:
+    """Create a manual execution that runs as soon as a worker is free (and overlap allows)."""
+    begin_write(db.session)
+    job = get_job(job_id)
+    if not job.enabled:
+        raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before triggering")
+    execution_id = store.insert_manual(db.session.connection(), job, now=now)
+    record_event("job_triggered", now=now, actor=actor, job_id=job.id, execution_id=execution_id)
+    _commit(job.id, work=True)
+    return db.session.get(Execution, execution_id)
+
+
+def delete_job(job_id: int, *, now: datetime, actor: str) -> None:
+    """Delete a job and its history. A run in flight finishes on its worker, whose result is
+    then discarded (the row is gone)."""
+    begin_write(db.session)
+    job = get_job(job_id)
+    record_event("job_deleted", now=now, actor=actor, job_id=job.id, name=job.name)
+    db.session.delete(job)
+    _commit(job_id)
+
+
+def preview_job(job_id: int, *, after: datetime, count: int):
+    job = get_job(job_id)
+    return preview(schedule_of(job), after, count)
+
+
+def _commit(job_id: int | None, *, work: bool = False) -> None:
+    cache.invalidate_on_commit(db.session, cache.keys_for_job_change(job_id))
+    wakeups.notify_on_commit(db.session, jobs_changed=True, work=work)
+    db.session.commit()
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.isoformat() if value else None

@@ -1,0 +1,336 @@
+"""Creating, claiming and moving executions. Read this file to know how work moves."""
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Iterable, Sequence
+
+from sqlalchemy import and_, bindparam, exists, func, insert, or_, select, text, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+
+from app.domain.states import CANCELLABLE, CLAIMABLE, IN_FLIGHT, AttemptStatus, ExecutionStatus as S
+from app.models import Attempt, Execution, Job
+from app.models.types import UTCDateTime
+
+executions = Execution.__table__
+attempts = Attempt.__table__
+jobs = Job.__table__
+
+OUTPUT_LIMIT = 20_000
+_CLAIMABLE = [s.value for s in CLAIMABLE]
+_IN_FLIGHT = [s.value for s in IN_FLIGHT]
+
+
+def truncate(text_value: str | None, limit: int = OUTPUT_LIMIT) -> str:
+    """Cap stored output and errors at `limit` characters, saying that it was cut."""
+    text_value = text_value or ""
+    if len(text_value) <= limit:
+        return text_value
+    marker = f"\n[... truncated: {len(text_value)} characters in all]"
+    return text_value[: limit - len(marker)] + marker
+
+
+def occurrence_key(job_id: int, scheduled_for: datetime) -> str:
+    """The idempotency key of a scheduled occurrence: the same on every scheduler."""
+    return f"job:{job_id}:at:{scheduled_for.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
+
+
+def _insert(conn: Connection):
+    return (postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert)(executions)
+
+
+# --- creating -------------------------------------------------------------------------------
+
+def insert_occurrence(conn: Connection, job, scheduled_for: datetime, *, trigger: str, status: S, now: datetime,
+                      reason: str | None = None) -> int | None:
+    """Create the execution for one scheduled occurrence; None if it already exists.
+
+    The unique idempotency key (and the unique (job, scheduled_for) index) make a second row
+    impossible even when several schedulers process the same job at once.
+    """
+    terminal = status is S.MISSED
+    stmt = _insert(conn).values(
+        job_id=job.id, scheduled_for=scheduled_for, trigger=trigger,
+        idempotency_key=occurrence_key(job.id, scheduled_for), status=status.value, reason=reason,
+        attempts=0, max_attempts=job.max_attempts, queue=job.queue, priority=job.priority,
+        exclusive=job.overlap_policy != "allow", available_at=scheduled_for,
+        finished_at=now if terminal else None, output="", error="", created_at=now, updated_at=now,
+    ).on_conflict_do_nothing().returning(executions.c.id)
+    return conn.execute(stmt).scalar()
+
+
+def insert_manual(conn: Connection, job, *, now: datetime, trigger: str = "manual",
+                  retry_of_id: int | None = None) -> int:
+    """Create a manual (or operator retry) execution, runnable now."""
+    key = f"job:{job.id}:{trigger}:{uuid.uuid4().hex}"
+    stmt = insert(executions).values(
+        job_id=job.id, scheduled_for=now, trigger=trigger, idempotency_key=key, status=S.PENDING.value,
+        attempts=0, max_attempts=job.max_attempts, queue=job.queue, priority=job.priority,
+        exclusive=job.overlap_policy != "allow", available_at=now, retry_of_id=retry_of_id,
+        output="", error="", created_at=now, updated_at=now,
+    ).returning(executions.c.id)
+    return conn.execute(stmt).scalar_one()
+
+
+def has_active_run(conn: Connection, job_id: int, now: datetime) -> bool:
+    """Overlap check at tick time: claimed, running, pending, or retry_scheduled and due."""
+    e = executions
+    stmt = select(exists().where(
+        e.c.job_id == job_id,
+        or_(e.c.status.in_([S.CLAIMED.value, S.RUNNING.value, S.PENDING.value]),
+            and_(e.c.status == S.RETRY_SCHEDULED.value, e.c.available_at <= now)),
+    ))
+    return bool(conn.execute(stmt).scalar())
+
+
+# --- claiming -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ClaimedExecution:
+    id: int
+    job_id: int
+    job_name: str
+    task: str
+    config: dict
+    timeout_seconds: int
+    job_enabled: bool
+    attempts: int
+    max_attempts: int
+    idempotency_key: str
+    lease_expires_at: datetime
+
+
+# A candidate is claimable when it is due and in the worker's queues, and - for exclusive jobs
+# (overlap policy skip/queue) - no run of its job is in flight and no older due row of its job
+# is waiting. The second condition keeps queue-policy jobs FIFO even while another worker
+# holds the older row locked (SKIP LOCKED would otherwise hand out the next one).
+_CANDIDATE_WHERE = """
+    e.status IN ('pending', 'retry_scheduled')
+    AND e.available_at <= :now
+    {queue_filter}
+    AND (NOT e.exclusive OR (
+        NOT EXISTS (SELECT 1 FROM executions AS busy
+                    WHERE busy.job_id = e.job_id AND busy.exclusive
+                      AND busy.status IN ('claimed', 'running'))
+        AND NOT EXISTS (SELECT 1 FROM executions AS older
+                        WHERE older.job_id = e.job_id AND older.exclusive
+                          AND older.status IN ('pending', 'retry_scheduled')
+                          AND older.available_at <= :now
+                          AND (older.available_at < e.available_at
+                               OR (older.available_at = e.available_at AND older.id < e.id)))))
+"""
+
+_RETURNING = """x.id, x.job_id, j.name, j.task, j.config, j.timeout_seconds, j.enabled, x.attempts,
+                x.max_attempts, x.idempotency_key, x.lease_expires_at"""
+
+# PostgreSQL: one round trip. The CTE picks and locks the batch (lower priority value first,
+# then oldest), skipping rows other workers hold; the UPDATE stamps the lease, which covers
+# the job's hard timeout so a healthy run is never recovered from under its worker.
+_CLAIM_POSTGRES = f"""
+WITH candidates AS (
+    SELECT e.id FROM executions AS e
+    WHERE {_CANDIDATE_WHERE}
+    ORDER BY e.priority, e.available_at, e.id
+    LIMIT :limit
+    FOR UPDATE OF e SKIP LOCKED
+)
+UPDATE executions AS x
+SET status = 'claimed', claimed_by = :worker_id, updated_at = :now,
+    lease_expires_at = :now + make_interval(secs => GREATEST(:lease_seconds, j.timeout_seconds + :buffer_seconds))
+FROM candidates AS c, jobs AS j
+WHERE x.id = c.id AND j.id = x.job_id
+RETURNING {_RETURNING}
+"""
+
+# SQLite: the caller holds the database write lock (BEGIN IMMEDIATE), so select-then-update
+# cannot race; the lease is computed in Python because SQLite has no interval arithmetic.
+_CANDIDATES_SQLITE = f"""
+SELECT e.id, j.timeout_seconds FROM executions AS e JOIN jobs AS j ON j.id = e.job_id
+WHERE {_CANDIDATE_WHERE}
+ORDER BY e.priority, e.available_at, e.id
+LIMIT :limit
+"""
+
+
+def claim_due_executions(conn: Connection, *, worker_id: str, now: datetime, limit: int,
+                         queues: Sequence[str] | None, lease_seconds: int, buffer_seconds: int) -> list[ClaimedExecution]:
+    """Claim up to `limit` due executions for `worker_id`; returns what was claimed."""
+    if limit <= 0:
+        return []
+    params = {"now": now, "limit": limit, "worker_id": worker_id}
+    typed = [bindparam("now", type_=UTCDateTime)]
+    if conn.dialect.name == "postgresql":
+        queue_filter = "AND e.queue = ANY(:queues)" if queues else ""
+        if queues:
+            params["queues"] = list(queues)
+        stmt = text(_CLAIM_POSTGRES.format(queue_filter=queue_filter)).bindparams(*typed)
+        params.update(lease_seconds=lease_seconds, buffer_seconds=buffer_seconds)
+        rows = conn.execute(stmt, params).fetchall()
+    else:
+        queue_filter = "AND e.queue IN :queues" if queues else ""
+        if queues:
+            typed.append(bindparam("queues", expanding=True))
+            params["queues"] = list(queues)
+        candidates = conn.execute(text(_CANDIDATES_SQLITE.format(queue_filter=queue_filter)).bindparams(*typed), params).fetchall()
+        if not candidates:
+            return []
+        for candidate_id, timeout in candidates:
+            lease = now + timedelta(seconds=max(lease_seconds, timeout + buffer_seconds))
+            conn.execute(update(executions).where(executions.c.id == candidate_id).values(
+                status=S.CLAIMED.value, claimed_by=worker_id, lease_expires_at=lease, updated_at=now))
+        e, j = executions, jobs
+        stmt = (select(e.c.id, e.c.job_id, j.c.name, j.c.task, j.c.config, j.c.timeout_seconds, j.c.enabled,
+                       e.c.attempts, e.c.max_attempts, e.c.idempotency_key, e.c.lease_expires_at)
+                .join_from(e, j, e.c.job_id == j.c.id).where(e.c.id.in_([c[0] for c in candidates]))
+                .order_by(e.c.priority, e.c.available_at, e.c.id))
+        rows = conn.execute(stmt).fetchall()
+    return [_claimed(row) for row in rows]
+
+
+def _claimed(row) -> ClaimedExecution:
+    # Rows from the PostgreSQL text() statement come straight from psycopg: jsonb as a dict and
+    # timestamptz as an aware datetime, which is what the typed SQLite path yields too.
+    return ClaimedExecution(id=row[0], job_id=row[1], job_name=row[2], task=row[3], config=row[4] or {},
+                            timeout_seconds=row[5], job_enabled=bool(row[6]), attempts=row[7],
+                            max_attempts=row[8], idempotency_key=row[9], lease_expires_at=row[10])
+
+
+# --- moving ---------------------------------------------------------------------------------
+
+def _guarded(execution_id: int, allowed: Iterable[str], worker_id: str | None = None):
+    conditions = [executions.c.id == execution_id, executions.c.status.in_(list(allowed))]
+    if worker_id is not None:
+        conditions.append(executions.c.claimed_by == worker_id)
+    return update(executions).where(*conditions)
+
+
+def start_execution(conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> int | None:
+    """claimed -> running and open an Attempt; returns the attempt number, None if lost."""
+    number = conn.execute(
+        _guarded(execution_id, [S.CLAIMED.value], worker_id)
+        .values(status=S.RUNNING.value, started_at=now, attempts=executions.c.attempts + 1, updated_at=now)
+        .returning(executions.c.attempts)
+    ).scalar()
+    if number is None:
+        return None
+    conn.execute(insert(attempts).values(execution_id=execution_id, number=number, worker_id=worker_id,
+                                         status=AttemptStatus.RUNNING.value, started_at=now, output="", error=""))
+    return number
+
+
+def release_claim(conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> bool:
+    """claimed -> pending: a stopping worker hands back work it never started."""
+    result = conn.execute(_guarded(execution_id, [S.CLAIMED.value], worker_id).values(
+        status=S.PENDING.value, claimed_by=None, lease_expires_at=None, updated_at=now))
+    return result.rowcount == 1
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one attempt ended, as the worker saw it."""
+
+    status: AttemptStatus  # succeeded | failed | timed_out
+    exit_code: int | None
+    output: str
+    error: str
+    pid: int | None = None
+
+
+def finish_attempt(conn: Connection, execution_id: int, attempt_number: int, outcome: Outcome, *, now: datetime) -> None:
+    conn.execute(update(attempts).where(attempts.c.execution_id == execution_id, attempts.c.number == attempt_number,
+                                        attempts.c.status == AttemptStatus.RUNNING.value).values(
+        status=outcome.status.value, finished_at=now, exit_code=outcome.exit_code, pid=outcome.pid,
+        output=truncate(outcome.output), error=truncate(outcome.error)))
+
+
+def complete_execution(conn: Connection, execution_id: int, *, worker_id: str, outcome: Outcome, now: datetime,
+                       retry_at: datetime | None) -> bool:
+    """running -> succeeded | failed | timed_out, or -> retry_scheduled when `retry_at` is given.
+
+    Guarded by status and owner: a worker whose lease was recovered cannot overwrite the row.
+    """
+    values = dict(exit_code=outcome.exit_code, output=truncate(outcome.output), error=truncate(outcome.error),
+                  updated_at=now, lease_expires_at=None)
+    if retry_at is not None:
+        values.update(status=S.RETRY_SCHEDULED.value, available_at=retry_at, claimed_by=None)
+    else:
+        values.update(status=outcome.status.value, finished_at=now)
+    result = conn.execute(_guarded(execution_id, [S.RUNNING.value], worker_id).values(**values))
+    return result.rowcount == 1
+
+
+def cancel_execution(conn: Connection, execution_id: int, *, now: datetime, reason: str) -> bool:
+    result = conn.execute(_guarded(execution_id, [s.value for s in CANCELLABLE]).values(
+        status=S.CANCELLED.value, reason=reason, finished_at=now, updated_at=now, claimed_by=None, lease_expires_at=None))
+    return result.rowcount == 1
+
+
+def cancel_queued_for_job(conn: Connection, job_id: int, *, now: datetime, reason: str) -> list[int]:
+    """Cancel a job's pending, retry_scheduled and claimed rows (never running ones)."""
+    stmt = update(executions).where(executions.c.job_id == job_id,
+                                    executions.c.status.in_([s.value for s in CANCELLABLE])).values(
+        status=S.CANCELLED.value, reason=reason, finished_at=now, updated_at=now, claimed_by=None,
+        lease_expires_at=None).returning(executions.c.id)
+    return [row[0] for row in conn.execute(stmt)]
+
+
+# --- recovery -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ExpiredLease:
+    id: int
+    job_id: int
+    status: str
+    attempts: int
+    max_attempts: int
+    claimed_by: str | None
+
+
+def lock_expired_leases(conn: Connection, *, now: datetime, limit: int = 100) -> list[ExpiredLease]:
+    """In-flight rows whose lease ran out: their worker is gone. Locked, skipping busy rows."""
+    e = executions
+    stmt = (select(e.c.id, e.c.job_id, e.c.status, e.c.attempts, e.c.max_attempts, e.c.claimed_by)
+            .where(e.c.status.in_(_IN_FLIGHT), e.c.lease_expires_at < now)
+            .order_by(e.c.lease_expires_at).limit(limit).with_for_update(skip_locked=True))
+    return [ExpiredLease(*row) for row in conn.execute(stmt)]
+
+
+def abandon_attempt(conn: Connection, execution_id: int, attempt_number: int, *, now: datetime, error: str) -> None:
+    conn.execute(update(attempts).where(attempts.c.execution_id == execution_id, attempts.c.number == attempt_number,
+                                        attempts.c.status == AttemptStatus.RUNNING.value).values(
+        status=AttemptStatus.ABANDONED.value, finished_at=now, error=error))
+
+
+def recover_execution(conn: Connection, lease: ExpiredLease, *, now: datetime, retry_at: datetime | None,
+                      reason: str) -> str | None:
+    """Move an expired in-flight row on: claimed -> pending (never started), running ->
+    retry_scheduled (attempts left) or dead_lettered. Returns the new status, None if lost."""
+    e = executions
+    guard = [e.c.id == lease.id, e.c.status == lease.status, e.c.lease_expires_at < now]
+    base = dict(claimed_by=None, lease_expires_at=None, updated_at=now)
+    if lease.status == S.CLAIMED.value:
+        target, values = S.PENDING, dict(base, status=S.PENDING.value)
+    elif retry_at is not None:
+        target, values = S.RETRY_SCHEDULED, dict(base, status=S.RETRY_SCHEDULED.value, available_at=retry_at,
+                                                 reason=reason)
+    else:
+        target, values = S.DEAD_LETTERED, dict(base, status=S.DEAD_LETTERED.value, finished_at=now, reason=reason,
+                                               error=reason)
+    result = conn.execute(update(e).where(*guard).values(**values))
+    return target.value if result.rowcount == 1 else None
+
+
+def count_claimable(conn: Connection, now: datetime) -> int:
+    e = executions
+    return conn.execute(select(func.count()).select_from(e).where(e.c.status.in_(_CLAIMABLE),
+                                                                   e.c.available_at <= now)).scalar_one()
+
+
+def next_available_at(conn: Connection, now: datetime) -> datetime | None:
+    """When the earliest not-yet-due claimable row becomes due (a retry's backoff), for sleeping."""
+    e = executions
+    return conn.execute(select(func.min(e.c.available_at)).where(e.c.status.in_(_CLAIMABLE),
+                                                                  e.c.available_at > now)).scalar()
+
