@@ -43,3 +43,4 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
     root.addHandler(handler)
     root.setLevel(level.upper())
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
