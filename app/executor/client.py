@@ -161,8 +161,9 @@ class ForkServer:
         self._require_started()
         if request.execution_id in self._pending:
             raise ValueError(f"execution {request.execution_id} is already running")
+        frame = encode_message({"op": "run", "request": request.to_dict()})  # TypeError before any state
         self._pending[request.execution_id] = _Pending(submitted_at=time.time())
-        self._send({"op": "run", "request": request.to_dict()})
+        self._send_frame(frame)
 
     def poll(self, timeout: float = 0.0) -> list[TaskResult]:
         """Return finished results, waiting at most `timeout` seconds for the first one."""
@@ -207,8 +208,11 @@ class ForkServer:
             raise RuntimeError("ForkServer is not started")
 
     def _send(self, message: dict) -> None:
+        self._send_frame(encode_message(message))
+
+    def _send_frame(self, frame: bytes) -> None:
         try:
-            self._sock.sendall(encode_message(message))
+            self._sock.sendall(frame)
         except OSError:
             self._crashed()
 

@@ -45,12 +45,12 @@ class BoundedCapture:
             self._head += chunk[:room]
 
     @property
-    def dropped_bytes(self) -> bool:
+    def truncated(self) -> bool:
         return self.total_bytes > len(self._head)
 
     def text(self) -> str:
         """The captured output as at most `limit_chars` characters (utf-8, errors replaced)."""
         decoded = self._head.decode("utf-8", errors="replace")
-        if self.dropped_bytes or len(decoded) > self.limit_chars:
+        if self.truncated or len(decoded) > self.limit_chars:
             return truncate_text(decoded, self.limit_chars, total=f"{self.total_bytes} bytes")
         return decoded

@@ -33,7 +33,7 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 def set_parent_death_signal(signum: int) -> None:
     """Ask the kernel to send `signum` to this process when its parent thread dies (Linux prctl)."""
-    if _libc.prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) != 0:
+    if _libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signum), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(errno)}")
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 import argparse
 import gc
 import importlib
-import json
 import os
 import selectors
 import signal
@@ -38,10 +37,12 @@ import sys
 import time
 import traceback
 from dataclasses import dataclass, field
+from typing import Callable
 
+from app.executor.outcome import classify_exit, parse_result_pipe
 from app.executor.output import BoundedCapture, truncate_text
 from app.executor.protocol import MessageReader, TaskResult, encode_message
-from app.executor.task_child import READY_STAMP, run_task_in_child, set_parent_death_signal
+from app.executor.task_child import run_task_in_child, set_parent_death_signal
 
 READ_CHUNK = 64 * 1024
 # A result report is one small JSON object; more than this is a misbehaving task writing to fd 3.
@@ -142,7 +143,7 @@ class Zygote:
                 if mask & selectors.EVENT_READ:
                     self._read_control()
             elif kind == "wakeup":
-                _drain(self._wakeup_r)
+                _read_into(self._wakeup_r, lambda chunk: None)  # just a wake-up; the flag is set
             # A child finished earlier in this batch has closed its fds (set to None); skip them.
             elif kind == "out" and child.out_fd is not None:
                 self._read_output(child)
@@ -232,22 +233,28 @@ class Zygote:
 
     def _start_task(self, request: dict, received_at: float) -> None:
         execution_id = request["execution_id"]
-        if execution_id in self.children or self.shutting_down:
-            why = "is already running" if execution_id in self.children else "arrived during shutdown"
-            now = time.time()
-            self.send({"type": "result", **TaskResult(
-                execution_id=execution_id, status="failed", exit_code=None, output="",
-                error=f"execution {execution_id} {why}; not started", pid=0,
-                started_at=now, finished_at=now, fork_ms=0.0,
-            ).to_dict()})
+        if execution_id in self.children:
+            self._reject(execution_id, f"execution {execution_id} is already running; not started again")
             return
-        out_r, out_w = os.pipe2(os.O_CLOEXEC)
-        res_r, res_w = os.pipe2(os.O_CLOEXEC)
-        started_at = time.time()
+        if self.shutting_down:
+            self._reject(execution_id, "the executor is shutting down; task not started")
+            return
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
                 stream.flush()  # or the child would inherit and re-print the zygote's buffer
-        pid = os.fork()
+        fds: list[int] = []
+        try:
+            out_r, out_w = os.pipe2(os.O_CLOEXEC)
+            fds += (out_r, out_w)
+            res_r, res_w = os.pipe2(os.O_CLOEXEC)
+            fds += (res_r, res_w)
+            started_at = time.time()
+            pid = os.fork()
+        except OSError as exc:  # EMFILE, EAGAIN (process limit), ENOMEM: fail this task, keep serving
+            for fd in fds:
+                os.close(fd)
+            self._reject(execution_id, f"could not start a task process: {exc}")
+            return
         if pid == 0:
             run_task_in_child(request, out_w, res_w, self.pid, self.output_limit)
         forked_at = time.monotonic()
@@ -272,6 +279,13 @@ class Zygote:
         self.selector.register(res_r, selectors.EVENT_READ, ("res", child))
         self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", child))
         self.send({"type": "started", "execution_id": execution_id, "pid": pid})
+
+    def _reject(self, execution_id: int, error: str) -> None:
+        now = time.time()
+        self.send({"type": "result", **TaskResult(
+            execution_id=execution_id, status="failed", exit_code=None, output="", error=error,
+            pid=0, started_at=now, finished_at=now, fork_ms=0.0,
+        ).to_dict()})
 
     def _read_output(self, child: TaskChild) -> None:
         if _read_into(child.out_fd, child.output.add) == "eof":
@@ -317,22 +331,9 @@ class Zygote:
         self.send({"type": "result", **result.to_dict()})
 
     def _describe(self, child: TaskChild, exit_code: int, finished_at: float) -> TaskResult:
-        ready_at, report = _parse_report(bytes(child.result))
+        ready_at, report = parse_result_pipe(bytes(child.result))
         fork_ms = ((ready_at if ready_at is not None else child.forked_at) - child.received_at) * 1000
-        if child.kill_reason == "timeout":
-            status, error = "timed_out", f"task timed out after {child.timeout_seconds:g} s ({_how(exit_code)})"
-        elif child.kill_reason == "killed":
-            status, error = "failed", f"task was killed on request ({_how(exit_code)})"
-        elif child.kill_reason == "shutdown":
-            status, error = "failed", f"task was stopped because the executor shut down ({_how(exit_code)})"
-        elif report is not None and report.get("ok") and exit_code == 0:
-            status, error = "succeeded", ""
-        elif report is not None and not report.get("ok"):
-            status, error = "failed", str(report.get("error", ""))
-        elif exit_code < 0:
-            status, error = "failed", f"task process was {_how(exit_code)} without reporting a result"
-        else:
-            status, error = "failed", f"task process exited with code {exit_code} without reporting a result"
+        status, error = classify_exit(child.kill_reason, child.timeout_seconds, exit_code, report)
         return TaskResult(
             execution_id=child.execution_id, status=status, exit_code=exit_code,
             output=child.output.text(), error=truncate_text(error, self.output_limit, what="error"),
@@ -340,28 +341,7 @@ class Zygote:
         )
 
 
-def _how(exit_code: int) -> str:
-    if exit_code < 0:
-        try:
-            name = signal.Signals(-exit_code).name
-        except ValueError:
-            name = f"signal {-exit_code}"
-        return f"killed by signal {name}"
-    return f"exit code {exit_code}"
-
-
-def _parse_report(data: bytes) -> tuple[float | None, dict | None]:
-    if len(data) < READY_STAMP.size:
-        return None, None
-    (ready_at,) = READY_STAMP.unpack_from(data)
-    try:
-        report = json.loads(data[READY_STAMP.size:]) if len(data) > READY_STAMP.size else None
-    except ValueError:
-        report = None
-    return ready_at, report if isinstance(report, dict) else None
-
-
-def _read_into(fd: int, sink) -> str:
+def _read_into(fd: int, sink: Callable[[bytes], None]) -> str:
     """Read everything currently available from a non-blocking fd; return "eof" or "again"."""
     while True:
         try:
@@ -371,10 +351,6 @@ def _read_into(fd: int, sink) -> str:
         if not chunk:
             return "eof"
         sink(chunk)
-
-
-def _drain(fd: int) -> None:
-    _read_into(fd, lambda chunk: None)
 
 
 def _killpg(pgid: int, signum: int) -> None:
@@ -397,6 +373,9 @@ def main(argv: list[str] | None = None) -> int:
     set_parent_death_signal(signal.SIGTERM)
     if os.getppid() != args.parent_pid:
         return 1
+    # Ctrl-C in the worker's terminal reaches the whole foreground group, zygote included; the
+    # worker decides how to shut down and tells us (stop()), so the zygote ignores SIGINT.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     control = socket.socket(fileno=args.control_fd)
     try:
         import app.tasks.registry  # noqa: F401 - every task child needs it
@@ -412,7 +391,11 @@ def main(argv: list[str] | None = None) -> int:
     gc.freeze()
 
     zygote = Zygote(control, output_limit=args.output_limit, kill_grace_seconds=args.kill_grace_seconds)
-    zygote.serve_forever()
+    try:
+        zygote.serve_forever()
+    except BaseException:
+        zygote.kill_everything()  # a zygote bug must not leave task processes behind
+        raise
     return 0
 
 
