@@ -21,6 +21,17 @@ QUEUE_DEPTH = "dashboard:queue_depth"
 UPCOMING = "dashboard:upcoming"
 CATALOG = "tasks:catalog"
 
+# Time to live of each kind of key, in seconds. Short, because invalidation covers writes made
+# through the services, while the clock alone moves "due now" and "age" figures.
+TTL_SECONDS = {
+    SUMMARY: 10,
+    QUEUE_DEPTH: 5,
+    UPCOMING: 15,
+    CATALOG: 300,  # code-defined: never invalidated, it just expires
+    "job_stats": 30,
+    "job_upcoming": 60,
+}
+
 
 def job_stats_key(job_id: int) -> str:
     return f"job:{job_id}:stats"
@@ -104,51 +115,79 @@ class RedisBackend:
 
 
 class Cache:
-    """Namespaced, failure-tolerant access to the backend."""
+    """Namespaced, failure-tolerant access to the backend.
+
+    After a backend error the cache stays out of the way for `RETRY_AFTER_SECONDS` (every call
+    is a miss or a no-op) instead of paying a connect timeout on each of a page's lookups while
+    Redis is down. A delete skipped in that window leaves at worst a value that expires within
+    its short TTL.
+    """
+
+    RETRY_AFTER_SECONDS = 5.0
 
     def __init__(self, backend: MemoryBackend | RedisBackend, prefix: str) -> None:
         self.backend = backend
         self.prefix = prefix
         self.is_redis = isinstance(backend, RedisBackend)
+        self._unavailable_until = 0.0
+
+    @property
+    def backend_name(self) -> str:
+        return "redis" if self.is_redis else "in-process"
 
     def _k(self, key: str) -> str:
         return self.prefix + key
 
+    def _call(self, what: str, keys, fn: Callable[[], Any], default: Any = None) -> Any:
+        if time.monotonic() < self._unavailable_until:
+            return default
+        try:
+            return fn()
+        except Exception:
+            self._unavailable_until = time.monotonic() + self.RETRY_AFTER_SECONDS
+            log.warning("cache %s failed; carrying on without the cache", what,
+                        extra={"event": "cache_error", "operation": what, "keys": keys}, exc_info=True)
+            return default
+
+    def get(self, key: str) -> Any:
+        """The cached JSON value for `key`, or None (missing, expired or backend down)."""
+        raw = self._call("read", [key], lambda: self.backend.get(self._k(key)))
+        return None if raw is None else json.loads(raw)
+
     def get_or_compute(self, key: str, ttl: int, compute: Callable[[], Any]) -> Any:
         """Return the cached JSON value for `key`, or compute, store and return it."""
-        try:
-            raw = self.backend.get(self._k(key))
-            if raw is not None:
-                return json.loads(raw)
-        except Exception:
-            log.warning("cache read failed; recomputing", extra={"event": "cache_error", "key": key}, exc_info=True)
-        value = compute()
-        try:
-            self.backend.set(self._k(key), json.dumps(value, default=str), ttl)
-        except Exception:
-            log.warning("cache write failed", extra={"event": "cache_error", "key": key}, exc_info=True)
-        return value
+        raw = self._call("read", [key], lambda: self.backend.get(self._k(key)))
+        if raw is not None:
+            return json.loads(raw)
+        raw = json.dumps(compute(), default=str)
+        self._call("write", [key], lambda: self.backend.set(self._k(key), raw, ttl))
+        # Hand back what a cache hit would have returned, so callers see one shape either way.
+        return json.loads(raw)
+
+    def set(self, key: str, value: Any, ttl: int) -> None:
+        """Store a JSON-serialisable value; failures are logged and ignored."""
+        raw = json.dumps(value, default=str)
+        self._call("write", [key], lambda: self.backend.set(self._k(key), raw, ttl))
 
     def delete(self, keys: Iterable[str]) -> None:
-        keys = [self._k(k) for k in dict.fromkeys(keys)]
-        try:
-            self.backend.delete(*keys)
-        except Exception:
-            log.warning("cache delete failed", extra={"event": "cache_error", "keys": keys}, exc_info=True)
+        """Delete exactly these keys (never a pattern, never a flush)."""
+        names = list(dict.fromkeys(keys))
+        if names:
+            self._call("delete", names, lambda: self.backend.delete(*[self._k(k) for k in names]))
 
     def incr(self, key: str, ttl: int) -> int | None:
         """Count within a window (rate limiting); None when the backend is unreachable."""
-        try:
-            return self.backend.incr(self._k(key), ttl)
-        except Exception:
-            log.warning("cache incr failed", extra={"event": "cache_error", "key": key}, exc_info=True)
-            return None
+        return self._call("incr", [key], lambda: self.backend.incr(self._k(key), ttl))
 
     def ping(self) -> bool:
+        """Ask the backend directly (readiness), whatever happened to earlier calls."""
         try:
-            return self.backend.ping()
+            ok = bool(self.backend.ping())
         except Exception:
             return False
+        if ok:
+            self._unavailable_until = 0.0
+        return ok
 
 
 def init_app(app: Flask) -> None:

@@ -1,7 +1,47 @@
-"""`flask worker ...`: see the commands below."""
+"""`flask worker run`: the process that claims due executions and runs their tasks."""
 from __future__ import annotations
 
 import click
+from flask import current_app
 from flask.cli import AppGroup
 
+from cli.signals import StopFlag
+
 worker_cli = AppGroup("worker", help="Run the worker process.")
+
+
+def _queues(value: str | None) -> list[str] | None:
+    if not value:
+        return None
+    queues = [q.strip() for q in value.split(",") if q.strip()]
+    if not queues:
+        raise click.BadParameter("give at least one queue name, e.g. --queues default,reports")
+    return queues
+
+
+@worker_cli.command("run")
+@click.option("--workers", "slots", type=click.IntRange(1, 256), default=4, show_default=True,
+              help="How many tasks run at once (each in its own process).")
+@click.option("--once", is_flag=True, help="Drain what is due now, wait for it to finish, and exit.")
+@click.option("--worker-id", default=None, help="Identity in claims and heartbeats (default worker-HOST-PID).")
+@click.option("--queues", default=None, help="Comma-separated queues to serve (default: all).")
+def run_worker(slots: int, once: bool, worker_id: str | None, queues: str | None) -> None:
+    """Claim due executions under a lease and run each task in its own process.
+
+    \b
+    Example:
+      flask worker run --workers 8
+      flask worker run --queues reports --worker-id reports-1
+      flask worker run --once             # drain and exit (handy in scripts)
+    On SIGTERM/Ctrl-C it stops claiming, lets running tasks finish within
+    WORKER_SHUTDOWN_GRACE_SECONDS, settles the rest, and exits 0.
+    """
+    from app.services.worker import Worker
+
+    worker = Worker(current_app._get_current_object(), worker_id=worker_id, slots=slots, queues=_queues(queues))
+    stop = StopFlag().install()
+    if not once:
+        click.echo(f"worker {worker.id} started ({slots} slots, queues {queues or 'all'})")
+    worker.run(burst=once, should_stop=stop, echo=click.echo)
+    if not once:
+        click.echo(f"worker {worker.id} stopped")

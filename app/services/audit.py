@@ -19,3 +19,12 @@ def record_event(type_: str, *, now: datetime, actor: str = "system", job_id: in
     log.info(type_, extra={"event": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id,
                            "payload": payload})
     return event
+
+
+def insert_event(conn, type_: str, *, now: datetime, actor: str = "system", job_id: int | None = None,
+                 execution_id: int | None = None, **payload) -> None:
+    """The same as record_event, for engine code that writes through a Core connection."""
+    conn.execute(Event.__table__.insert().values(type=type_, actor=actor, job_id=job_id, execution_id=execution_id,
+                                                 payload=payload, created_at=now))
+    log.info(type_, extra={"event": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id,
+                           "payload": payload})

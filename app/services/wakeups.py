@@ -26,3 +26,73 @@ def notify_on_commit(session, *, jobs_changed: bool = False, work: bool = False)
         notify(conn, JOBS_CHANNEL)
     if work:
         notify(conn, WORK_CHANNEL)
+
+
+class Listener:
+    """LISTEN on PostgreSQL channels; on SQLite a plain sleeper with the same interface."""
+
+    def __init__(self, connection=None) -> None:
+        self._conn = connection
+
+    @classmethod
+    def open(cls, engine, channels: list[str]) -> "Listener":
+        if engine.dialect.name != "postgresql":
+            return cls(None)
+        import psycopg
+
+        url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        try:
+            conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
+            for channel in channels:
+                conn.execute(f"LISTEN {channel}")
+        except Exception:  # database down: behave like a sleeper until the next reopen
+            return cls(None)
+        return cls(conn)
+
+    @property
+    def active(self) -> bool:
+        return self._conn is not None
+
+    def fileno(self) -> int | None:
+        return self._conn.fileno() if self._conn is not None else None
+
+    def drain(self) -> int:
+        """Consume pending notifications without waiting; returns how many there were."""
+        if self._conn is None:
+            return 0
+        try:
+            return sum(1 for _ in self._conn.notifies(timeout=0))
+        except Exception:
+            self.close()
+            return 0
+
+    def wait(self, seconds: float, should_stop=lambda: False) -> bool:
+        """Sleep up to `seconds`, returning True early when a notification arrives."""
+        import select
+        import time
+
+        deadline = time.monotonic() + seconds
+        while not should_stop():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            slice_ = min(remaining, 0.5)  # stay responsive to stop requests
+            if self._conn is None:
+                time.sleep(slice_)
+                continue
+            try:
+                readable, _, _ = select.select([self._conn.fileno()], [], [], slice_)
+            except (OSError, ValueError):
+                self.close()
+                continue
+            if readable and self.drain():
+                return True
+        return False
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+            self._conn = None

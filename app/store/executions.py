@@ -334,3 +334,9 @@ def next_available_at(conn: Connection, now: datetime) -> datetime | None:
     return conn.execute(select(func.min(e.c.available_at)).where(e.c.status.in_(_CLAIMABLE),
                                                                   e.c.available_at > now)).scalar()
 
+
+
+def expire_lease(conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> None:
+    """A stopping worker gives up a running row it had to kill, so recovery may settle it now."""
+    conn.execute(_guarded(execution_id, [S.RUNNING.value], worker_id).values(
+        lease_expires_at=now - timedelta(microseconds=1)))

@@ -1,0 +1,79 @@
+"""Expired-lease recovery: the worker holding a row is gone, so its work is settled for it.
+
+A lease covers the job's hard timeout plus a buffer, so a lease can only expire when its worker
+stopped heartbeating its work: crashed, killed, or cut off from the database. The abandoned
+attempt is recorded; the execution is retried if attempts remain, otherwise dead-lettered.
+Runs in the scheduler tick and in idle workers; SKIP LOCKED lets them overlap safely.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection, Engine
+
+from app.database import write_transaction
+from app.domain.policies import retry_delay
+from app.domain.states import ExecutionStatus as S
+from app.models import Job
+from app.services.audit import insert_event
+from app.services.dead_letters import dead_letter
+from app.store import executions as store
+
+log = logging.getLogger("cronwell.recovery")
+
+
+@dataclass
+class RecoveryReport:
+    released: int = 0  # claimed but never started: back to pending
+    retried: int = 0
+    dead_lettered: int = 0
+    job_ids: set[int] | None = None
+
+    @property
+    def total(self) -> int:
+        return self.released + self.retried + self.dead_lettered
+
+
+def settle_abandoned(conn: Connection, row: store.ExpiredLease, *, now: datetime, reason: str) -> str | None:
+    """Record the abandoned attempt and move the execution on; returns the new status or None if lost."""
+    job = conn.execute(select(Job.__table__.c.name, Job.__table__.c.retry_backoff_seconds, Job.__table__.c.alert_mode)
+                       .where(Job.__table__.c.id == row.job_id)).one()
+    retry_at = None
+    if row.status == S.RUNNING.value:
+        if row.attempts < row.max_attempts:
+            retry_at = now + retry_delay(job.retry_backoff_seconds, row.attempts)
+    new_status = store.recover_execution(conn, row, now=now, retry_at=retry_at, reason=reason)
+    if new_status is None:
+        return None
+    if row.status == S.RUNNING.value:
+        store.abandon_attempt(conn, row.id, row.attempts, now=now, error=reason)
+    insert_event(conn, "lease_recovered", now=now, job_id=row.job_id, execution_id=row.id, worker_id=row.claimed_by,
+                 from_status=row.status, to_status=new_status)
+    if new_status == S.DEAD_LETTERED.value:
+        dead_letter(conn, execution_id=row.id, job_id=row.job_id, job_name=job.name, alert_mode=job.alert_mode,
+                    status=new_status, reason=reason, now=now)
+    return new_status
+
+
+def recover_expired_leases(engine: Engine, *, now: datetime, batch_size: int = 100) -> RecoveryReport:
+    """Settle every in-flight execution whose lease expired before `now`."""
+    report = RecoveryReport(job_ids=set())
+    while True:
+        with write_transaction(engine) as conn:
+            rows = store.lock_expired_leases(conn, now=now, limit=batch_size)
+            for row in rows:
+                reason = f"lease held by {row.claimed_by or 'unknown worker'} expired; the worker is presumed dead"
+                new_status = settle_abandoned(conn, row, now=now, reason=reason)
+                if new_status == S.PENDING.value:
+                    report.released += 1
+                elif new_status == S.RETRY_SCHEDULED.value:
+                    report.retried += 1
+                elif new_status == S.DEAD_LETTERED.value:
+                    report.dead_lettered += 1
+                if new_status:
+                    report.job_ids.add(row.job_id)
+        if len(rows) < batch_size:
+            return report

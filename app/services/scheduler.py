@@ -1,0 +1,212 @@
+"""The scheduler: decides what is due and writes durable executions for it.
+
+`Scheduler.tick(now)` is one pass and what tests call; `run_forever()` is a thin loop around it
+that sleeps until the earliest next_run_at (capped by the tick interval) and wakes early when a
+job changes (PostgreSQL NOTIFY). Several schedulers may run at once: each tick locks the due
+jobs it works on with SKIP LOCKED, and the unique occurrence key makes a duplicate row
+impossible even if two schedulers ever considered the same occurrence.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from functools import lru_cache
+from typing import Callable
+
+from flask import Flask
+from sqlalchemy import func, select, update
+
+from app import cache
+from app.database import write_transaction
+from app.domain.policies import plan_occurrences
+from app.domain.states import ExecutionStatus as S
+from app.extensions import db
+from app.models import Job
+from app.scheduling import Schedule, parse_schedule
+from app.services import heartbeats, recovery, retention, wakeups
+from app.services.audit import insert_event
+from app.store import executions as store
+
+log = logging.getLogger("cronwell.scheduler")
+jobs = Job.__table__
+
+Clock = Callable[[], datetime]
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@lru_cache(maxsize=4096)
+def _parsed_schedule(schedule_type: str, schedule_json: str, tz: str) -> Schedule:
+    return parse_schedule(schedule_type, json.loads(schedule_json), tz)
+
+
+def cached_schedule(schedule_type: str, schedule: dict, tz: str) -> Schedule:
+    """Parsing a cron expression is not free; ticks see the same few thousand schedules again."""
+    return _parsed_schedule(schedule_type, json.dumps(schedule, sort_keys=True), tz)
+
+
+@dataclass
+class TickReport:
+    due: int = 0
+    created: int = 0
+    missed: int = 0
+    coalesced: int = 0
+    recovered: int = 0
+    pruned: int = 0
+    duration_ms: float = 0.0
+    job_ids: set[int] = field(default_factory=set)
+
+    def line(self) -> str:
+        return (f"tick due={self.due} created={self.created} missed={self.missed} coalesced={self.coalesced} "
+                f"recovered={self.recovered} pruned={self.pruned} ms={self.duration_ms:.1f}")
+
+
+class Scheduler:
+    def __init__(self, app: Flask, *, scheduler_id: str | None = None, clock: Clock = utcnow,
+                 batch_size: int = 500) -> None:
+        self.app = app
+        self.id = scheduler_id or heartbeats.default_process_id("scheduler")
+        self.clock = clock
+        self.batch_size = batch_size
+        self.cap = app.config["MISFIRE_CATCH_UP_CAP"]
+        self.started_at = clock()
+        self.ticks = 0
+        self._last_housekeeping: datetime | None = None
+        self._last_retention: datetime | None = None
+
+    @property
+    def engine(self):
+        return db.engine
+
+    # --- one pass ---------------------------------------------------------------------------
+
+    def tick(self, now: datetime | None = None) -> TickReport:
+        """Heartbeat, fire due jobs, recover expired leases, and do periodic housekeeping."""
+        started = time.perf_counter()
+        now = now or self.clock()
+        report = TickReport()
+        self._heartbeat(now)
+        while True:
+            batch = self.schedule_due_jobs(now, report)
+            if batch < self.batch_size:
+                break
+        recovered = recovery.recover_expired_leases(self.engine, now=now)
+        report.recovered = recovered.total
+        report.job_ids |= recovered.job_ids or set()
+        self._housekeeping(now, report)
+        if report.job_ids:
+            keys: list[str] = []
+            for job_id in report.job_ids:
+                keys += cache.keys_for_job_change(job_id)
+            cache.get_cache().delete(keys)
+        self.ticks += 1
+        report.duration_ms = (time.perf_counter() - started) * 1000
+        return report
+
+    def schedule_due_jobs(self, now: datetime, report: TickReport) -> int:
+        """Lock one batch of due jobs and create their occurrences; returns the batch size."""
+        with write_transaction(self.engine) as conn:
+            due = conn.execute(
+                select(jobs).where(jobs.c.enabled.is_(True), jobs.c.next_run_at <= now)
+                .order_by(jobs.c.next_run_at).limit(self.batch_size).with_for_update(skip_locked=True)
+            ).fetchall()
+            for job in due:
+                self._fire_job(conn, job, now, report)
+            if report.created:
+                wakeups.notify(conn, wakeups.WORK_CHANNEL)
+        report.due += len(due)
+        return len(due)
+
+    def _fire_job(self, conn, job, now: datetime, report: TickReport) -> None:
+        schedule = cached_schedule(job.schedule_type, job.schedule, job.timezone)
+        plan = plan_occurrences(next_run_at=job.next_run_at, now=now, next_after=schedule.next_after,
+                                policy=job.misfire_policy, grace=timedelta(seconds=job.misfire_grace_seconds),
+                                cap=self.cap)
+        active = job.overlap_policy == "skip" and store.has_active_run(conn, job.id, now)
+        for scheduled_for, trigger in plan.fire:
+            if active:
+                # Overlap policy skip: an earlier run is still active, so this one is recorded
+                # as missed instead of piling up behind it.
+                created = store.insert_occurrence(conn, job, scheduled_for, trigger=trigger, status=S.MISSED, now=now,
+                                                  reason="overlap: an earlier run of this job was still active")
+                report.missed += created is not None
+                continue
+            created = store.insert_occurrence(conn, job, scheduled_for, trigger=trigger, status=S.PENDING, now=now)
+            if created is not None:
+                report.created += 1
+                active = job.overlap_policy == "skip"
+        for scheduled_for in plan.missed:
+            created = store.insert_occurrence(
+                conn, job, scheduled_for, trigger="schedule", status=S.MISSED, now=now,
+                reason=f"misfire: more than {job.misfire_grace_seconds}s late and the misfire policy is skip")
+            report.missed += created is not None
+        if plan.coalesced:
+            report.coalesced += plan.coalesced
+            insert_event(conn, "misfire_coalesced", now=now, job_id=job.id, occurrences=plan.coalesced,
+                         at_least=plan.lower_bound, first=_iso(job.next_run_at), into=_iso(plan.fire[0][0]))
+        if plan.unrecorded:
+            insert_event(conn, "misfire_skipped", now=now, job_id=job.id, occurrences=plan.unrecorded,
+                         at_least=plan.lower_bound, before=_iso(now - timedelta(seconds=job.misfire_grace_seconds)),
+                         note="late occurrences beyond MISFIRE_CATCH_UP_CAP are counted here, not recorded one by one")
+        conn.execute(update(jobs).where(jobs.c.id == job.id).values(next_run_at=plan.next_run_at))
+        report.job_ids.add(job.id)
+
+    def _heartbeat(self, now: datetime) -> None:
+        with write_transaction(self.engine) as conn:
+            heartbeats.beat(conn, process_id=self.id, kind="scheduler", started_at=self.started_at, now=now,
+                            info={"ticks": self.ticks})
+
+    def _housekeeping(self, now: datetime, report: TickReport) -> None:
+        """Once a minute prune stale heartbeats; once an hour apply retention."""
+        if self._last_housekeeping is None or now - self._last_housekeeping >= timedelta(minutes=1):
+            self._last_housekeeping = now
+            with write_transaction(self.engine) as conn:
+                heartbeats.prune(conn, now=now, older_than_seconds=self.app.config["HEARTBEAT_PRUNE_SECONDS"])
+        if self._last_retention is None or now - self._last_retention >= timedelta(hours=1):
+            self._last_retention = now
+            report.pruned = retention.prune_history(now=now)["deleted"]
+
+    # --- the loop ---------------------------------------------------------------------------
+
+    def seconds_until_due(self, now: datetime, cap: float) -> float:
+        """How long to sleep: until the earliest enabled next_run_at, at most `cap` seconds."""
+        with self.engine.connect() as conn:
+            earliest = conn.execute(select(func.min(jobs.c.next_run_at)).where(jobs.c.enabled.is_(True))).scalar()
+        if earliest is None:
+            return cap
+        return max(0.0, min(cap, (earliest - now).total_seconds()))
+
+    def run_forever(self, *, tick_seconds: float, should_stop: Callable[[], bool], echo: Callable[[str], None]) -> None:
+        """Tick, then sleep until something is due, a job changes, or `tick_seconds` pass."""
+        listener = wakeups.Listener.open(self.engine, [wakeups.JOBS_CHANNEL])
+        failures = 0
+        try:
+            while not should_stop():
+                try:
+                    report = self.tick()
+                    if report.due or report.recovered or report.pruned:
+                        echo(report.line())
+                    delay = self.seconds_until_due(self.clock(), tick_seconds)
+                    failures = 0
+                except Exception as exc:  # database down: back off and retry, never crash-loop
+                    failures += 1
+                    delay = min(30.0, 0.5 * 2 ** min(failures, 6))
+                    log.error("scheduler tick failed; retrying", extra={"event": "tick_failed", "error": str(exc)[:300],
+                                                                        "retry_in": delay})
+                    self.engine.dispose()
+                    listener.close()
+                    listener = wakeups.Listener.open(self.engine, [wakeups.JOBS_CHANNEL])
+                listener.wait(delay, should_stop)
+        finally:
+            listener.close()
+            with write_transaction(self.engine) as conn:
+                heartbeats.remove(conn, self.id)
+
+
+def _iso(value: datetime | None) -> str | None:
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if value else None

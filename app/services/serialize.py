@@ -1,0 +1,152 @@
+"""Plain-dict views of the models for `--json`, the JSON API and HTMX fragments.
+
+Pure functions of the model objects they are given: no queries of their own beyond the loaded
+relationships, no clock (callers pass `now` where an age is shown). Field names follow SPEC
+section 3; every datetime is ISO 8601 UTC with a `Z` suffix.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Iterable
+
+from app.models import Alert, Attempt, DeadLetter, Execution, Heartbeat, Job
+
+
+def iso(value: datetime | None) -> str | None:
+    """An aware datetime as ISO 8601 UTC with `Z` (`2026-06-01T12:00:00Z`); None stays None."""
+    if value is None:
+        return None
+    if value.tzinfo is None:
+        raise ValueError(f"naive datetime {value!r} cannot be shown as UTC")
+    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+
+
+def job_to_dict(job: Job) -> dict[str, Any]:
+    """Every stored field of a job."""
+    return {
+        "id": job.id,
+        "name": job.name,
+        "description": job.description,
+        "task": job.task,
+        "config": job.config,
+        "schedule_type": job.schedule_type,
+        "schedule": job.schedule,
+        "timezone": job.timezone,
+        "enabled": job.enabled,
+        "next_run_at": iso(job.next_run_at),
+        "overlap_policy": job.overlap_policy,
+        "misfire_policy": job.misfire_policy,
+        "misfire_grace_seconds": job.misfire_grace_seconds,
+        "max_attempts": job.max_attempts,
+        "retry_backoff_seconds": job.retry_backoff_seconds,
+        "timeout_seconds": job.timeout_seconds,
+        "alert_mode": job.alert_mode,
+        "retention_count": job.retention_count,
+        "retention_days": job.retention_days,
+        "queue": job.queue,
+        "priority": job.priority,
+        "created_at": iso(job.created_at),
+        "updated_at": iso(job.updated_at),
+    }
+
+
+def execution_to_dict(execution: Execution, *, include_output: bool = True,
+                      attempts: Iterable[Attempt] | None = None) -> dict[str, Any]:
+    """An execution; `attempts` is its attempt count, `attempt_history` (when rows are given)
+    the tries themselves. Lists leave out output and error with include_output=False."""
+    data: dict[str, Any] = {
+        "id": execution.id,
+        "job_id": execution.job_id,
+        "job_name": execution.job.name if execution.job is not None else None,
+        "scheduled_for": iso(execution.scheduled_for),
+        "trigger": execution.trigger,
+        "idempotency_key": execution.idempotency_key,
+        "status": execution.status,
+        "reason": execution.reason,
+        "attempts": execution.attempts,
+        "max_attempts": execution.max_attempts,
+        "queue": execution.queue,
+        "priority": execution.priority,
+        "available_at": iso(execution.available_at),
+        "claimed_by": execution.claimed_by,
+        "lease_expires_at": iso(execution.lease_expires_at),
+        "started_at": iso(execution.started_at),
+        "finished_at": iso(execution.finished_at),
+        "duration_seconds": execution.duration_seconds,
+        "exit_code": execution.exit_code,
+        "retry_of_id": execution.retry_of_id,
+        "created_at": iso(execution.created_at),
+        "updated_at": iso(execution.updated_at),
+    }
+    if include_output:
+        data["output"] = execution.output
+        data["error"] = execution.error
+    if attempts is not None:
+        data["attempt_history"] = [attempt_to_dict(a, include_output=include_output) for a in attempts]
+    return data
+
+
+def attempt_to_dict(attempt: Attempt, *, include_output: bool = True) -> dict[str, Any]:
+    """One try of an execution."""
+    duration = None
+    if attempt.finished_at is not None:
+        duration = (attempt.finished_at - attempt.started_at).total_seconds()
+    data: dict[str, Any] = {
+        "id": attempt.id,
+        "execution_id": attempt.execution_id,
+        "number": attempt.number,
+        "worker_id": attempt.worker_id,
+        "pid": attempt.pid,
+        "status": attempt.status,
+        "started_at": iso(attempt.started_at),
+        "finished_at": iso(attempt.finished_at),
+        "duration_seconds": duration,
+        "exit_code": attempt.exit_code,
+    }
+    if include_output:
+        data["output"] = attempt.output
+        data["error"] = attempt.error
+    return data
+
+
+def alert_to_dict(alert: Alert) -> dict[str, Any]:
+    return {
+        "id": alert.id,
+        "job_id": alert.job_id,
+        "job_name": alert.job.name if alert.job is not None else None,
+        "execution_id": alert.execution_id,
+        "kind": alert.kind,
+        "message": alert.message,
+        "created_at": iso(alert.created_at),
+        "resolved_at": iso(alert.resolved_at),
+        "resolved_by": alert.resolved_by,
+    }
+
+
+def dead_letter_to_dict(dead_letter: DeadLetter) -> dict[str, Any]:
+    return {
+        "id": dead_letter.id,
+        "execution_id": dead_letter.execution_id,
+        "job_id": dead_letter.job_id,
+        "job_name": dead_letter.job.name if dead_letter.job is not None else None,
+        "reason": dead_letter.reason,
+        "created_at": iso(dead_letter.created_at),
+    }
+
+
+def heartbeat_to_dict(heartbeat: Heartbeat, now: datetime, *, stale_after_seconds: int | None = None) -> dict[str, Any]:
+    """A process heartbeat with its age at `now`; `stale` is added when a threshold is given."""
+    age = max(0.0, (now - heartbeat.last_seen).total_seconds())
+    data: dict[str, Any] = {
+        "id": heartbeat.id,
+        "kind": heartbeat.kind,
+        "host": heartbeat.host,
+        "pid": heartbeat.pid,
+        "started_at": iso(heartbeat.started_at),
+        "last_seen": iso(heartbeat.last_seen),
+        "age_seconds": round(age, 3),
+        "info": heartbeat.info or {},
+    }
+    if stale_after_seconds is not None:
+        data["stale"] = age > stale_after_seconds
+    return data

@@ -1,0 +1,70 @@
+"""The operational status report behind `flask health` (and the health page).
+
+Everything an operator asks first: are the scheduler and workers alive, how much work is waiting
+and for how long, how executions are distributed by status, are there open alerts, and is this
+deployment ready (`readiness()`, the same checks as /readyz).
+"""
+from __future__ import annotations
+
+from datetime import datetime
+
+from flask import current_app
+from sqlalchemy import and_, func, or_, select
+
+from app.domain.states import ExecutionStatus as S, values
+from app.extensions import db
+from app.models import Alert, DeadLetter, Execution, Heartbeat, Job
+from app.services.health import readiness
+from app.services.serialize import heartbeat_to_dict, iso
+
+
+def _due_claimable(now: datetime):
+    """Rows a worker could claim right now: pending, or retry_scheduled whose backoff has passed."""
+    return and_(Execution.status.in_([S.PENDING.value, S.RETRY_SCHEDULED.value]), Execution.available_at <= now)
+
+
+def queue_summary(now: datetime) -> dict:
+    """Queue depth (due claimable rows), waiting retries, in-flight rows and the oldest wait."""
+    depth, oldest = db.session.execute(
+        select(func.count(), func.min(Execution.available_at)).where(_due_claimable(now))
+    ).one()
+    waiting_retries = db.session.scalar(
+        select(func.count()).where(Execution.status == S.RETRY_SCHEDULED.value, Execution.available_at > now)
+    )
+    in_flight = db.session.scalar(
+        select(func.count()).where(or_(Execution.status == S.CLAIMED.value, Execution.status == S.RUNNING.value))
+    )
+    return {
+        "depth": depth,
+        "retries_waiting": waiting_retries,
+        "in_flight": in_flight,
+        "oldest_pending_at": iso(oldest),
+        "oldest_pending_age_seconds": round(max(0.0, (now - oldest).total_seconds()), 3) if oldest else None,
+    }
+
+
+def status_report(now: datetime) -> dict:
+    """The whole report as plain data (JSON-ready)."""
+    stale_after = current_app.config["HEARTBEAT_STALE_SECONDS"]
+    beats = list(db.session.scalars(select(Heartbeat).order_by(Heartbeat.kind, Heartbeat.id)))
+    processes = {"scheduler": [], "worker": []}
+    for beat in beats:
+        processes[beat.kind].append(heartbeat_to_dict(beat, now, stale_after_seconds=stale_after))
+    counts = dict.fromkeys(values(S), 0)
+    for status, count in db.session.execute(select(Execution.status, func.count()).group_by(Execution.status)):
+        counts[status] = count
+    jobs_total, jobs_enabled = db.session.execute(
+        select(func.count(), func.count().filter(Job.enabled))
+    ).one()
+    return {
+        "now": iso(now),
+        "readiness": readiness(now),
+        "heartbeat_stale_seconds": stale_after,
+        "schedulers": processes["scheduler"],
+        "workers": processes["worker"],
+        "queue": queue_summary(now),
+        "executions_by_status": counts,
+        "jobs": {"total": jobs_total, "enabled": jobs_enabled or 0},
+        "open_alerts": db.session.scalar(select(func.count()).where(Alert.resolved_at.is_(None))),
+        "dead_letters": db.session.scalar(select(func.count()).select_from(DeadLetter)),
+    }

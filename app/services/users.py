@@ -1,0 +1,62 @@
+"""Operator accounts: the development admin created by `flask ensure-dev-user`."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+
+from app.database import begin_write
+from app.domain.states import Role
+from app.extensions import db
+from app.models import User
+from app.services.audit import record_event
+from app.services.errors import Conflict, ValidationFailed
+
+DEFAULT_DEV_PASSWORD = "admin"
+
+
+@dataclass
+class EnsureUserResult:
+    user: User
+    created: bool
+    warnings: list[str] = field(default_factory=list)
+
+
+def ensure_dev_user(*, username: str, password: str | None, debug: bool, now: datetime,
+                    actor: str) -> EnsureUserResult:
+    """Create the admin account `username` unless it exists (idempotent, for container start-up).
+
+    Without an explicit password the account gets the well-known default, which is allowed only
+    with DEBUG on: a production deployment must never come up with admin/admin.
+    """
+    username = (username or "").strip()
+    if not username:
+        raise ValidationFailed({"username": "DEV_ADMIN_USERNAME must not be empty"})
+    existing = db.session.scalar(select(User).where(User.username == username))
+    if existing is not None:
+        return EnsureUserResult(existing, False, [f"user {username!r} already exists; left unchanged"])
+    warnings: list[str] = []
+    if password is None:
+        if not debug:
+            raise Conflict(f"refusing to create {username!r} with the default password while DEBUG=0; "
+                           "set DEV_ADMIN_PASSWORD")
+        password = DEFAULT_DEV_PASSWORD
+        warnings.append(f"created {username!r} with the default password {DEFAULT_DEV_PASSWORD!r}: development "
+                        "only; set DEV_ADMIN_PASSWORD or change it")
+    elif not password:
+        raise ValidationFailed({"password": "DEV_ADMIN_PASSWORD must not be empty"})
+    begin_write(db.session)
+    user = User(username=username, role=Role.ADMIN.value, active=True, created_at=now)
+    user.set_password(password)
+    db.session.add(user)
+    try:
+        db.session.flush()
+    except IntegrityError:  # another process created it a moment ago
+        db.session.rollback()
+        existing = db.session.scalar(select(User).where(User.username == username))
+        return EnsureUserResult(existing, False, [f"user {username!r} already exists; left unchanged"])
+    record_event("user_created", now=now, actor=actor, username=username, role=user.role)
+    db.session.commit()
+    return EnsureUserResult(user, True, warnings)

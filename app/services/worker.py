@@ -1,0 +1,328 @@
+"""The worker: claims due executions under a lease and runs each in its own process.
+
+One loop, three short transactions per batch and never one open while a task runs:
+claim (pending -> claimed, lease stamped), start (claimed -> running + Attempt row), and
+complete (running -> terminal or retry_scheduled, Attempt closed, dead letter when exhausted).
+Every move is guarded by status and owner, so a worker whose lease was recovered while it was
+cut off cannot overwrite what the new owner did: its late result is discarded and logged.
+
+`run(burst=True)` drains what is due and returns, which is how tests drive it; `run()` keeps
+going, sleeping on the executor's socket and the PostgreSQL LISTEN socket together.
+"""
+from __future__ import annotations
+
+import logging
+import select
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Callable, Sequence
+
+from flask import Flask
+
+from app import cache
+from app.database import write_transaction
+from app.domain.policies import retry_delay
+from app.domain.states import AttemptStatus
+from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
+from app.extensions import db
+from app.models import Job
+from app.services import heartbeats, recovery, wakeups
+from app.services.audit import insert_event
+from app.services.dead_letters import dead_letter
+from app.store import executions as store
+
+log = logging.getLogger("cronwell.worker")
+Clock = Callable[[], datetime]
+HEARTBEAT_EVERY = timedelta(seconds=5)
+RECOVERY_EVERY = timedelta(seconds=15)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclass
+class Running:
+    execution_id: int
+    job_id: int
+    job_name: str
+    attempt: int
+    max_attempts: int
+    started_at: datetime
+
+
+@dataclass
+class WorkerStats:
+    claimed: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    timed_out: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    cancelled: int = 0
+    discarded: int = 0
+    fork_ms: list[float] = field(default_factory=list)
+
+    def line(self) -> str:
+        return (f"worker claimed={self.claimed} succeeded={self.succeeded} failed={self.failed} "
+                f"timed_out={self.timed_out} retried={self.retried} dead_lettered={self.dead_lettered} "
+                f"cancelled={self.cancelled} discarded={self.discarded}")
+
+
+class Worker:
+    def __init__(self, app: Flask, *, worker_id: str | None = None, slots: int = 4,
+                 queues: Sequence[str] | None = None, clock: Clock = utcnow,
+                 executor: ForkServer | None = None, poll_seconds: float | None = None) -> None:
+        self.app = app
+        self.id = worker_id or heartbeats.default_process_id("worker")
+        self.slots = max(1, slots)
+        self.queues = list(queues) if queues else None
+        self.clock = clock
+        self.executor = executor or ForkServer(kill_grace_seconds=2.0)
+        self.poll_seconds = poll_seconds if poll_seconds is not None else app.config["WORKER_POLL_SECONDS"]
+        self.running: dict[int, Running] = {}
+        self.stats = WorkerStats()
+        self.started_at = clock()
+        self._stopping = False
+        self._last_heartbeat: datetime | None = None
+        self._last_recovery: datetime | None = None
+        self._dirty_jobs: set[int] = set()
+        cfg = app.config
+        self._lease = (cfg["LEASE_SECONDS"], cfg["LEASE_BUFFER_SECONDS"])
+        self._context_base = {"artifact_dir": cfg["ARTIFACT_DIR"], "marker_dir": cfg["MARKER_DIR"],
+                              "database_url": db.engine.url.render_as_string(hide_password=False)}
+
+    @property
+    def engine(self):
+        return db.engine
+
+    # --- lifecycle --------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.executor.start()
+
+    def request_stop(self) -> None:
+        """Stop claiming; running tasks are allowed to finish (see `shutdown`)."""
+        self._stopping = True
+
+    def run(self, *, burst: bool = False, should_stop: Callable[[], bool] = lambda: False,
+            echo: Callable[[str], None] = lambda line: None) -> WorkerStats:
+        """Work until stopped (or, with burst, until nothing is due or running)."""
+        started_here = self.executor.zygote_pid is None
+        if started_here:
+            self.start()
+        listener = wakeups.Listener.open(self.engine, [wakeups.WORK_CHANNEL]) if not burst else wakeups.Listener(None)
+        failures = 0
+        try:
+            while True:
+                if should_stop():
+                    self.request_stop()
+                if self._stopping and not self.running:
+                    break
+                try:
+                    activity = self.run_once(wait=0.0 if burst else None, listener=listener)
+                    failures = 0
+                except ExecutorCrashed as crash:
+                    log.error("executor crashed; restarting it", extra={"event": "executor_crashed", "error": str(crash)})
+                    self._record_results(crash.results)
+                    self.executor = ForkServer(kill_grace_seconds=self.executor.kill_grace_seconds,
+                                               preload=self.executor.preload)
+                    self.executor.start()
+                    continue
+                except Exception as exc:  # database trouble: back off, keep running tasks alive
+                    failures += 1
+                    delay = min(30.0, 0.5 * 2 ** min(failures, 6))
+                    log.error("worker loop failed; retrying", extra={"event": "worker_loop_failed",
+                                                                     "error": str(exc)[:300], "retry_in": delay})
+                    self.engine.dispose()
+                    listener.close()
+                    time.sleep(delay)
+                    if not burst:
+                        listener = wakeups.Listener.open(self.engine, [wakeups.WORK_CHANNEL])
+                    continue
+                if burst and not activity and not self.running:
+                    break
+        finally:
+            listener.close()
+            self.shutdown(echo=echo)
+        return self.stats
+
+    def shutdown(self, *, echo: Callable[[str], None] = lambda line: None) -> None:
+        """Wait for running tasks up to the grace period, settle any still running, stop the zygote."""
+        grace = self.app.config["WORKER_SHUTDOWN_GRACE_SECONDS"]
+        deadline = time.monotonic() + grace
+        while self.running and time.monotonic() < deadline:
+            try:
+                self._record_results(self.executor.poll(min(0.5, max(0.0, deadline - time.monotonic()))))
+            except ExecutorCrashed as crash:
+                self._record_results(crash.results)
+                break
+        leftovers = list(self.running.values())
+        try:
+            self.executor.stop(0)
+        except Exception:
+            log.exception("executor did not stop cleanly")
+        if leftovers:
+            self._abandon(leftovers, reason=f"worker {self.id} stopped before the task finished")
+        try:
+            with write_transaction(self.engine) as conn:
+                heartbeats.remove(conn, self.id)
+        except Exception:
+            log.warning("could not remove heartbeat", extra={"event": "heartbeat_remove_failed"})
+        self._flush_cache()
+        echo(self.stats.line())
+
+    # --- one step ---------------------------------------------------------------------------
+
+    def run_once(self, *, wait: float | None = None, listener: wakeups.Listener | None = None) -> int:
+        """Claim into free slots, start what was claimed, then wait for and record results.
+
+        `wait` caps how long to wait for a result or a wake-up (None: until the next poll).
+        Returns how many executions were claimed or finished (0: nothing happened).
+        """
+        now = self.clock()
+        self._housekeeping(now)
+        claimed = 0
+        free = self.slots - len(self.running)
+        if free > 0 and not self._stopping:
+            claimed = self._claim_and_start(free, now)
+        timeout = 0.0 if claimed and len(self.running) < self.slots else (
+            self.poll_seconds if wait is None else wait)
+        if self.running and wait == 0.0 and not claimed:
+            timeout = 0.05  # burst: nothing new to claim, wait briefly for a result
+        self._wait(timeout, listener)
+        finished = self._record_results(self.executor.poll(0))
+        self._flush_cache()
+        return claimed + finished
+
+    def _wait(self, timeout: float, listener: wakeups.Listener | None) -> None:
+        if timeout <= 0:
+            return
+        fds = [self.executor.fileno()]
+        if listener is not None and listener.active:
+            fds.append(listener.fileno())
+        readable, _, _ = select.select(fds, [], [], timeout)
+        if listener is not None and listener.active and listener.fileno() in readable:
+            listener.drain()
+
+    def _claim_and_start(self, free: int, now: datetime) -> int:
+        with write_transaction(self.engine) as conn:
+            claimed = store.claim_due_executions(conn, worker_id=self.id, now=now, limit=free, queues=self.queues,
+                                                 lease_seconds=self._lease[0], buffer_seconds=self._lease[1])
+        if not claimed:
+            return 0
+        self.stats.claimed += len(claimed)
+        to_run: list[tuple[store.ClaimedExecution, int]] = []
+        with write_transaction(self.engine) as conn:
+            for item in claimed:
+                if not item.job_enabled:
+                    # Disabled after this row was queued: cancel rather than run.
+                    if store.cancel_execution(conn, item.id, now=now, reason="job disabled before it could run"):
+                        self.stats.cancelled += 1
+                        self._dirty_jobs.add(item.job_id)
+                    continue
+                attempt = store.start_execution(conn, item.id, worker_id=self.id, now=now)
+                if attempt is None:
+                    self._lost(item.id, "start")
+                    continue
+                to_run.append((item, attempt))
+        for item, attempt in to_run:
+            self.running[item.id] = Running(item.id, item.job_id, item.job_name, attempt, item.max_attempts, now)
+            context = dict(self._context_base, execution_id=item.id, job_id=item.job_id, job_name=item.job_name,
+                           idempotency_key=item.idempotency_key, attempt=attempt)
+            self.executor.submit(TaskRequest(execution_id=item.id, task_name=item.task, config=item.config,
+                                             context=context, timeout_seconds=item.timeout_seconds))
+            self._dirty_jobs.add(item.job_id)
+        return len(claimed)
+
+    # --- results ----------------------------------------------------------------------------
+
+    def _record_results(self, results: list[TaskResult]) -> int:
+        results = [r for r in results if r.execution_id in self.running]
+        if not results:
+            return 0
+        now = self.clock()
+        with write_transaction(self.engine) as conn:
+            job_rows = {row.id: row for row in conn.execute(
+                Job.__table__.select().where(Job.__table__.c.id.in_({self.running[r.execution_id].job_id
+                                                                     for r in results})))}
+            for result in results:
+                self._record_one(conn, result, job_rows.get(self.running[result.execution_id].job_id), now)
+        for result in results:
+            run = self.running.pop(result.execution_id)
+            self._dirty_jobs.add(run.job_id)
+            self.stats.fork_ms.append(result.fork_ms)
+        return len(results)
+
+    def _record_one(self, conn, result: TaskResult, job, now: datetime) -> None:
+        run = self.running[result.execution_id]
+        outcome = store.Outcome(status=AttemptStatus(result.status), exit_code=result.exit_code, output=result.output,
+                                error=result.error, pid=result.pid)
+        exhausted = run.attempt >= run.max_attempts
+        retry_at = None
+        if result.status != "succeeded" and not exhausted and job is not None:
+            retry_at = now + retry_delay(job.retry_backoff_seconds, run.attempt)
+        if not store.complete_execution(conn, run.execution_id, worker_id=self.id, outcome=outcome, now=now,
+                                        retry_at=retry_at):
+            self._lost(run.execution_id, "complete")
+            return
+        store.finish_attempt(conn, run.execution_id, run.attempt, outcome, now=now)
+        if result.status == "succeeded":
+            self.stats.succeeded += 1
+            return
+        setattr(self.stats, result.status, getattr(self.stats, result.status) + 1)
+        if retry_at is not None:
+            self.stats.retried += 1
+            insert_event(conn, "retry_scheduled", now=now, job_id=run.job_id, execution_id=run.execution_id,
+                         attempt=run.attempt, status=result.status, retry_at=retry_at.isoformat())
+        elif job is not None:
+            self.stats.dead_lettered += 1
+            last_line = (result.error or "").strip().splitlines()[-1:] or ["no error text"]
+            reason = f"{result.status} after {run.attempt} attempt(s): {last_line[0][:300]}"
+            dead_letter(conn, execution_id=run.execution_id, job_id=run.job_id, job_name=run.job_name,
+                        alert_mode=job.alert_mode, status=result.status, reason=reason, now=now)
+
+    def _abandon(self, runs: list[Running], *, reason: str) -> None:
+        """Settle tasks this worker had to kill on shutdown, as lease recovery would."""
+        now = self.clock()
+        with write_transaction(self.engine) as conn:
+            for run in runs:
+                row = store.ExpiredLease(id=run.execution_id, job_id=run.job_id, status="running",
+                                         attempts=run.attempt, max_attempts=run.max_attempts, claimed_by=self.id)
+                store.expire_lease(conn, run.execution_id, worker_id=self.id, now=now)
+                recovery.settle_abandoned(conn, row, now=now, reason=reason)
+                self._dirty_jobs.add(run.job_id)
+        self.running.clear()
+
+    def _lost(self, execution_id: int, step: str) -> None:
+        # Zero rows changed: cancelled, recovered or deleted meanwhile. Never overwrite.
+        self.stats.discarded += 1
+        log.warning("execution changed hands; result discarded",
+                    extra={"event": "result_discarded", "execution_id": execution_id, "step": step,
+                           "worker_id": self.id})
+
+    # --- housekeeping -----------------------------------------------------------------------
+
+    def _housekeeping(self, now: datetime) -> None:
+        if self._last_heartbeat is None or now - self._last_heartbeat >= HEARTBEAT_EVERY:
+            self._last_heartbeat = now
+            with write_transaction(self.engine) as conn:
+                heartbeats.beat(conn, process_id=self.id, kind="worker", started_at=self.started_at, now=now,
+                                info={"slots": self.slots, "busy": len(self.running), "queues": self.queues or ["*"],
+                                      "running": sorted(self.running)[:20], "succeeded": self.stats.succeeded,
+                                      "failed": self.stats.failed + self.stats.timed_out})
+        if not self.running and (self._last_recovery is None or now - self._last_recovery >= RECOVERY_EVERY):
+            # Idle workers help recover abandoned work so recovery does not wait for a scheduler.
+            self._last_recovery = now
+            report = recovery.recover_expired_leases(self.engine, now=now)
+            self._dirty_jobs |= report.job_ids or set()
+
+    def _flush_cache(self) -> None:
+        if not self._dirty_jobs:
+            return
+        keys: list[str] = []
+        for job_id in self._dirty_jobs:
+            keys += cache.keys_for_job_change(job_id)
+        self._dirty_jobs.clear()
+        cache.get_cache().delete(keys)
