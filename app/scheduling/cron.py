@@ -89,7 +89,10 @@ class CronExpression:
         """Like ``next_after``, with a note when DST moved, merged or split the fire."""
         instant = ensure_utc(instant)
         zone = resolve_timezone(timezone)
-        local = instant.astimezone(zone)
+        try:
+            local = instant.astimezone(zone)
+        except OverflowError:
+            return None  # local time is past year 9999
         start = local.replace(tzinfo=None)
         if not self.fixed_hour and local.fold == 0:
             # Inside the first pass of a fold, wall times *earlier* than ours
@@ -112,9 +115,9 @@ class CronExpression:
         for _ in range(_MAX_CANDIDATES):
             try:
                 wall = _next_wall(self.croniter_text, wall)
+                resolved = locate_wall_time(wall, zone)
             except (CroniterBadDateError, OverflowError, ValueError):
                 break  # no candidate before year 9999
-            resolved = locate_wall_time(wall, zone)
             if best is not None and resolved.first >= best.instant:
                 break
             for fire in self._fires_for(wall, resolved, zone):
