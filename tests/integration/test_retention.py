@@ -1,0 +1,81 @@
+"""Retention keeps recent finished history and never touches queued, in-flight or dead-lettered rows."""
+from datetime import datetime, timedelta, timezone
+
+from sqlalchemy import func, select
+
+from app.database import write_transaction
+from app.extensions import db
+from app.models import DeadLetter, Execution
+from app.services import retention
+from app.services.worker import Worker
+from app.services import jobs
+from tests.factories import make_job
+
+NOW = datetime(2026, 6, 1, 12, tzinfo=timezone.utc)
+
+
+def add_execution(job, *, status, finished_at=None, key, dead=False):
+    with write_transaction(db.engine) as conn:
+        execution_id = conn.execute(Execution.__table__.insert().values(
+            job_id=job.id, scheduled_for=NOW, trigger="manual", idempotency_key=key, status=status,
+            available_at=NOW, created_at=NOW, updated_at=NOW, finished_at=finished_at, max_attempts=3, attempts=0,
+            exclusive=False, queue="default", priority=0, output="", error="").returning(Execution.__table__.c.id)).scalar()
+        if dead:
+            conn.execute(DeadLetter.__table__.insert().values(execution_id=execution_id, job_id=job.id, reason="r",
+                                                              created_at=NOW))
+    return execution_id
+
+
+def statuses(job):
+    db.session.rollback()
+    return sorted(db.session.scalars(select(Execution.status).where(Execution.job_id == job.id)))
+
+
+def test_count_axis_keeps_the_newest_finished_rows(app):
+    job = make_job(now=NOW, retention_count=2, retention_days=0)
+    for i in range(5):
+        add_execution(job, status="succeeded", finished_at=NOW, key=f"s{i}")
+    add_execution(job, status="pending", key="p")
+    add_execution(job, status="running", key="r")
+    result = retention.prune_history(now=NOW)
+    assert result["deleted"] == 3 and result["by_job"] == {str(job.id): 3}
+    assert statuses(job) == ["pending", "running", "succeeded", "succeeded"]
+
+
+def test_age_axis_removes_old_finished_rows_only(app):
+    job = make_job(now=NOW, retention_count=0, retention_days=7)
+    add_execution(job, status="failed", finished_at=NOW - timedelta(days=8), key="old")
+    add_execution(job, status="failed", finished_at=NOW - timedelta(days=6), key="recent")
+    add_execution(job, status="failed", finished_at=NOW - timedelta(days=30), key="dead", dead=True)
+    add_execution(job, status="dead_lettered", finished_at=NOW - timedelta(days=30), key="abandoned")
+    retention.prune_history(now=NOW)
+    assert statuses(job) == ["dead_lettered", "failed", "failed"]
+
+
+def test_dry_run_counts_without_deleting(app):
+    job = make_job(now=NOW, retention_count=1, retention_days=0)
+    for i in range(3):
+        add_execution(job, status="succeeded", finished_at=NOW, key=f"s{i}")
+    assert retention.prune_history(now=NOW, dry_run=True)["deleted"] == 2
+    assert len(statuses(job)) == 3
+
+
+def test_zero_disables_both_axes(app):
+    job = make_job(now=NOW, retention_count=0, retention_days=0)
+    for i in range(3):
+        add_execution(job, status="succeeded", finished_at=NOW - timedelta(days=400), key=f"s{i}")
+    assert retention.prune_history(now=NOW)["deleted"] == 0
+
+
+def test_the_cleanup_old_runs_task_prunes_through_a_real_worker(app):
+    noisy = make_job(now=NOW, retention_count=1, retention_days=0)
+    for i in range(4):
+        add_execution(noisy, status="succeeded", finished_at=NOW, key=f"s{i}")
+    cleaner = make_job(now=datetime.now(timezone.utc), task="cleanup_old_runs", retention_count=0, retention_days=0)
+    execution = jobs.trigger_job(cleaner.id, now=datetime.now(timezone.utc), actor="test")
+    Worker(app, worker_id="w").run(burst=True)
+    db.session.rollback()
+    row = db.session.get(Execution, execution.id)
+    assert row.status == "succeeded", row.error
+    assert "deleted" in row.output
+    assert db.session.scalar(select(func.count()).where(Execution.job_id == noisy.id)) == 1
