@@ -33,7 +33,7 @@ class OccurrencePlan:
     as (scheduled_for, trigger). `missed`: occurrences to record as missed rows.
     `coalesced`: late occurrences folded into the single coalesced run (one event records them).
     `unrecorded`: late occurrences beyond the per-tick cap, recorded by one event instead of a
-    row each. `lower_bound`: the backlog was longer than SCAN_LIMIT, so those counts are minimums.
+    row each; `unrecorded_range` is the half-open [from, until) span of time they fall in. `lower_bound`: the backlog was longer than SCAN_LIMIT, so those counts are minimums.
     `next_run_at`: where the job's cursor moves (None: the schedule is exhausted).
     """
 
@@ -41,6 +41,7 @@ class OccurrencePlan:
     missed: list[datetime] = field(default_factory=list)
     coalesced: int = 0
     unrecorded: int = 0
+    unrecorded_range: tuple[datetime, datetime] | None = None
     lower_bound: bool = False
     next_run_at: datetime | None = None
 
@@ -126,4 +127,8 @@ def plan_occurrences(
             plan.fire = [(latest, "schedule")]
     else:
         plan.fire = [(at, "schedule") for at in backlog if at >= late_before]
+    if plan.unrecorded:
+        first_unrecorded = late[cap] if len(late) > cap else after
+        until = plan.fire[0][0] if plan.fire else plan.next_run_at
+        plan.unrecorded_range = (first_unrecorded, until if until is not None else latest + timedelta(microseconds=1))
     return plan

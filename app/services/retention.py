@@ -16,6 +16,7 @@ from sqlalchemy.pool import NullPool
 from app.database import configure_engine, write_transaction
 from app.domain.states import TERMINAL, ExecutionStatus
 from app.models.types import UTCDateTime
+from app.services.audit import insert_event
 
 BATCH = 2000
 _PRUNABLE = ", ".join(repr(s.value) for s in sorted(TERMINAL - {ExecutionStatus.DEAD_LETTERED}, key=lambda s: s.value))
@@ -72,6 +73,10 @@ def prune(conn: Connection, *, now: datetime, dry_run: bool = False) -> dict:
             chunk = ids[start:start + BATCH]
             conn.execute(text("DELETE FROM executions WHERE id IN :ids").bindparams(bindparam("ids", expanding=True)),
                          {"ids": chunk})
+        if ids:
+            # The ledger (`flask verify`) reads this to know which jobs' history is incomplete.
+            insert_event(conn, "history_pruned", now=now, deleted=len(ids),
+                         by_job={str(k): v for k, v in sorted(by_job.items())})
     return {"deleted": len(doomed), "dry_run": dry_run, "by_job": {str(k): v for k, v in sorted(by_job.items())}}
 
 

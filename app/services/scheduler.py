@@ -151,7 +151,8 @@ class Scheduler:
                          at_least=plan.lower_bound, first=_iso(job.next_run_at), into=_iso(plan.fire[0][0]))
         if plan.unrecorded:
             insert_event(conn, "misfire_skipped", now=now, job_id=job.id, occurrences=plan.unrecorded,
-                         at_least=plan.lower_bound, before=_iso(now - timedelta(seconds=job.misfire_grace_seconds)),
+                         at_least=plan.lower_bound, **{"from": _iso(plan.unrecorded_range[0]),
+                                                       "until": _iso(plan.unrecorded_range[1])},
                          note="late occurrences beyond MISFIRE_CATCH_UP_CAP are counted here, not recorded one by one")
         conn.execute(update(jobs).where(jobs.c.id == job.id).values(next_run_at=plan.next_run_at))
         report.job_ids.add(job.id)

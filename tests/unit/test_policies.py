@@ -103,3 +103,15 @@ def test_retry_delay_rejects_attempt_zero():
 def test_lease_covers_the_timeout_plus_buffer():
     assert lease_duration(30, 120, 30) == timedelta(seconds=120)
     assert lease_duration(600, 120, 30) == timedelta(seconds=630)
+
+
+def test_skip_reports_the_span_of_unrecorded_occurrences():
+    result = plan("skip", next_run_at=NOW - timedelta(minutes=10), cap=3)
+    assert result.unrecorded_range == (NOW - timedelta(minutes=7), NOW)
+
+
+def test_skip_after_a_long_outage_reports_a_span_up_to_the_on_time_run():
+    result = plan("skip", next_run_at=NOW - timedelta(days=2), cap=3, step=every(seconds=1))
+    assert result.lower_bound and result.fire == [(NOW, "schedule")]
+    start, until = result.unrecorded_range
+    assert start == NOW - timedelta(days=2) + timedelta(seconds=3) and until == NOW
