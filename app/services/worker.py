@@ -85,6 +85,7 @@ class Worker:
         self.stats = WorkerStats()
         self.started_at = clock()
         self._stopping = False
+        self._should_stop: Callable[[], bool] = lambda: False
         self._last_heartbeat: datetime | None = None
         self._last_recovery: datetime | None = None
         self._dirty_jobs: set[int] = set()
@@ -110,16 +111,21 @@ class Worker:
             echo: Callable[[str], None] = lambda line: None) -> WorkerStats:
         """Work until stopped (or, with burst, until nothing is due or running)."""
         started_here = self.executor.zygote_pid is None
+        self._should_stop = should_stop
         if started_here:
             self.start()
         listener = wakeups.Listener.open(self.engine, [wakeups.WORK_CHANNEL]) if not burst else wakeups.Listener(None)
         failures = 0
+        last_line, last_echo = self.stats.line(), time.monotonic()
         try:
             while True:
+                if not burst and time.monotonic() - last_echo >= 10 and self.stats.line() != last_line:
+                    last_line, last_echo = self.stats.line(), time.monotonic()
+                    echo(last_line)  # a one-line running summary, at most every 10 s
                 if should_stop():
                     self.request_stop()
-                if self._stopping and not self.running:
-                    break
+                if self._stopping:
+                    break  # shutdown() gives running tasks their grace period, then settles them
                 try:
                     activity = self.run_once(wait=0.0 if burst else None, listener=listener)
                     failures = 0
@@ -202,7 +208,15 @@ class Worker:
         fds = [self.executor.fileno()]
         if listener is not None and listener.active:
             fds.append(listener.fileno())
-        readable, _, _ = select.select(fds, [], [], timeout)
+        # Sleep in short slices: select() resumes after a signal handler runs (PEP 475), so one
+        # long select would keep a SIGTERMed worker asleep for the whole poll interval.
+        deadline = time.monotonic() + timeout
+        readable: list = []
+        while not readable and not self._should_stop():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                break
+            readable, _, _ = select.select(fds, [], [], min(remaining, 0.5))
         if listener is not None and listener.active and listener.fileno() in readable:
             listener.drain()
 
