@@ -57,6 +57,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
     debug = _bool(env.get("DEBUG"), True)
     return {
         "DEBUG": debug,
+        # DEBUG as configured here: the `flask` command overwrites app.config["DEBUG"] with
+        # FLASK_DEBUG when it loads the app, so CLI commands that depend on it read this key.
+        "CRONWELL_DEBUG": debug,
         "INSTANCE_DIR": str(instance_dir),
         "SECRET_KEY": env.get("SECRET_KEY") or DEV_SECRET_KEY,
         "SQLALCHEMY_DATABASE_URI": normalise_database_url(database_url),
@@ -86,4 +89,27 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "WORKER_POLL_SECONDS": _int(env, "WORKER_POLL_SECONDS", 1, 1),
         "WORKER_SHUTDOWN_GRACE_SECONDS": _int(env, "WORKER_SHUTDOWN_GRACE_SECONDS", 30, 0),
         "WTF_CSRF_TIME_LIMIT": None,
+        # Observability and deployment (docs/deployment.md). GUNICORN_WORKERS is read here too so
+        # `flask check-deploy` can tell when rate limiting would be per process.
+        "METRICS_ENABLED": _bool(env.get("METRICS_ENABLED"), False),
+        "METRICS_TOKEN": env.get("METRICS_TOKEN") or None,
+        "GUNICORN_WORKERS": _int(env, "GUNICORN_WORKERS", 2, 1),
     }
+
+
+class InsecureSettings(RuntimeError):
+    """Production settings that must stop a long-running process from starting."""
+
+
+def refuse_insecure_start(settings: Mapping) -> None:
+    """Raise InsecureSettings when DEBUG=0 runs with the development SECRET_KEY.
+
+    The web, scheduler and worker call this before they start: with the published development
+    key anyone could forge a signed-in session cookie. Other commands (migrations, check-deploy)
+    still run so an operator can diagnose the deployment.
+    """
+    debug = settings.get("CRONWELL_DEBUG", settings.get("DEBUG"))
+    if not debug and settings.get("SECRET_KEY") in (None, "", DEV_SECRET_KEY):
+        raise InsecureSettings(
+            "refusing to start: DEBUG=0 but SECRET_KEY is unset or the development default; set SECRET_KEY "
+            "to a long random value, e.g. python -c 'import secrets; print(secrets.token_urlsafe(48))'")

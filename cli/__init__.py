@@ -10,6 +10,16 @@ _COMMANDS: list[tuple[str, str]] = [
     ("scheduler", "scheduler_cli"),
     ("worker", "worker_cli"),
     ("demo", "demo_cli"),
+    ("verify", "verify_command"),
+    ("job", "job_cli"),
+    ("execution", "execution_cli"),
+    ("alerts", "alerts_cli"),
+    ("schedule", "schedule_cli"),
+    ("ops", "health_cli"),
+    ("ops", "prune_history_cli"),
+    ("ops", "ensure_dev_user_cli"),
+    ("deploy", "check_deploy_cli"),
+    ("deploy", "check_heartbeat_cli"),
 ]
 
 

@@ -37,6 +37,16 @@ def get_job(job_id: int) -> Job:
     return job
 
 
+def list_jobs() -> list[Job]:
+    """Every job, oldest first."""
+    return list(db.session.scalars(list_query()))
+
+
+def list_query():
+    """The jobs query, oldest first, for lists and pagination."""
+    return select(Job).order_by(Job.id)
+
+
 def schedule_of(job: Job) -> Schedule:
     """The job's stored schedule as a schedule object."""
     return parse_schedule(job.schedule_type, job.schedule, job.timezone)
@@ -143,7 +153,9 @@ def _set_enabled(job: Job, enabled: bool, *, now: datetime, actor: str) -> int:
         return 0
     job.enabled = False
     ids = store.cancel_queued_for_job(db.session.connection(), job.id, now=now, reason="job disabled")
-    record_event("job_disabled", now=now, actor=actor, job_id=job.id, cancelled=len(ids))
+    # next_run_at is kept so enabling resumes; the ledger also needs it to excuse occurrences.
+    record_event("job_disabled", now=now, actor=actor, job_id=job.id, cancelled=len(ids),
+                 next_run_at=_iso(job.next_run_at))
     return len(ids)
 
 
@@ -181,4 +193,4 @@ def _commit(job_id: int | None, *, work: bool = False) -> None:
 
 
 def _iso(value: datetime | None) -> str | None:
-    return value.isoformat() if value else None
+    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if value else None

@@ -49,7 +49,7 @@ LIMIT :batch
 """
 
 
-def prune(conn: Connection, *, now: datetime, dry_run: bool = False) -> dict:
+def prune(conn: Connection, *, now: datetime, dry_run: bool = False, actor: str = "system") -> dict:
     """Prune one batch-set of history on `conn`; returns counts per job and in total."""
     by_job: dict[int, int] = {}
     doomed: set[int] = set()
@@ -75,22 +75,22 @@ def prune(conn: Connection, *, now: datetime, dry_run: bool = False) -> dict:
                          {"ids": chunk})
         if ids:
             # The ledger (`flask verify`) reads this to know which jobs' history is incomplete.
-            insert_event(conn, "history_pruned", now=now, deleted=len(ids),
+            insert_event(conn, "history_pruned", now=now, actor=actor, deleted=len(ids),
                          by_job={str(k): v for k, v in sorted(by_job.items())})
     return {"deleted": len(doomed), "dry_run": dry_run, "by_job": {str(k): v for k, v in sorted(by_job.items())}}
 
 
-def prune_engine(engine: Engine, *, now: datetime, dry_run: bool = False) -> dict:
+def prune_engine(engine: Engine, *, now: datetime, dry_run: bool = False, actor: str = "system") -> dict:
     with write_transaction(engine) as conn:
-        return prune(conn, now=now, dry_run=dry_run)
+        return prune(conn, now=now, dry_run=dry_run, actor=actor)
 
 
-def prune_history(*, now: datetime, dry_run: bool = False) -> dict:
+def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system") -> dict:
     """Apply every job's retention settings (`flask prune-history`, the scheduler's periodic run)."""
     from app import cache
     from app.extensions import db
 
-    result = prune_engine(db.engine, now=now, dry_run=dry_run)
+    result = prune_engine(db.engine, now=now, dry_run=dry_run, actor=actor)
     if result["deleted"] and not dry_run:
         keys = [cache.SUMMARY, cache.QUEUE_DEPTH]
         for job_id in result["by_job"]:

@@ -1,4 +1,5 @@
-"""Operator accounts: the development admin created by `flask ensure-dev-user`."""
+"""Operator accounts: the development admin created by `flask ensure-dev-user`, signing in,
+and loading the signed-in user."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -6,6 +7,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
+from werkzeug.security import check_password_hash
 
 from app.database import begin_write
 from app.domain.states import Role
@@ -60,3 +62,22 @@ def ensure_dev_user(*, username: str, password: str | None, debug: bool, now: da
     record_event("user_created", now=now, actor=actor, username=username, role=user.role)
     db.session.commit()
     return EnsureUserResult(user, True, warnings)
+
+
+def get_active_user(user_id: int) -> User | None:
+    """The user with this id if the account is active (the web session's user loader)."""
+    user = db.session.get(User, user_id)
+    return user if user is not None and user.active else None
+
+
+def authenticate(username: str, password: str) -> User | None:
+    """The active user with these credentials, or None. A wrong username costs the same hash
+    check as a wrong password, so response times do not reveal which usernames exist."""
+    user = db.session.scalar(select(User).where(User.username == (username or "").strip()))
+    if user is None or not user.active:
+        check_password_hash(_DUMMY_HASH, password or "")
+        return None
+    return user if user.check_password(password or "") else None
+
+
+_DUMMY_HASH = "scrypt:32768:8:1$cronwelldummysalt$" + "0" * 128

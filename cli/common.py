@@ -1,0 +1,177 @@
+"""What every operator command shares: the CLI secret, error handling, JSON and table output,
+and how times are shown.
+
+Commands are thin adapters: parse options, call a service with `now` and actor "cli", print.
+A handled failure (ServiceError, ScheduleError) becomes one `Error: ...` line on stderr and exit
+code 1 (Click's ClickException), after rolling back so nothing is written. Click itself exits 2
+on usage errors.
+"""
+from __future__ import annotations
+
+import functools
+import hmac
+import json
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Sequence
+
+import click
+from flask import current_app
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.scheduling import ScheduleError
+from app.scheduling.timezones import parse_instant, resolve_timezone
+from app.services.errors import ServiceError
+
+ACTOR = "cli"
+
+
+def utc_now() -> datetime:
+    """The wall clock, read once per command and passed to the services."""
+    return datetime.now(timezone.utc)
+
+
+def _one_line(message: str) -> str:
+    return " ".join(part.strip() for part in str(message).splitlines() if part.strip()) or "failed"
+
+
+def _rollback() -> None:
+    from app.extensions import db
+
+    try:
+        db.session.rollback()
+    except SQLAlchemyError:
+        pass
+
+
+def handle_errors(func: Callable) -> Callable:
+    """Turn handled failures into one `Error: ...` line on stderr and exit code 1, writing nothing."""
+
+    @functools.wraps(func)
+    def wrapper(*args, **kwargs):
+        try:
+            return func(*args, **kwargs)
+        except (ServiceError, ScheduleError) as exc:
+            _rollback()
+            raise click.ClickException(_one_line(str(exc))) from None
+        except SQLAlchemyError as exc:
+            _rollback()
+            detail = getattr(exc, "orig", None) or exc
+            raise click.ClickException(_one_line(f"database error: {detail}")) from None
+
+    return wrapper
+
+
+def check_cli_secret(given: str | None) -> None:
+    """Refuse a mutation unless --cli-secret matches SCHEDULER_CLI_SECRET (when that is set)."""
+    expected = current_app.config.get("SCHEDULER_CLI_SECRET")
+    if not expected:
+        return
+    if given is None:
+        raise click.ClickException("this command needs --cli-secret (SCHEDULER_CLI_SECRET is set)")
+    # Constant time, so the comparison leaks nothing about how much of a guess was right.
+    if not hmac.compare_digest(given.encode("utf-8"), expected.encode("utf-8")):
+        raise click.ClickException("wrong --cli-secret")
+
+
+def mutating(func: Callable) -> Callable:
+    """Add --cli-secret to a command that writes, and check it before anything else runs."""
+
+    @click.option("--cli-secret", "cli_secret", metavar="S", default=None,
+                  help="Shared secret; required when SCHEDULER_CLI_SECRET is set.")
+    @functools.wraps(func)
+    def wrapper(*args, cli_secret: str | None, **kwargs):
+        check_cli_secret(cli_secret)
+        return func(*args, **kwargs)
+
+    return wrapper
+
+
+json_option = click.option("--json", "as_json", is_flag=True,
+                           help="Print exactly one JSON document on stdout instead of text.")
+
+
+def emit_json(document: Any) -> None:
+    click.echo(json.dumps(document, indent=2, ensure_ascii=False))
+
+
+def warn(message: str) -> None:
+    click.echo(f"Warning: {message}", err=True)
+
+
+def print_table(headers: Sequence[str], rows: Iterable[Sequence[Any]], *, empty: str = "(none)") -> None:
+    """Left-aligned columns sized to their widest cell; `-` for empty cells."""
+    cells = [[_cell(value) for value in row] for row in rows]
+    if not cells:
+        click.echo(empty)
+        return
+    widths = [max(len(h), *(len(row[i]) for row in cells)) for i, h in enumerate(headers)]
+    for row in [list(headers), *cells]:
+        click.echo("  ".join(value.ljust(width) for value, width in zip(row, widths)).rstrip())
+
+
+def print_fields(pairs: Iterable[tuple[str, Any]]) -> None:
+    """`key: value` lines with the values aligned."""
+    pairs = [(key, _cell(value)) for key, value in pairs]
+    width = max(len(key) for key, _ in pairs) + 1
+    for key, value in pairs:
+        click.echo(f"{(key + ':').ljust(width)} {value}")
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "":
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return str(value)
+
+
+def fmt_utc(value: datetime | None) -> str | None:
+    """`2026-06-01 12:00:00Z`, seconds precision, for human output."""
+    if value is None:
+        return None
+    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def fmt_local(value: datetime | None, zone_name: str) -> str | None:
+    """The instant on the wall clock of `zone_name`, with the zone abbreviation."""
+    if value is None:
+        return None
+    local = value.astimezone(resolve_timezone(zone_name))
+    return f"{local:%Y-%m-%d %H:%M:%S} {local.tzname()}"
+
+
+def fmt_both(value: datetime | None, zone_name: str) -> str | None:
+    """UTC, plus the local wall-clock time when the zone is not UTC."""
+    if value is None:
+        return None
+    if resolve_timezone(zone_name).key == "UTC":
+        return fmt_utc(value)
+    return f"{fmt_utc(value)} ({fmt_local(value, zone_name)})"
+
+
+def fmt_age(seconds: float | None) -> str | None:
+    """A short duration: `45s`, `3m05s`, `2h04m`, `3d02h`."""
+    if seconds is None:
+        return None
+    seconds = int(round(seconds))
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    if seconds < 86400:
+        return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+    return f"{seconds // 86400}d{seconds % 86400 // 3600:02d}h"
+
+
+def fmt_duration(seconds: float | None) -> str | None:
+    """How long a run took: `0.42s` under a minute, then as fmt_age."""
+    if seconds is None:
+        return None
+    return f"{seconds:.2f}s" if seconds < 60 else fmt_age(seconds)
+
+
+def parse_after(text: str | None, zone_name: str, now: datetime) -> datetime:
+    """--after as an aware UTC instant; a value without an offset is local to `zone_name`."""
+    if text is None:
+        return now
+    return parse_instant(text, resolve_timezone(zone_name), "--after")

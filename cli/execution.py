@@ -1,0 +1,123 @@
+"""`flask execution ...`: list, inspect, retry and cancel executions."""
+from __future__ import annotations
+
+import click
+from flask.cli import AppGroup
+
+from app.domain.states import ExecutionStatus, values
+from app.services import executions as execution_service
+from app.services.serialize import execution_to_dict
+from cli.common import (ACTOR, emit_json, fmt_both, fmt_duration, fmt_utc, handle_errors, json_option, mutating,
+                        print_fields, print_table, utc_now)
+
+execution_cli = AppGroup("execution", help="List, inspect, retry and cancel executions.")
+
+
+@execution_cli.command("list")
+@click.option("--status", type=click.Choice(values(ExecutionStatus)), help="Only executions in this status.")
+@click.option("--job", "job_id", type=int, metavar="JOB_ID", help="Only executions of this job.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@json_option
+@handle_errors
+def list_executions(status, job_id, limit, as_json):
+    """List executions, newest first (output and error are left out; see `inspect`).
+
+    \b
+    Examples:
+      flask execution list --status failed --limit 25
+      flask execution list --job 3 --json
+    """
+    rows = execution_service.list_executions(status=status, job_id=job_id, limit=limit)
+    if as_json:
+        emit_json([execution_to_dict(e, include_output=False) for e in rows])
+        return
+    print_table(
+        ["ID", "JOB", "STATUS", "TRIGGER", "SCHEDULED FOR (UTC)", "ATTEMPTS", "DURATION", "FINISHED (UTC)"],
+        [[e.id, f"{e.job_id} {e.job.name}", e.status, e.trigger, fmt_utc(e.scheduled_for),
+          f"{e.attempts}/{e.max_attempts}", fmt_duration(e.duration_seconds), fmt_utc(e.finished_at)] for e in rows],
+        empty="No executions match.",
+    )
+
+
+@execution_cli.command("inspect")
+@click.argument("execution_id", type=int)
+@json_option
+@handle_errors
+def inspect(execution_id, as_json):
+    """Show one execution with its attempts, output and error.
+
+    \b
+    Example:
+      flask execution inspect 17
+      flask execution inspect 17 --json | jq -r .output
+    """
+    execution = execution_service.get_execution(execution_id, with_attempts=True)
+    if as_json:
+        emit_json(execution_to_dict(execution, attempts=execution.attempt_rows))
+        return
+    zone = execution.job.timezone
+    print_fields([
+        ("execution", execution.id),
+        ("job", f"{execution.job_id} {execution.job.name!r} ({execution.job.task})"),
+        ("status", execution.status + (f" ({execution.reason})" if execution.reason else "")),
+        ("trigger", execution.trigger + (f" of execution {execution.retry_of_id}" if execution.retry_of_id else "")),
+        ("scheduled for", fmt_both(execution.scheduled_for, zone)),
+        ("available at", fmt_both(execution.available_at, zone)),
+        ("attempts", f"{execution.attempts} of {execution.max_attempts}"),
+        ("claimed by", execution.claimed_by),
+        ("lease expires", fmt_utc(execution.lease_expires_at)),
+        ("started", fmt_both(execution.started_at, zone)),
+        ("finished", fmt_both(execution.finished_at, zone)),
+        ("duration", fmt_duration(execution.duration_seconds)),
+        ("exit code", execution.exit_code),
+        ("key", execution.idempotency_key),
+    ])
+    click.echo()
+    click.echo("Attempts:")
+    print_table(["#", "STATUS", "WORKER", "PID", "STARTED (UTC)", "DURATION", "EXIT"],
+                [[a.number, a.status, a.worker_id, a.pid, fmt_utc(a.started_at),
+                  fmt_duration((a.finished_at - a.started_at).total_seconds()) if a.finished_at else "running",
+                  a.exit_code] for a in execution.attempt_rows],
+                empty="  (none yet)")
+    for title, text in (("Output", execution.output), ("Error", execution.error)):
+        click.echo()
+        click.echo(f"{title}:")
+        click.echo(text.rstrip("\n") if text else "  (empty)")
+
+
+@execution_cli.command("retry")
+@click.argument("execution_id", type=int)
+@json_option
+@mutating
+@handle_errors
+def retry(execution_id, as_json):
+    """Run a failed, timed-out, dead-lettered or cancelled execution again, as a new execution.
+
+    \b
+    Example:
+      flask execution retry 17
+    """
+    execution = execution_service.retry_execution(execution_id, now=utc_now(), actor=ACTOR)
+    if as_json:
+        emit_json(execution_to_dict(execution))
+        return
+    click.echo(f"Execution {execution.id} created to retry execution {execution_id}; it is {execution.status}")
+
+
+@execution_cli.command("cancel")
+@click.argument("execution_id", type=int)
+@json_option
+@mutating
+@handle_errors
+def cancel(execution_id, as_json):
+    """Cancel a queued execution (pending, retry_scheduled or claimed). Running ones cannot be cancelled.
+
+    \b
+    Example:
+      flask execution cancel 17
+    """
+    execution = execution_service.cancel_execution(execution_id, now=utc_now(), actor=ACTOR)
+    if as_json:
+        emit_json(execution_to_dict(execution))
+        return
+    click.echo(f"Execution {execution.id} cancelled")

@@ -1,0 +1,328 @@
+"""`flask job ...`: create, change, inspect, run and remove jobs."""
+from __future__ import annotations
+
+import textwrap
+
+import click
+from flask.cli import AppGroup
+
+from app.domain.states import AlertMode, MisfirePolicy, OverlapPolicy, ScheduleType, values
+from app.scheduling import schedule_value_from_options
+from app.services import jobs as job_service
+from app.services.serialize import execution_to_dict, job_to_dict
+from app.tasks import all_tasks
+from cli.common import (ACTOR, emit_json, fmt_both, fmt_local, fmt_utc, handle_errors, json_option, mutating,
+                        parse_after, print_table, utc_now)
+
+job_cli = AppGroup("job", help="Create, change, inspect, run and remove jobs.")
+
+# Options shared by `add` and `edit`, mapped onto the job fields of the same name.
+POLICY_FIELDS = (
+    "description", "config", "timezone", "overlap_policy", "misfire_policy", "misfire_grace_seconds",
+    "max_attempts", "retry_backoff_seconds", "timeout_seconds", "alert_mode", "retention_count",
+    "retention_days", "queue", "priority",
+)
+
+
+def _job_options(func):
+    """The schedule and policy options of `job add` and `job edit`."""
+    options = [
+        click.option("--schedule-value", metavar="JSON",
+                     help='Schedule as JSON, e.g. \'{"every": "30s"}\' (instead of --every/--cron/--run-at).'),
+        click.option("--run-at", metavar="ISO", help="one_time: when to run; no offset means --timezone local time."),
+        click.option("--every", metavar="DURATION", help="interval: 30s, 5m, 2h, 1d, 1h30m."),
+        click.option("--cron", metavar="EXPR", help="cron: 5-field expression or @hourly/@daily/..., in --timezone."),
+        click.option("--timezone", metavar="TZ", help="IANA zone the schedule runs in (default UTC)."),
+        click.option("--description", metavar="TEXT"),
+        click.option("--config", metavar="JSON", help="Task config as a JSON object (see `flask job catalog`)."),
+        click.option("--overlap-policy", type=click.Choice(values(OverlapPolicy)),
+                     help="When a run is still active: skip (default), queue, allow."),
+        click.option("--misfire-policy", type=click.Choice(values(MisfirePolicy)),
+                     help="Runs missed beyond the grace: coalesce (default), catch_up, skip."),
+        click.option("--misfire-grace-seconds", type=int, metavar="N"),
+        click.option("--max-attempts", type=int, metavar="N"),
+        click.option("--retry-backoff-seconds", type=int, metavar="N", help="Base delay; doubles per attempt."),
+        click.option("--timeout-seconds", type=int, metavar="N", help="Hard timeout of one attempt."),
+        click.option("--alert-mode", type=click.Choice(values(AlertMode)), help="web (default) or log_only."),
+        click.option("--retention-count", type=int, metavar="N", help="Executions kept (0: no limit)."),
+        click.option("--retention-days", type=int, metavar="N", help="Days of history kept (0: no limit)."),
+        click.option("--queue", metavar="NAME", help="Worker queue (default 'default')."),
+        click.option("--priority", type=int, metavar="N", help="Lower runs first (default 0)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _echo_next_run(job) -> None:
+    state = "" if job.enabled else " (disabled)"
+    click.echo(f"Next run: {fmt_both(job.next_run_at, job.timezone) or 'none'}{state}")
+
+
+def _policy_fields(options: dict) -> dict:
+    return {field: options[field] for field in POLICY_FIELDS if options.get(field) is not None}
+
+
+def _schedule_given(options: dict) -> bool:
+    return any(options.get(k) is not None for k in ("schedule_value", "run_at", "every", "cron"))
+
+
+def _schedule_value(schedule_type: str, options: dict) -> dict:
+    return schedule_value_from_options(schedule_type, every=options["every"], cron=options["cron"],
+                                       run_at=options["run_at"], schedule_value=options["schedule_value"])
+
+
+def schedule_summary(job) -> str:
+    """A short schedule description for tables: `every 30s`, `cron 0 9 * * 1-5`, `once at ...`."""
+    if job.schedule_type == "interval":
+        return f"every {job.schedule.get('every')}"
+    if job.schedule_type == "cron":
+        return f"cron {job.schedule.get('expression')}"
+    return f"once at {job.schedule.get('run_at')}"
+
+
+@job_cli.command("add")
+@click.argument("name")
+@click.argument("task")
+@click.argument("schedule_type", metavar="{one_time|interval|cron}", type=click.Choice(values(ScheduleType)))
+@_job_options
+@click.option("--disabled", is_flag=True, help="Create the job disabled (enable it later).")
+@json_option
+@mutating
+@handle_errors
+def add_job(name, task, schedule_type, disabled, as_json, **options):
+    """Create a job running TASK on a schedule.
+
+    \b
+    Examples:
+      flask job add "Nightly report" generate_report cron --cron "0 2 * * *" --timezone Europe/Paris
+      flask job add heartbeat always_succeed interval --every 30s --json
+      flask job add once always_succeed one_time --run-at 2026-01-01T12:00:00Z
+      flask job add nap sleep_for_seconds interval --schedule-value '{"every": "5m"}' --config '{"seconds": 2}'
+    """
+    data = {"name": name, "task": task, "schedule_type": schedule_type,
+            "schedule": _schedule_value(schedule_type, options), "enabled": not disabled, **_policy_fields(options)}
+    job = job_service.create_job(data, now=utc_now(), actor=ACTOR)
+    if as_json:
+        emit_json(job_to_dict(job))
+        return
+    click.echo(f"Created job {job.id} {job.name!r}: {job_service.schedule_of(job).describe()}")
+    _echo_next_run(job)
+
+
+@job_cli.command("edit")
+@click.argument("job_id", type=int)
+@click.option("--name", metavar="TEXT", help="New unique name.")
+@click.option("--task", metavar="TASK", help="Another registered task; the config is checked against it.")
+@click.option("--schedule-type", type=click.Choice(values(ScheduleType)),
+              help="New schedule type; give the new schedule with it.")
+@_job_options
+@click.option("--enabled", "enable", is_flag=True, help="Enable the job.")
+@click.option("--disabled", "disable", is_flag=True, help="Disable the job (cancels its queued runs).")
+@json_option
+@mutating
+@handle_errors
+def edit_job(job_id, name, task, schedule_type, enable, disable, as_json, **options):
+    """Change a job. Only the options given change; a new schedule or timezone recomputes the next run.
+
+    \b
+    Examples:
+      flask job edit 3 --every 10m
+      flask job edit 3 --schedule-type cron --cron "*/15 * * * *" --timezone America/New_York
+      flask job edit 3 --task always_fail --config '{}' --disabled
+    """
+    if enable and disable:
+        raise click.ClickException("--enabled and --disabled cannot be used together")
+    job = job_service.get_job(job_id)
+    data = {key: value for key, value in (("name", name), ("task", task), ("schedule_type", schedule_type))
+            if value is not None}
+    data.update(_policy_fields(options))
+    if _schedule_given(options):
+        data["schedule"] = _schedule_value(schedule_type or job.schedule_type, options)
+    if enable or disable:
+        data["enabled"] = enable
+    if not data:
+        raise click.ClickException("nothing to change; give at least one option (see --help)")
+    before = job_to_dict(job)
+    job = job_service.update_job(job_id, data, now=utc_now(), actor=ACTOR)
+    after = job_to_dict(job)
+    if as_json:
+        emit_json(after)
+        return
+    changed = [key for key in after if after[key] != before[key] and key != "updated_at"]
+    click.echo(f"Updated job {job.id} {job.name!r}: " + (", ".join(changed) if changed else "nothing changed"))
+    _echo_next_run(job)
+
+
+@job_cli.command("list")
+@json_option
+@handle_errors
+def list_jobs(as_json):
+    """List every job with its schedule and next run (UTC and the job's local time).
+
+    \b
+    Example:
+      flask job list
+      flask job list --json | jq '.[] | select(.enabled) | .name'
+    """
+    jobs = job_service.list_jobs()
+    if as_json:
+        emit_json([job_to_dict(job) for job in jobs])
+        return
+    print_table(
+        ["ID", "NAME", "TASK", "SCHEDULE", "TIMEZONE", "ENABLED", "NEXT RUN (UTC)", "NEXT RUN (LOCAL)"],
+        [[job.id, job.name, job.task, schedule_summary(job), job.timezone, job.enabled,
+          fmt_utc(job.next_run_at), fmt_local(job.next_run_at, job.timezone)] for job in jobs],
+        empty="No jobs yet. Add one with `flask job add` (see `flask job add --help`).",
+    )
+
+
+@job_cli.command("catalog")
+@json_option
+@handle_errors
+def catalog(as_json):
+    """List the registered tasks a job can run, with their config keys.
+
+    \b
+    Example:
+      flask job catalog
+      flask job catalog --json | jq '.[] | .name'
+    """
+    tasks = all_tasks()
+    if as_json:
+        emit_json([{"name": t.name, "description": t.description, "schema": t.schema} for t in tasks])
+        return
+    for index, spec in enumerate(tasks):
+        if index:
+            click.echo()
+        click.echo(spec.name)
+        click.echo(textwrap.fill(spec.description, width=96, initial_indent="    ", subsequent_indent="    "))
+        click.echo("    config: " + _describe_schema(spec.schema))
+
+
+def _describe_schema(schema: dict) -> str:
+    properties = schema.get("properties") or {}
+    if not properties:
+        return "none (use {})"
+    required = set(schema.get("required") or ())
+    parts = []
+    for key, prop in properties.items():
+        kind = prop.get("type", "any")
+        extra = "required" if key in required else "optional"
+        if "default" in prop:
+            extra += f", default {prop['default']!r}"
+        parts.append(f"{key} ({kind}, {extra})")
+    return "; ".join(parts)
+
+
+@job_cli.command("preview")
+@click.argument("job_id", type=int)
+@click.option("--count", type=click.IntRange(1, 1000), default=10, show_default=True, help="How many fire times.")
+@click.option("--after", metavar="ISO", help="Start instant (default now); no offset means the job's local time.")
+@json_option
+@handle_errors
+def preview(job_id, count, after, as_json):
+    """Show the next fire times of a job in UTC and its local time, with DST adjustments marked.
+
+    \b
+    Example:
+      flask job preview 3 --count 5
+      flask job preview 3 --after 2026-11-01T00:00 --json
+    """
+    job = job_service.get_job(job_id)
+    items = job_service.preview_job(job_id, after=parse_after(after, job.timezone, utc_now()), count=count)
+    if as_json:
+        emit_json([item.to_json() for item in items])
+        return
+    click.echo(f"Job {job.id} {job.name!r}: {job_service.schedule_of(job).describe()}"
+               + ("" if job.enabled else " (disabled)"))
+    print_table(["#", "UTC", f"LOCAL ({job.timezone})", "NOTE"],
+                [[n, fmt_utc(i.utc), f"{i.local:%Y-%m-%d %H:%M:%S %Z}", i.note] for n, i in enumerate(items, 1)],
+                empty="(no further runs)")
+
+
+@job_cli.command("trigger")
+@click.argument("job_id", type=int)
+@json_option
+@mutating
+@handle_errors
+def trigger(job_id, as_json):
+    """Run an enabled job now, outside its schedule (a `manual` execution).
+
+    \b
+    Example:
+      flask job trigger 3
+      flask job trigger 3 --json | jq .id
+    """
+    execution = job_service.trigger_job(job_id, now=utc_now(), actor=ACTOR)
+    if as_json:
+        emit_json(execution_to_dict(execution))
+        return
+    click.echo(f"Triggered job {execution.job_id} {execution.job.name!r}: "
+               f"execution {execution.id} is {execution.status}")
+    click.echo(f"Watch it with: flask execution inspect {execution.id}")
+
+
+@job_cli.command("enable")
+@click.argument("job_id", type=int)
+@json_option
+@mutating
+@handle_errors
+def enable(job_id, as_json):
+    """Enable a job; its schedule resumes from now (runs missed while disabled are not replayed).
+
+    \b
+    Example:
+      flask job enable 3
+    """
+    was_enabled = job_service.get_job(job_id).enabled
+    job = job_service.enable_job(job_id, now=utc_now(), actor=ACTOR)
+    if as_json:
+        emit_json(job_to_dict(job))
+        return
+    state = "was already enabled" if was_enabled else "enabled"
+    click.echo(f"Job {job.id} {job.name!r} {state}; next run {fmt_both(job.next_run_at, job.timezone) or 'none'}")
+
+
+@job_cli.command("disable")
+@click.argument("job_id", type=int)
+@json_option
+@mutating
+@handle_errors
+def disable(job_id, as_json):
+    """Disable a job and cancel its queued runs (pending, retry_scheduled, claimed); running ones finish.
+
+    \b
+    Example:
+      flask job disable 3
+    """
+    was_enabled = job_service.get_job(job_id).enabled
+    job, cancelled = job_service.disable_job(job_id, now=utc_now(), actor=ACTOR)
+    if as_json:
+        emit_json({**job_to_dict(job), "cancelled_executions": cancelled})
+        return
+    if not was_enabled:
+        click.echo(f"Job {job.id} {job.name!r} was already disabled")
+        return
+    click.echo(f"Job {job.id} {job.name!r} disabled; cancelled {cancelled} queued execution(s)")
+
+
+@job_cli.command("delete")
+@click.argument("job_id", type=int)
+@click.option("--yes", is_flag=True, help="Confirm: the job and all its history are deleted.")
+@mutating
+@handle_errors
+def delete(job_id, yes):
+    """Delete a job and all its executions, attempts and dead letters. Needs --yes.
+
+    \b
+    Example:
+      flask job delete 3 --yes
+    """
+    job = job_service.get_job(job_id)
+    if not yes:
+        raise click.ClickException(f"job {job.id} ({job.name!r}) and all its history would be deleted; "
+                                   "add --yes to confirm")
+    name = job.name
+    job_service.delete_job(job_id, now=utc_now(), actor=ACTOR)
+    click.echo(f"Deleted job {job_id} {name!r}")

@@ -1,0 +1,124 @@
+"""`flask health`, `flask prune-history`, `flask ensure-dev-user`."""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import func, select
+
+from app.extensions import db as database
+from app.models import Execution, User
+from tests.web.test_cli_common import (assert_error, cli, cli_events, make_alert, make_execution,  # noqa: F401
+                                       make_heartbeat, make_job, ok, ok_json, row_counts, utcnow)
+
+
+# --- health ---------------------------------------------------------------------------------------
+
+def test_health_on_an_idle_deployment(cli):
+    out = ok(cli("health"))
+    assert out.startswith("Ready: yes\n  database: ok\n  migrations: ok")
+    assert "Schedulers:\n  (none seen)" in out and "Workers:\n  (none seen)" in out
+    assert "Queue depth:    0 due now" in out and "Oldest pending: none" in out
+
+
+def test_health_reports_heartbeats_queue_and_counts(app, cli):
+    make_heartbeat("scheduler-1", "scheduler", age_seconds=3)
+    make_heartbeat("worker-1", "worker", age_seconds=app.config["HEARTBEAT_STALE_SECONDS"] + 30)
+    job = make_job()
+    now = utcnow()
+    make_execution(job, "pending", available_at=now - timedelta(seconds=90))
+    make_execution(job, "retry_scheduled", attempts=1, available_at=now - timedelta(seconds=10))
+    make_execution(job, "retry_scheduled", attempts=1, available_at=now + timedelta(minutes=5))
+    make_execution(job, "running", attempts=1)
+    make_execution(job, "succeeded", attempts=1)
+    make_alert(job)
+    make_alert(job, resolved=True)
+
+    report = ok_json(cli("health", "--json"))
+    assert report["readiness"]["ready"] is True and report["now"].endswith("Z")
+    [scheduler] = report["schedulers"]
+    [worker] = report["workers"]
+    assert scheduler["id"] == "scheduler-1" and scheduler["stale"] is False and 2 <= scheduler["age_seconds"] < 30
+    assert worker["stale"] is True and worker["last_seen"].endswith("Z") and worker["pid"] == 4242
+    queue = report["queue"]
+    assert (queue["depth"], queue["retries_waiting"], queue["in_flight"]) == (2, 1, 1)
+    assert 89 <= queue["oldest_pending_age_seconds"] < 120 and queue["oldest_pending_at"].endswith("Z")
+    assert report["executions_by_status"]["retry_scheduled"] == 2
+    assert report["executions_by_status"]["succeeded"] == 1 and report["executions_by_status"]["failed"] == 0
+    assert report["jobs"] == {"total": 1, "enabled": 1} and report["open_alerts"] == 1
+
+    out = ok(cli("health"))
+    assert "scheduler-1" in out and "alive" in out and "STALE (> 60s)" in out
+    assert "2 due now, 1 retries waiting, 1 in flight" in out and "ago)" in out
+
+
+def test_health_exits_1_when_not_ready_but_still_prints_the_report(app, cli):
+    app.config["READYZ_REQUIRE_HEARTBEATS"] = True
+    make_heartbeat("scheduler-old", "scheduler", age_seconds=3600)
+    result = cli("health", "--json")
+    assert result.exit_code == 1
+    report = json.loads(result.stdout)
+    assert report["readiness"]["ready"] is False and report["schedulers"][0]["stale"] is True
+    [line] = result.stderr.splitlines()
+    assert line.startswith("Error: not ready: scheduler_heartbeat (no scheduler seen in 60s)")
+
+
+# --- prune-history --------------------------------------------------------------------------------
+
+def execution_count() -> int:
+    database.session.rollback()
+    return database.session.scalar(select(func.count()).select_from(Execution))
+
+
+def test_prune_history_dry_run_then_for_real(cli):
+    job = make_job(retention_count=2, retention_days=0)
+    for _ in range(5):
+        make_execution(job, "succeeded", attempts=1)
+    make_execution(job, "pending")
+    out = ok(cli("prune-history", "--dry-run"))
+    assert "would delete 3 execution(s) (dry run, nothing deleted)" in out and execution_count() == 6
+    doc = ok_json(cli("prune-history", "--json"))
+    assert doc == {"deleted": 3, "dry_run": False, "by_job": {str(job.id): 3}}
+    assert execution_count() == 3
+    [event] = cli_events("history_pruned")
+    assert event.payload["deleted"] == 3 and event.payload["by_job"] == {str(job.id): 3}
+    assert "Retention deleted 0 execution(s)" in ok(cli("prune-history"))
+
+
+# --- ensure-dev-user ------------------------------------------------------------------------------
+
+def users() -> list[User]:
+    database.session.rollback()
+    return list(database.session.scalars(select(User)))
+
+
+def test_ensure_dev_user_refuses_the_default_password_with_debug_off(app, cli):
+    assert app.config["CRONWELL_DEBUG"] is False  # the test environment runs with DEBUG=0
+    before = row_counts()
+    assert_error(cli("ensure-dev-user"), "refusing to create 'admin' with the default password while DEBUG=0")
+    assert row_counts() == before
+
+
+def test_ensure_dev_user_creates_admin_admin_in_debug_and_warns(app, cli):
+    app.config["CRONWELL_DEBUG"] = True
+    result = cli("ensure-dev-user")
+    assert ok(result).strip() == "Created admin user 'admin'"
+    assert "Warning: created 'admin' with the default password 'admin'" in result.stderr
+    [user] = users()
+    assert user.username == "admin" and user.role == "admin" and user.active and user.check_password("admin")
+    [event] = cli_events("user_created")
+    assert event.payload == {"username": "admin", "role": "admin"}
+
+    again = cli("ensure-dev-user")
+    assert ok(again) == "" and "Warning: user 'admin' already exists; left unchanged" in again.stderr
+    assert len(users()) == 1
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_ensure_dev_user_with_a_configured_password(app, cli, debug):
+    app.config.update(CRONWELL_DEBUG=debug, DEV_ADMIN_USERNAME="ops", DEV_ADMIN_PASSWORD="a long passphrase")
+    result = cli("ensure-dev-user")
+    assert "Created admin user 'ops'" in ok(result) and result.stderr == ""
+    [user] = users()
+    assert user.username == "ops" and user.check_password("a long passphrase") and not user.check_password("admin")
