@@ -1,7 +1,382 @@
-"""`flask demo ...`: see the commands below."""
+"""`flask demo single-fire | misfire | timeout`: self-checking demonstrations of the guarantees.
+
+Each command works on the configured database with jobs of its own (named `demo-<command>-<token>`,
+on queue `demo`), prints what it shows as it goes, removes its jobs, alerts and heartbeats at the
+end, and exits 1 with one line on stderr when what it set out to show does not hold.
+"""
 from __future__ import annotations
 
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from contextlib import contextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Iterator
+
 import click
+from flask import current_app
 from flask.cli import AppGroup
+from sqlalchemy import delete, func, select, update
+
+from app.database import write_transaction
+from app.domain.states import TERMINAL, ExecutionStatus as S
+from app.extensions import db
+from app.models import Alert, Attempt, DeadLetter, Event, Execution, Heartbeat, Job
+from app.services import jobs
+from app.services.scheduler import Scheduler, TickReport
+from app.services.worker import Worker
+from app.store import executions as store
+from cli.common import fmt_age, handle_errors, mutating, utc_now
 
 demo_cli = AppGroup("demo", help="Self-checking demonstrations of the guarantees.")
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+ACTOR = "demo"
+QUEUE = "demo"
+PROCESS_SECONDS = 90.0  # how long a raced `flask ...` process may take before the demo gives up
+# The misfire demo's scheduler runs at this instant, where only the demo's own jobs can be due.
+MISFIRE_CLOCK = datetime(2000, 1, 1, tzinfo=timezone.utc)
+
+
+class DemoFailed(Exception):
+    """What the demo set out to show did not hold."""
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise DemoFailed(message)
+
+
+@contextmanager
+def demo_run(command: str) -> Iterator[str]:
+    """Yield a unique name prefix; remove everything made under it afterwards, pass or fail."""
+    prefix = f"demo-{command}-{uuid.uuid4().hex[:6]}"
+    try:
+        yield prefix
+    except DemoFailed as failed:
+        raise click.ClickException(f"{command} demo FAILED: {failed}") from None
+    finally:
+        _clean_up(prefix)
+
+
+def _clean_up(prefix: str) -> None:
+    db.session.rollback()
+    with write_transaction(db.engine) as conn:
+        ids = list(conn.execute(select(Job.id).where(Job.name.like(f"{prefix}%"))).scalars())
+        if ids:
+            conn.execute(delete(Alert).where(Alert.job_id.in_(ids)))
+        conn.execute(delete(Heartbeat).where(Heartbeat.id.like(f"{prefix}%")))
+    for job_id in ids:
+        jobs.delete_job(job_id, now=utc_now(), actor=ACTOR)
+
+
+def _create_job(name: str, *, now: datetime, **fields) -> Job:
+    data = {"name": name, "task": "always_succeed", "schedule_type": "interval", "schedule": {"every": "1m"},
+            "queue": QUEUE, "description": "Made by `flask demo`; removed when the demo ends.", **fields}
+    return jobs.create_job(data, now=now, actor=ACTOR)
+
+
+def _executions(job_ids: list[int]) -> list[Execution]:
+    db.session.rollback()  # see what other processes committed
+    return list(db.session.scalars(select(Execution).where(Execution.job_id.in_(job_ids))
+                                   .order_by(Execution.job_id, Execution.scheduled_for)))
+
+
+def _wait_until_settled(job_ids: list[int], within: float) -> list[Execution]:
+    """Executions of the jobs once none is in flight or pending (a live worker may hold some)."""
+    deadline = time.monotonic() + within
+    while True:
+        rows = _executions(job_ids)
+        if all(S(row.status) in TERMINAL for row in rows) or time.monotonic() > deadline:
+            return rows
+        time.sleep(0.1)
+
+
+# --- single-fire ------------------------------------------------------------------------------
+
+@demo_cli.command("single-fire")
+@mutating
+@handle_errors
+def single_fire() -> None:
+    """Race 3 scheduler and 3 worker processes: each occurrence runs exactly once.
+
+    Four demo jobs have three occurrences each already due. Three `flask scheduler run --once`
+    processes tick at the same moment, then three `flask worker run --once` processes drain the
+    demo queue at the same moment. Every occurrence must end with one execution and one attempt.
+    On SQLite the processes take turns on the database write lock instead, and the demo says so.
+
+    \b
+    Example:
+      flask demo single-fire
+    """
+    postgres = db.engine.dialect.name == "postgresql"
+    if postgres:
+        click.echo("PostgreSQL: schedulers lock due jobs and workers claim executions with FOR UPDATE SKIP "
+                   "LOCKED. Each group of processes is held at a starting gate (a brief table lock) and "
+                   "released at one instant, so they really race.")
+    else:
+        click.echo("SQLite cannot show skip-locked: it has no row locks. Its processes take turns on the "
+                   "database write lock (BEGIN IMMEDIATE), so the race below is serialised. What it does show "
+                   "is the unique-key guarantee: one execution per (job, scheduled_for), whoever writes it.")
+    with demo_run("single-fire") as prefix:
+        now = utc_now()
+        # Every 10 minutes from 35 minutes ago: due 25, 15 and 5 minutes ago, next in 5 minutes, so
+        # nothing new falls due while the demo runs.
+        made = [_create_job(f"{prefix}-{n}", now=now - timedelta(minutes=35), schedule={"every": "10m"},
+                            misfire_policy="catch_up", overlap_policy="allow") for n in range(1, 5)]
+        job_ids = [job.id for job in made]
+        due = {(job.id, at) for job in made for at in _occurrences(job, until=now)}
+        click.echo(f"  {len(made)} jobs, {len(due)} occurrences due")
+
+        outputs = _race([["scheduler", "run", "--once", "--scheduler-id", f"{prefix}-scheduler-{n}"]
+                         for n in range(1, 4)], gate="jobs" if postgres else None)
+        created = [_count(r"created=(\d+)", out) for out in outputs]
+        rows = _executions(job_ids)
+        keys = [(row.job_id, row.scheduled_for) for row in rows]
+        expect(len(keys) == len(set(keys)), f"duplicate executions for one occurrence: {len(keys) - len(set(keys))}")
+        expect(set(keys) == due, f"{len(set(keys))} executions for {len(due)} due occurrences")
+        click.echo(f"  3 schedulers ticking at once created {' + '.join(map(str, created))} = {sum(created)} "
+                   f"executions; the database holds exactly one per due occurrence")
+        if postgres and sum(created) and max(created) == sum(created):
+            click.echo("  (one scheduler locked every due job in a single statement; the others skipped the "
+                       "locked rows rather than wait for them or fire them again)")
+
+        job_id, scheduled_for = min(due)
+        job = db.session.get(Job, job_id)
+        with write_transaction(db.engine) as conn:
+            again = store.insert_occurrence(conn, job, scheduled_for, trigger="schedule", status=S.PENDING,
+                                            now=utc_now())
+        expect(again is None and len(_executions(job_ids)) == len(due), "a second insert of an occurrence was kept")
+        click.echo("  writing one of them again, as a late fourth scheduler would, creates nothing: the unique "
+                   "(job, scheduled_for) key")
+
+        outputs = _race([["worker", "run", "--once", "--workers", "2", "--queues", QUEUE,
+                          "--worker-id", f"{prefix}-worker-{n}"] for n in range(1, 4)],
+                        gate="executions" if postgres else None)
+        claimed = [_count(r"claimed=(\d+)", out) for out in outputs]
+        expect(_count(r"discarded=(\d+)", "".join(outputs)) == 0, "a worker lost a claimed row to another worker")
+        rows = _wait_until_settled(job_ids, within=30)
+        attempts = _attempt_counts([row.id for row in rows])
+        expect(all(row.status == "succeeded" for row in rows),
+               "not every execution succeeded: " + ", ".join(sorted({row.status for row in rows})))
+        expect(all(attempts.get(row.id) == 1 and row.attempts == 1 for row in rows),
+               "an execution ran more than once (or not at all)")
+        click.echo(f"  3 workers racing claimed {' + '.join(map(str, claimed))} = {sum(claimed)}; every one of the "
+                   f"{len(rows)} executions succeeded with exactly one attempt")
+    click.echo("OK: each due occurrence got exactly one execution, and each execution ran exactly once.")
+
+
+def _occurrences(job: Job, *, until: datetime) -> list[datetime]:
+    schedule, found, at = jobs.schedule_of(job), [], job.next_run_at
+    while at is not None and at <= until:
+        found.append(at)
+        at = schedule.next_after(at)
+    return found
+
+
+def _attempt_counts(execution_ids: list[int]) -> dict[int, int]:
+    return dict(db.session.execute(select(Attempt.execution_id, func.count()).where(
+        Attempt.execution_id.in_(execution_ids)).group_by(Attempt.execution_id)).all())
+
+
+def _count(pattern: str, output: str) -> int:
+    return sum(int(found) for found in re.findall(pattern, output))
+
+
+def _race(commands: list[list[str]], *, gate: str | None) -> list[str]:
+    """Run `flask <command>` processes together and return their outputs (each must exit 0).
+
+    With `gate` (PostgreSQL), a table lock holds them until all are queued on it, then they go at once.
+    """
+    env = dict(os.environ, FLASK_APP="app", LOG_LEVEL="WARNING", INSTANCE_DIR=current_app.config["INSTANCE_DIR"],
+               SECRET_KEY=current_app.config["SECRET_KEY"],
+               DATABASE_URL=db.engine.url.render_as_string(hide_password=False))
+    logs = [tempfile.TemporaryFile() for _ in commands]
+    holder = _lock_table(gate) if gate else None
+    processes = [subprocess.Popen([sys.executable, "-m", "flask", *command], cwd=PROJECT_ROOT, env=env,
+                                  stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
+                 for command, log in zip(commands, logs)]
+    try:
+        if holder is not None:
+            _open_gate_when_queued(holder, gate, len(processes), within=30)
+        deadline = time.monotonic() + PROCESS_SECONDS
+        for process in processes:
+            try:
+                process.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                raise DemoFailed(f"`flask {' '.join(process.args[3:])}` did not finish in {PROCESS_SECONDS:g} s")
+        outputs = []
+        for process, log in zip(processes, logs):
+            log.seek(0)
+            outputs.append(log.read().decode(errors="replace"))
+            last = (outputs[-1].strip().splitlines() or ["no output"])[-1]
+            expect(process.returncode == 0, f"`flask {' '.join(process.args[3:])}` exited {process.returncode}: {last}")
+        return outputs
+    finally:
+        if holder is not None and not holder.closed:
+            holder.close()
+        for process in processes:
+            if process.poll() is None:
+                process.kill()
+                process.wait()
+        for log in logs:
+            log.close()
+
+
+def _lock_table(table: str):
+    import psycopg
+
+    conn = psycopg.connect(db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False),
+                           connect_timeout=5)
+    # EXCLUSIVE lets plain reads through but makes every FOR UPDATE / UPDATE on the table wait.
+    conn.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
+    return conn
+
+
+def _open_gate_when_queued(conn, table: str, count: int, within: float) -> None:
+    """Commit (releasing the lock) once `count` sessions wait on it, or after `within` seconds anyway."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        waiting = conn.execute(
+            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = %s "
+            "AND NOT l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+            (table,)).fetchone()[0]
+        if waiting >= count:
+            break
+        time.sleep(0.05)
+    conn.commit()
+    conn.close()
+
+
+# --- misfire ----------------------------------------------------------------------------------
+
+EXPECTED_MISFIRE = {  # (seconds before the tick, trigger or "missed") for each policy
+    "coalesce": [(30, "schedule")],
+    "catch_up": [(270, "catch_up"), (210, "catch_up"), (150, "catch_up"), (90, "catch_up"), (30, "schedule")],
+    "skip": [(270, "missed"), (210, "missed"), (150, "missed"), (90, "missed"), (30, "schedule")],
+}
+
+
+@demo_cli.command("misfire")
+@mutating
+@handle_errors
+def misfire() -> None:
+    """Show coalesce, catch_up and skip on jobs whose next run is 4.5 minutes in the past.
+
+    One job per misfire policy (every minute, misfire grace 60 s) gets one scheduler pass on an
+    injected clock, so nothing waits. The clock is set to 2000-01-01 00:00Z, where only the demo's
+    own jobs can be due: nothing else in the database is touched.
+
+    \b
+    Example:
+      flask demo misfire
+    """
+    at = MISFIRE_CLOCK
+    with demo_run("misfire") as prefix:
+        made = {policy: _create_job(f"{prefix}-{policy}", now=at - timedelta(minutes=5, seconds=30), enabled=False,
+                                    misfire_policy=policy, misfire_grace_seconds=60, overlap_policy="allow")
+                for policy in EXPECTED_MISFIRE}
+        ids = [job.id for job in made.values()]
+        # Created disabled and enabled in one quiet UPDATE, so a running scheduler is not woken for them.
+        with write_transaction(db.engine) as conn:
+            conn.execute(update(Job).where(Job.id.in_(ids)).values(enabled=True))
+        click.echo(f"Three jobs every 1m, misfire grace 60s, next run {fmt_age(270)} before a scheduler pass at "
+                   f"{at:%Y-%m-%d %H:%M}Z (an injected clock): occurrences at -4m30s, -3m30s, -2m30s, -1m30s, "
+                   "-30s; the first four are late.")
+        scheduler = Scheduler(current_app._get_current_object(), scheduler_id=f"{prefix}-scheduler", clock=lambda: at)
+        report = TickReport()
+        scheduler.schedule_due_jobs(at, report)
+        expect(report.due == 3, f"the scheduler pass found {report.due} due jobs instead of the demo's 3")
+        rows = _executions(ids)
+        expect(all(row.created_at == at for row in rows),
+               "another scheduler fired the demo jobs first; run the demo again")
+        for policy, job in made.items():
+            _check_policy(policy, job, [row for row in rows if row.job_id == job.id], at)
+        again = TickReport()
+        scheduler.schedule_due_jobs(at, again)
+        expect(again.due == 0 and len(_executions(ids)) == len(rows), "a second pass at the same instant did more")
+        click.echo("  a second pass at the same instant finds nothing due: each job's cursor moved past its backlog")
+    click.echo("OK: coalesce, catch_up and skip each did what the policy says, in one scheduler pass.")
+
+
+def _check_policy(policy: str, job: Job, rows: list[Execution], at: datetime) -> None:
+    seen = [(int((at - row.scheduled_for).total_seconds()), "missed" if row.status == "missed" else row.trigger)
+            for row in rows]
+    expect(seen == EXPECTED_MISFIRE[policy], f"{policy}: got {seen}, expected {EXPECTED_MISFIRE[policy]}")
+    db.session.rollback()
+    next_run_at = db.session.get(Job, job.id).next_run_at
+    expect(next_run_at == at + timedelta(seconds=30), f"{policy}: next run {next_run_at}, expected 30 s after the pass")
+    runnable = [row for row in rows if row.status != "missed"]
+    line = " ".join(f"-{fmt_age(ago)}" for ago, _ in seen)
+    if policy == "coalesce":
+        folded = db.session.scalars(select(Event).where(Event.job_id == job.id,
+                                                        Event.type == "misfire_coalesced")).all()
+        expect(len(folded) == 1 and folded[0].payload.get("occurrences") == 4,
+               "coalesce: expected one misfire_coalesced event folding 4 occurrences")
+        detail = f"1 run for the latest occurrence ({line}); 1 misfire event folds the other 4, no missed rows"
+    elif policy == "catch_up":
+        detail = f"{len(runnable)} runs, one per occurrence ({line}); 4 marked catch_up"
+    else:
+        detail = f"{len(rows) - len(runnable)} recorded missed, {len(runnable)} run (-30s, within the grace)"
+    click.echo(f"  {policy:<8}  {detail}; next run +30s")
+
+
+# --- timeout ----------------------------------------------------------------------------------
+
+@demo_cli.command("timeout")
+@mutating
+@handle_errors
+def timeout() -> None:
+    """Run a 30 s task with a 1 s timeout through a real worker: killed, retried, dead-lettered.
+
+    \b
+    Example:
+      flask demo timeout
+    """
+    with demo_run("timeout") as prefix:
+        now = utc_now()
+        job = _create_job(prefix, now=now, task="sleep_for_seconds", config={"seconds": 30}, schedule={"every": "1d"},
+                          timeout_seconds=1, max_attempts=2, retry_backoff_seconds=0, alert_mode="web")
+        execution = jobs.trigger_job(job.id, now=now, actor=ACTOR)
+        click.echo(f"Job {job.name}: sleep_for_seconds 30 with timeout_seconds=1, max_attempts=2, no retry backoff; "
+                   f"triggered execution {execution.id}, run by a worker with a fork-server on queue '{QUEUE}'.")
+        started = time.monotonic()
+        Worker(current_app._get_current_object(), worker_id=f"{prefix}-worker", slots=1, queues=[QUEUE]).run(burst=True)
+        [row] = _wait_until_settled([job.id], within=60)
+        attempts = list(db.session.scalars(select(Attempt).where(Attempt.execution_id == row.id)
+                                           .order_by(Attempt.number)))
+        expect(row.status == "timed_out", f"execution ended {row.status}, expected timed_out")
+        expect([a.status for a in attempts] == ["timed_out", "timed_out"],
+               f"attempts ended {[a.status for a in attempts]}, expected two timed_out")
+        for attempt in attempts:
+            took = (attempt.finished_at - attempt.started_at).total_seconds()
+            expect(took < 10, f"attempt {attempt.number} took {took:.1f} s: the task was not killed at its timeout")
+            expect(_process_gone(attempt.pid), f"task process {attempt.pid} of attempt {attempt.number} is still alive")
+            click.echo(f"  attempt {attempt.number}: timed_out after {took:.2f} s; task process {attempt.pid} "
+                       f"was killed (exit code {attempt.exit_code}) and is gone")
+        retries = db.session.scalars(select(Event).where(Event.execution_id == row.id,
+                                                          Event.type == "retry_scheduled")).all()
+        expect(len(retries) == 1, f"{len(retries)} retry_scheduled events, expected 1")
+        dead = db.session.scalars(select(DeadLetter).where(DeadLetter.execution_id == row.id)).first()
+        alert = db.session.scalars(select(Alert).where(Alert.execution_id == row.id)).first()
+        expect(dead is not None and alert is not None, "no dead letter and alert after the last attempt")
+        click.echo(f"  retried once, then kept its truthful status timed_out and was dead-lettered with an alert: "
+                   f"{alert.message[:160]}")
+        click.echo(f"  ({time.monotonic() - started:.1f} s in all, for a task that wanted 30 s per attempt)")
+    click.echo("OK: the hard timeout killed the task, the retry ran, and the exhausted execution was flagged.")
+
+
+def _process_gone(pid: int | None) -> bool:
+    """True when no live process has this id (a zombie counts as gone: it runs nothing)."""
+    if not pid:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError, IndexError):
+        return True
+    return state in ("Z", "X")
