@@ -1,30 +1,126 @@
-"""Logging for all three processes: JSON objects one per line in production, text in development.
+"""Logging for all three processes: one JSON object per line in production, text in development.
 
 Log records carry structured fields through `extra=` (event, job_id, execution_id, worker_id...);
-the JSON formatter emits them as keys. Secrets never go into `extra`.
+the JSON formatter emits them as keys, and every line has an `event` (`log` when the caller gave
+none). gunicorn's own error and access logs go through the same formatters (`GunicornLogger`).
+
+Secrets never reach the output: fields whose names look secret (password, token, secret,
+authorization, cookie) are replaced, the values of the secret settings (SECRET_KEY,
+SCHEDULER_CLI_SECRET, METRICS_TOKEN, DEV_ADMIN_PASSWORD, passwords inside DATABASE_URL and
+REDIS_URL) are masked wherever they appear, and credentials in URLs are masked by pattern.
 """
 from __future__ import annotations
 
 import logging
+import os
+import re
 import sys
+import threading
+from datetime import datetime, timezone
+from typing import Any, Callable, Iterable, Mapping
+from urllib.parse import urlsplit
 
+from gunicorn.glogging import Logger as _GunicornBaseLogger
 from pythonjsonlogger.json import JsonFormatter
 
 _CONFIGURED_HANDLER = "_cronwell_handler"
+SECRET_SETTINGS = ("SECRET_KEY", "SCHEDULER_CLI_SECRET", "METRICS_TOKEN", "DEV_ADMIN_PASSWORD")
+URL_SETTINGS = ("DATABASE_URL", "REDIS_URL")
+MASK = "[redacted]"
+_SECRET_FIELD = re.compile(r"pass(word|wd)?$|secret|token|authori[sz]ation|cookie|api[_-]?key", re.IGNORECASE)
+_URL_CREDENTIALS = re.compile(r"(?P<prefix>\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@/\s]+@", re.IGNORECASE)
+_STANDARD_ATTRS = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
 
 
-class _TextFormatter(logging.Formatter):
-    _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
+    """The secret strings in this environment: secret settings and passwords inside URLs."""
+    env = os.environ if env is None else env
+    found = [env.get(name) or "" for name in SECRET_SETTINGS]
+    for name in URL_SETTINGS:
+        try:
+            found.append(urlsplit(env.get(name) or "").password or "")
+        except ValueError:
+            continue
+    # Very short values would mask ordinary words; they are not secrets worth the name anyway.
+    return sorted({value for value in found if len(value) >= 6}, key=len, reverse=True)
+
+
+class Redactor:
+    """Masks secret values, secret-looking fields and URL credentials."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        self.secrets = sorted({s for s in secrets if s}, key=len, reverse=True)
+
+    def text(self, value: str) -> str:
+        for secret in self.secrets:
+            if secret in value:
+                value = value.replace(secret, MASK)
+        return _URL_CREDENTIALS.sub(lambda m: m.group("prefix") + "***@", value)
+
+    def value(self, value: Any, key: str | None = None) -> Any:
+        if key is not None and _SECRET_FIELD.search(key) and value not in (None, ""):
+            return MASK
+        if isinstance(value, str):
+            return self.text(value)
+        if isinstance(value, Mapping):
+            return {k: self.value(v, str(k)) for k, v in value.items()}
+        if isinstance(value, (list, tuple, set)):
+            return [self.value(v) for v in value]
+        return value
+
+
+def _iso_time(record: logging.LogRecord) -> str:
+    stamp = datetime.fromtimestamp(record.created, tz=timezone.utc)
+    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class CronwellJsonFormatter(JsonFormatter):
+    """`{"time", "level", "logger", "message", "event", "pid", ...extra}` on one line, secrets masked."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s %(process)s",
+                         rename_fields={"asctime": "time", "levelname": "level", "name": "logger", "process": "pid"},
+                         json_ensure_ascii=False)
+        self.redactor = redactor
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging API)
+        return _iso_time(record)
+
+    def process_log_record(self, log_data: dict) -> dict:
+        log_data.setdefault("event", "log")
+        return {key: self.redactor.value(value, key) for key, value in log_data.items()}
+
+
+class CronwellTextFormatter(logging.Formatter):
+    """`time LEVEL logger: message key=value ...` for people at a terminal, secrets masked."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+        self.redactor = redactor
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging API)
+        return _iso_time(record)
 
     def format(self, record: logging.LogRecord) -> str:
         base = super().format(record)
-        extras = {k: v for k, v in record.__dict__.items() if k not in self._STANDARD and not k.startswith("_")}
+        extras = {k: self.redactor.value(v, k) for k, v in record.__dict__.items()
+                  if k not in _STANDARD_ATTRS and not k.startswith("_")}
         if extras:
             base += " " + " ".join(f"{k}={v}" for k, v in extras.items())
-        return base
+        return self.redactor.text(base)
 
 
-def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
+def make_formatter(fmt: str, secrets: Iterable[str] | None = None) -> logging.Formatter:
+    """The JSON or text formatter, masking `secrets` (default: those in os.environ)."""
+    redactor = Redactor(secret_values() if secrets is None else secrets)
+    if fmt == "json":
+        return CronwellJsonFormatter(redactor)
+    if fmt == "text":
+        return CronwellTextFormatter(redactor)
+    raise ValueError(f"LOG_FORMAT must be json or text, got {fmt!r}")
+
+
+def configure_logging(fmt: str = "text", level: str = "INFO", secrets: Iterable[str] | None = None) -> None:
     """Install one stderr handler on the root logger (idempotent across create_app calls)."""
     root = logging.getLogger()
     for handler in list(root.handlers):
@@ -32,15 +128,98 @@ def configure_logging(fmt: str = "text", level: str = "INFO") -> None:
             root.removeHandler(handler)
     handler = logging.StreamHandler(sys.stderr)
     setattr(handler, _CONFIGURED_HANDLER, True)
-    if fmt == "json":
-        handler.setFormatter(
-            JsonFormatter("%(asctime)s %(levelname)s %(name)s %(message)s",
-                          rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
-                          timestamp=False)
-        )
-    else:
-        handler.setFormatter(_TextFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(make_formatter(fmt, secrets))
     root.addHandler(handler)
     root.setLevel(level.upper())
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    if fmt == "json":
+        # Python warnings and uncaught exceptions would otherwise print free text among the JSON lines.
+        logging.captureWarnings(True)
+        _route_uncaught_exceptions()
+
+
+def _route_uncaught_exceptions() -> None:
+    crash_log = logging.getLogger("cronwell.crash")
+
+    def log_uncaught(exc_type, exc, tb) -> None:
+        if issubclass(exc_type, KeyboardInterrupt):
+            sys.__excepthook__(exc_type, exc, tb)
+            return
+        crash_log.critical("uncaught exception", exc_info=(exc_type, exc, tb), extra={"event": "uncaught_exception"})
+
+    def log_thread_exception(args: threading.ExceptHookArgs) -> None:
+        crash_log.critical("uncaught exception in thread %s", getattr(args.thread, "name", "?"),
+                           exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
+                           extra={"event": "uncaught_exception"})
+
+    sys.excepthook = log_uncaught
+    threading.excepthook = log_thread_exception
+
+
+_PAIR = re.compile(r"(\w+)=(\S+)")
+
+
+def line_logger(logger: logging.Logger, event: str, **static: Any) -> Callable[[str], None]:
+    """An `echo` for the long-running loops that logs each line as an event with its key=value pairs.
+
+    `tick due=1 created=1 ms=4.2` becomes event `event` with fields due=1, created=1, ms=4.2, so
+    the scheduler's and worker's summaries are structured in JSON and readable in text. `static`
+    fields (a process id) go on every line.
+    """
+
+    def emit(line: str) -> None:
+        fields: dict[str, Any] = {"event": event, **static}
+        for key, raw in _PAIR.findall(line):
+            value = _number(raw)
+            if key in _STANDARD_ATTRS or key == "event":
+                # `created`, `name`... are LogRecord attributes and cannot be passed as extra.
+                key = f"{key}_count" if isinstance(value, (int, float)) else f"{key}_value"
+            fields[key] = value
+        logger.info(line, extra=fields)
+
+    return emit
+
+
+def _number(raw: str) -> Any:
+    for convert in (int, float):
+        try:
+            return convert(raw)
+        except ValueError:
+            continue
+    return raw
+
+
+# --- gunicorn ---------------------------------------------------------------------------------
+
+class GunicornLogger(_GunicornBaseLogger):
+    """gunicorn's error and access logs through Cronwell's formatters.
+
+    The access log is one structured record per request (method, path without the query string,
+    status, duration, bytes, remote address), never headers or cookies. LOG_FORMAT comes from the
+    environment, with the same default as the app (json unless DEBUG).
+    """
+
+    def setup(self, cfg) -> None:
+        super().setup(cfg)
+        from config import load_settings
+
+        formatter = make_formatter(load_settings()["LOG_FORMAT"])
+        for log in (self.error_log, self.access_log):
+            for handler in log.handlers:
+                handler.setFormatter(formatter)
+
+    def access(self, resp, req, environ, request_time) -> None:
+        if not self.access_log_enabled:
+            return
+        status = resp.status.split(None, 1)[0] if isinstance(resp.status, str) else resp.status
+        duration_ms = round(request_time.total_seconds() * 1000, 3)
+        method, path = environ.get("REQUEST_METHOD"), environ.get("PATH_INFO")
+        try:
+            self.access_log.info("%s %s %s %sms", method, path, status, duration_ms, extra={
+                "event": "http_request", "method": method, "path": path, "status": int(status),
+                "duration_ms": duration_ms, "bytes": getattr(resp, "sent", None),
+                "remote": environ.get("REMOTE_ADDR"),
+            })
+        except Exception:
+            self.error("could not write the access log line", exc_info=True)

@@ -18,6 +18,8 @@ _COMMANDS: list[tuple[str, str]] = [
     ("ops", "health_cli"),
     ("ops", "prune_history_cli"),
     ("ops", "ensure_dev_user_cli"),
+    ("deploy", "check_deploy_cli"),
+    ("deploy", "check_heartbeat_cli"),
 ]
 
 

@@ -5,6 +5,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from cli.process import metrics_options, refuse_insecure, serve_metrics, status_echo
 from cli.signals import StopFlag
 
 scheduler_cli = AppGroup("scheduler", help="Run the scheduler process.")
@@ -16,7 +17,9 @@ scheduler_cli = AppGroup("scheduler", help="Run the scheduler process.")
               help="Longest sleep between ticks (default SCHEDULER_TICK_SECONDS). The scheduler also wakes "
                    "at the earliest next run and when a job changes.")
 @click.option("--scheduler-id", default=None, help="Identity in heartbeats (default scheduler-HOST-PID).")
-def run_scheduler(once: bool, tick_seconds: float | None, scheduler_id: str | None) -> None:
+@metrics_options("SCHEDULER_METRICS_PORT")
+def run_scheduler(once: bool, tick_seconds: float | None, scheduler_id: str | None, metrics_port: int | None,
+                  metrics_host: str) -> None:
     """Create due executions, apply misfire and overlap policies, recover expired leases.
 
     \b
@@ -27,12 +30,16 @@ def run_scheduler(once: bool, tick_seconds: float | None, scheduler_id: str | No
     """
     from app.services.scheduler import Scheduler
 
+    refuse_insecure("scheduler")
     scheduler = Scheduler(current_app._get_current_object(), scheduler_id=scheduler_id)
+    echo = click.echo if once else status_echo("scheduler", scheduler.id)
+    serve_metrics("scheduler", metrics_port, metrics_host, echo)
     if once:
         click.echo(scheduler.tick().line())
+        scheduler.forget_heartbeat()  # a one-off tick is not a running scheduler
         return
     stop = StopFlag().install()
     tick = tick_seconds or current_app.config["SCHEDULER_TICK_SECONDS"]
-    click.echo(f"scheduler {scheduler.id} started (tick <= {tick:g}s, database {current_app.extensions['sqlalchemy'].engine.dialect.name})")
-    scheduler.run_forever(tick_seconds=tick, should_stop=stop, echo=click.echo)
-    click.echo(f"scheduler {scheduler.id} stopped")
+    echo(f"scheduler {scheduler.id} started (tick <= {tick:g}s, database {current_app.extensions['sqlalchemy'].engine.dialect.name})")
+    scheduler.run_forever(tick_seconds=tick, should_stop=stop, echo=echo)
+    echo(f"scheduler {scheduler.id} stopped")

@@ -5,6 +5,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from cli.process import metrics_options, refuse_insecure, serve_metrics, status_echo
 from cli.signals import StopFlag
 
 worker_cli = AppGroup("worker", help="Run the worker process.")
@@ -25,7 +26,9 @@ def _queues(value: str | None) -> list[str] | None:
 @click.option("--once", is_flag=True, help="Drain what is due now, wait for it to finish, and exit.")
 @click.option("--worker-id", default=None, help="Identity in claims and heartbeats (default worker-HOST-PID).")
 @click.option("--queues", default=None, help="Comma-separated queues to serve (default: all).")
-def run_worker(slots: int, once: bool, worker_id: str | None, queues: str | None) -> None:
+@metrics_options("WORKER_METRICS_PORT")
+def run_worker(slots: int, once: bool, worker_id: str | None, queues: str | None, metrics_port: int | None,
+               metrics_host: str) -> None:
     """Claim due executions under a lease and run each task in its own process.
 
     \b
@@ -38,10 +41,13 @@ def run_worker(slots: int, once: bool, worker_id: str | None, queues: str | None
     """
     from app.services.worker import Worker
 
+    refuse_insecure("worker")
     worker = Worker(current_app._get_current_object(), worker_id=worker_id, slots=slots, queues=_queues(queues))
+    echo = click.echo if once else status_echo("worker", worker.id)
+    serve_metrics("worker", metrics_port, metrics_host, echo)
     stop = StopFlag().install()
     if not once:
-        click.echo(f"worker {worker.id} started ({slots} slots, queues {queues or 'all'})")
-    worker.run(burst=once, should_stop=stop, echo=click.echo)
+        echo(f"worker {worker.id} started ({slots} slots, queues {queues or 'all'})")
+    worker.run(burst=once, should_stop=stop, echo=echo)
     if not once:
-        click.echo(f"worker {worker.id} stopped")
+        echo(f"worker {worker.id} stopped")

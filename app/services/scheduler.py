@@ -19,7 +19,7 @@ from typing import Callable
 from flask import Flask
 from sqlalchemy import func, select, update
 
-from app import cache
+from app import cache, metrics
 from app.database import write_transaction
 from app.domain.policies import plan_occurrences
 from app.domain.states import ExecutionStatus as S
@@ -96,6 +96,7 @@ class Scheduler:
             if batch < self.batch_size:
                 break
         recovered = recovery.recover_expired_leases(self.engine, now=now)
+        metrics.observe_recovery(recovered)
         report.recovered = recovered.total
         report.job_ids |= recovered.job_ids or set()
         self._housekeeping(now, report)
@@ -104,8 +105,10 @@ class Scheduler:
             for job_id in report.job_ids:
                 keys += cache.keys_for_job_change(job_id)
             cache.get_cache().delete(keys)
+        metrics.refresh_database_gauges(self.engine, now)
         self.ticks += 1
         report.duration_ms = (time.perf_counter() - started) * 1000
+        metrics.observe_tick(report)
         return report
 
     def schedule_due_jobs(self, now: datetime, report: TickReport) -> int:
@@ -157,6 +160,10 @@ class Scheduler:
         conn.execute(update(jobs).where(jobs.c.id == job.id).values(next_run_at=plan.next_run_at))
         report.job_ids.add(job.id)
 
+    def forget_heartbeat(self) -> None:
+        with write_transaction(self.engine) as conn:
+            heartbeats.remove(conn, self.id)
+
     def _heartbeat(self, now: datetime) -> None:
         with write_transaction(self.engine) as conn:
             heartbeats.beat(conn, process_id=self.id, kind="scheduler", started_at=self.started_at, now=now,
@@ -205,8 +212,10 @@ class Scheduler:
                 listener.wait(delay, should_stop)
         finally:
             listener.close()
-            with write_transaction(self.engine) as conn:
-                heartbeats.remove(conn, self.id)
+            try:
+                self.forget_heartbeat()
+            except Exception:  # the database may be the reason we are stopping
+                log.warning("could not remove heartbeat", extra={"event": "heartbeat_remove_failed"})
 
 
 def _iso(value: datetime | None) -> str | None:

@@ -20,7 +20,7 @@ from typing import Callable, Sequence
 
 from flask import Flask
 
-from app import cache
+from app import cache, metrics
 from app.database import write_transaction
 from app.domain.policies import retry_delay
 from app.domain.states import AttemptStatus
@@ -187,8 +187,8 @@ class Worker:
         `wait` caps how long to wait for a result or a wake-up (None: until the next poll).
         Returns how many executions were claimed or finished (0: nothing happened).
         """
-        now = self.clock()
-        self._housekeeping(now)
+        self._housekeeping(self.clock())
+        now = self.clock()  # read after housekeeping so started_at and the lease are not early
         claimed = 0
         free = self.slots - len(self.running)
         if free > 0 and not self._stopping:
@@ -226,6 +226,7 @@ class Worker:
                                                  lease_seconds=self._lease[0], buffer_seconds=self._lease[1])
         if not claimed:
             return 0
+        metrics.observe_claim(len(claimed))
         self.stats.claimed += len(claimed)
         to_run: list[tuple[store.ClaimedExecution, int]] = []
         with write_transaction(self.engine) as conn:
@@ -233,6 +234,7 @@ class Worker:
                 if not item.job_enabled:
                     # Disabled after this row was queued: cancel rather than run.
                     if store.cancel_execution(conn, item.id, now=now, reason="job disabled before it could run"):
+                        metrics.observe_cancelled()
                         self.stats.cancelled += 1
                         self._dirty_jobs.add(item.job_id)
                     continue
@@ -241,12 +243,16 @@ class Worker:
                     self._lost(item.id, "start")
                     continue
                 to_run.append((item, attempt))
+            metrics.observe_fire_lateness(conn, [item.id for item, _ in to_run], now)
         for item, attempt in to_run:
             self.running[item.id] = Running(item.id, item.job_id, item.job_name, attempt, item.max_attempts, now)
             context = dict(self._context_base, execution_id=item.id, job_id=item.job_id, job_name=item.job_name,
                            idempotency_key=item.idempotency_key, attempt=attempt)
             self.executor.submit(TaskRequest(execution_id=item.id, task_name=item.task, config=item.config,
                                              context=context, timeout_seconds=item.timeout_seconds))
+            log.info("execution started", extra={"event": "execution_started", "execution_id": item.id,
+                                                 "job_id": item.job_id, "worker_id": self.id, "task": item.task,
+                                                 "attempt": attempt})
             self._dirty_jobs.add(item.job_id)
         return len(claimed)
 
@@ -267,6 +273,7 @@ class Worker:
             run = self.running.pop(result.execution_id)
             self._dirty_jobs.add(run.job_id)
             self.stats.fork_ms.append(result.fork_ms)
+            metrics.observe_task(result)
         return len(results)
 
     def _record_one(self, conn, result: TaskResult, job, now: datetime) -> None:
@@ -282,6 +289,11 @@ class Worker:
             self._lost(run.execution_id, "complete")
             return
         store.finish_attempt(conn, run.execution_id, run.attempt, outcome, now=now)
+        metrics.observe_outcome(result.status, retried=retry_at is not None)
+        log.info("execution finished", extra={"event": "execution_finished", "execution_id": run.execution_id,
+                                              "job_id": run.job_id, "worker_id": self.id, "attempt": run.attempt,
+                                              "status": result.status, "retry": retry_at is not None,
+                                              "duration_ms": round(result.duration_seconds * 1000, 1)})
         if result.status == "succeeded":
             self.stats.succeeded += 1
             return
@@ -292,6 +304,7 @@ class Worker:
                          attempt=run.attempt, status=result.status, retry_at=retry_at.isoformat())
         elif job is not None:
             self.stats.dead_lettered += 1
+            metrics.observe_dead_letter(result.status)
             last_line = (result.error or "").strip().splitlines()[-1:] or ["no error text"]
             reason = f"{result.status} after {run.attempt} attempt(s): {last_line[0][:300]}"
             dead_letter(conn, execution_id=run.execution_id, job_id=run.job_id, job_name=run.job_name,
@@ -330,6 +343,7 @@ class Worker:
             # Idle workers help recover abandoned work so recovery does not wait for a scheduler.
             self._last_recovery = now
             report = recovery.recover_expired_leases(self.engine, now=now)
+            metrics.observe_recovery(report)
             self._dirty_jobs |= report.job_ids or set()
 
     def _flush_cache(self) -> None:
