@@ -175,17 +175,12 @@ def observe_cancelled() -> None:
     _get("engine").finished.labels("cancelled").inc()
 
 
-def observe_fire_lateness(conn, execution_ids: Sequence[int], started_at: datetime) -> None:
-    """How late first attempts started relative to their scheduled time (one indexed read)."""
-    if not execution_ids or not _readings_enabled:
+def observe_fire_lateness(started: Sequence[tuple[str, datetime]], started_at: datetime) -> None:
+    """How late first attempts started relative to their scheduled time: (trigger, scheduled_for) pairs."""
+    if not started or not _readings_enabled:
         return
-    from app.models import Execution
-
-    e = Execution.__table__
-    rows = conn.execute(select(e.c.trigger, e.c.scheduled_for)
-                        .where(e.c.id.in_(list(execution_ids)), e.c.attempts == 1)).fetchall()
     worker = _get("worker")
-    for trigger, scheduled_for in rows:
+    for trigger, scheduled_for in started:
         worker.lateness.labels(trigger).observe(max(0.0, (started_at - scheduled_for).total_seconds()))
 
 

@@ -243,7 +243,8 @@ class Worker:
                     self._lost(item.id, "start")
                     continue
                 to_run.append((item, attempt))
-            metrics.observe_fire_lateness(conn, [item.id for item, _ in to_run], now)
+        metrics.observe_fire_lateness([(item.trigger, item.scheduled_for) for item, attempt in to_run if attempt == 1],
+                                      now)
         for item, attempt in to_run:
             self.running[item.id] = Running(item.id, item.job_id, item.job_name, attempt, item.max_attempts, now)
             context = dict(self._context_base, execution_id=item.id, job_id=item.job_id, job_name=item.job_name,

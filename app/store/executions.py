@@ -100,6 +100,8 @@ class ClaimedExecution:
     max_attempts: int
     idempotency_key: str
     lease_expires_at: datetime
+    scheduled_for: datetime
+    trigger: str
 
 
 # A candidate is claimable when it is due and in the worker's queues, and - for exclusive jobs
@@ -123,7 +125,7 @@ _CANDIDATE_WHERE = """
 """
 
 _RETURNING = """x.id, x.job_id, j.name, j.task, j.config, j.timeout_seconds, j.enabled, x.attempts,
-                x.max_attempts, x.idempotency_key, x.lease_expires_at"""
+                x.max_attempts, x.idempotency_key, x.lease_expires_at, x.scheduled_for, x.trigger"""
 
 # PostgreSQL: one round trip. The CTE picks and locks the batch (lower priority value first,
 # then oldest), skipping rows other workers hold; the UPDATE stamps the lease, which covers
@@ -182,7 +184,8 @@ def claim_due_executions(conn: Connection, *, worker_id: str, now: datetime, lim
                 status=S.CLAIMED.value, claimed_by=worker_id, lease_expires_at=lease, updated_at=now))
         e, j = executions, jobs
         stmt = (select(e.c.id, e.c.job_id, j.c.name, j.c.task, j.c.config, j.c.timeout_seconds, j.c.enabled,
-                       e.c.attempts, e.c.max_attempts, e.c.idempotency_key, e.c.lease_expires_at)
+                       e.c.attempts, e.c.max_attempts, e.c.idempotency_key, e.c.lease_expires_at,
+                       e.c.scheduled_for, e.c.trigger)
                 .join_from(e, j, e.c.job_id == j.c.id).where(e.c.id.in_([c[0] for c in candidates]))
                 .order_by(e.c.priority, e.c.available_at, e.c.id))
         rows = conn.execute(stmt).fetchall()
@@ -194,7 +197,8 @@ def _claimed(row) -> ClaimedExecution:
     # timestamptz as an aware datetime, which is what the typed SQLite path yields too.
     return ClaimedExecution(id=row[0], job_id=row[1], job_name=row[2], task=row[3], config=row[4] or {},
                             timeout_seconds=row[5], job_enabled=bool(row[6]), attempts=row[7],
-                            max_attempts=row[8], idempotency_key=row[9], lease_expires_at=row[10])
+                            max_attempts=row[8], idempotency_key=row[9], lease_expires_at=row[10],
+                            scheduled_for=row[11], trigger=row[12])
 
 
 # --- moving ---------------------------------------------------------------------------------
