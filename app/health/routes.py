@@ -1,9 +1,13 @@
-"""Liveness and readiness endpoints for load balancers and orchestrators."""
+"""Liveness and readiness endpoints for load balancers, and the health page for operators."""
 from __future__ import annotations
 
-from flask import Blueprint, jsonify
+from datetime import datetime, timezone
 
+from flask import Blueprint, jsonify, render_template
+
+from app.cache import get_cache
 from app.services import health
+from app.web.access import signin_required
 
 bp = Blueprint("health", __name__)
 
@@ -19,3 +23,15 @@ def readyz():
     """Readiness: 503 with the failing checks when this process should not take traffic."""
     report = health.readiness()
     return jsonify(report), (200 if report["ready"] else 503)
+
+
+@bp.get("/health/")
+@signin_required
+def page():
+    """Readiness checks, scheduler and worker heartbeats, queue depth and the cache, for people."""
+    from app.services.status import status_report
+
+    now = datetime.now(timezone.utc)
+    cache = get_cache()
+    return render_template("health/page.html", report=status_report(now), now=now,
+                           cache_backend=cache.backend_name, cache_ok=cache.ping())

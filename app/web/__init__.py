@@ -1,12 +1,66 @@
-"""Web wiring: blueprints, security headers and template helpers."""
+"""Web wiring: blueprints, sign-in, security headers, error pages and template helpers.
+
+The blueprints are thin adapters over `app.services`; access rules live in `app.web.access`.
+"""
 from __future__ import annotations
+
+from datetime import datetime, timezone
 
 from flask import Flask
 
 
 def register_web(app: Flask) -> None:
+    """Attach everything the web UI needs to `app`."""
+    from app.web.errors import register_error_handlers
+    from app.web.filters import register_filters
+    from app.web.security import add_security_headers, configure_cookies
+
+    configure_cookies(app)
+    register_login(app)
+    register_blueprints(app)
+    register_filters(app)
+    register_error_handlers(app)
+    app.after_request(add_security_headers)
+    app.context_processor(template_globals)
+
+
+def register_blueprints(app: Flask) -> None:
+    from app.alerts.routes import bp as alerts_bp
+    from app.auth.routes import bp as auth_bp
+    from app.dashboard.routes import bp as dashboard_bp
+    from app.executions.routes import bp as executions_bp
     from app.health.routes import bp as health_bp
+    from app.jobs.routes import bp as jobs_bp
     from app.metrics_routes import bp as metrics_bp
 
-    app.register_blueprint(health_bp)
+    for blueprint in (health_bp, auth_bp, dashboard_bp, jobs_bp, executions_bp, alerts_bp):
+        app.register_blueprint(blueprint)
     app.register_blueprint(metrics_bp)
+
+
+def register_login(app: Flask) -> None:
+    from app.extensions import login_manager
+    from app.services import users
+
+    login_manager.login_view = "auth.login"
+    login_manager.session_protection = "strong"
+
+    @login_manager.user_loader
+    def load_user(user_id: str):
+        try:
+            return users.get_active_user(int(user_id))
+        except (TypeError, ValueError):
+            return None
+
+
+def template_globals() -> dict:
+    from app.web import access
+
+    return {
+        "auth_enabled": access.auth_enabled(),
+        "signed_in": access.is_signed_in(),
+        "can_operate": access.can_operate(),
+        "can_view_private": access.can_view_private(),
+        "can_read_public": access.can_read_public(),
+        "now": datetime.now(timezone.utc),
+    }

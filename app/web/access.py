@@ -85,7 +85,10 @@ def _next_for_this_request() -> str:
         current = safe_next(_path_of(request.headers.get("HX-Current-URL", "")))
         if current:
             return current
-    return request.full_path.rstrip("?") if request.method == "GET" else request.path
+    if request.method == "GET":
+        return request.full_path.rstrip("?")
+    # A refused POST cannot be replayed by a redirect: come back to the page that sent it.
+    return safe_next(_path_of(request.referrer or "")) or url_for("dashboard.index")
 
 
 def _path_of(url: str) -> str | None:

@@ -1,0 +1,1 @@
+"""Alert pages: open and resolved alerts, dead letters, resolve and bulk resolve."""

@@ -1,0 +1,67 @@
+"""Alerts and dead letters: list, resolve one, resolve the selected ones.
+
+Resolving from the dashboard's alerts panel is an HTMX POST; it answers with the refreshed panel.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+
+from app.alerts.forms import ResolveAlertsForm
+from app.services import alerts as alert_service
+from app.services import dashboard
+from app.services.errors import ServiceError
+from app.web.access import current_actor, is_htmx, operator_required, signin_required
+
+bp = Blueprint("alerts", __name__, url_prefix="/alerts")
+
+LIST_LIMIT = 200
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@bp.get("/")
+@signin_required
+def index():
+    """Open alerts (or all, with ?show=all) and recent dead letters."""
+    show_all = request.args.get("show") == "all"
+    return render_template(
+        "alerts/list.html", alerts=alert_service.list_alerts(include_resolved=show_all, limit=LIST_LIMIT),
+        dead_letters=alert_service.list_dead_letters(limit=50), show_all=show_all, form=ResolveAlertsForm(),
+        limit=LIST_LIMIT,
+    )
+
+
+@bp.post("/resolve")
+@operator_required
+def resolve_selected():
+    """Resolve every alert ticked on the list."""
+    form = ResolveAlertsForm()
+    ids, bad = form.selected_ids(request.form.getlist("alert_ids"))
+    if bad:
+        flash(f"Ignored values that are not alert ids: {', '.join(bad)}", "error")
+    return _resolve(ids)
+
+
+@bp.post("/<int:alert_id>/resolve")
+@operator_required
+def resolve_one(alert_id: int):
+    return _resolve([alert_id])
+
+
+def _resolve(ids: list[int]):
+    try:
+        changed = alert_service.resolve_alerts(ids, now=_now(), actor=current_actor())
+        message, category = f"{changed} alert(s) resolved.", "success"
+    except ServiceError as exc:
+        message, category = str(exc), "error"
+    if is_htmx():
+        alerts, total = dashboard.open_alerts()
+        return render_template("dashboard/_alerts.html", alerts=alerts, alerts_total=total, poll_seconds=5,
+                               message=message, category=category)
+    flash(message, category)
+    target = url_for("alerts.index", show="all") if request.args.get("show") == "all" else url_for("alerts.index")
+    return redirect(target, code=303)

@@ -1,0 +1,1 @@
+"""The public home page and the live operator dashboard."""

@@ -1,0 +1,72 @@
+"""The public home page and the dashboard, whose panels are HTMX fragments that poll.
+
+Each panel is one partial (`templates/dashboard/_<panel>.html`) rendered by the full page and by
+`/dashboard/panels/<panel>`; the partial carries its own `hx-get`/`hx-trigger`, so a refresh swaps
+the panel for a fresh copy of itself.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from flask import Blueprint, abort, current_app, render_template
+
+from app.services import dashboard
+from app.web.access import signin_required
+
+bp = Blueprint("dashboard", __name__)
+
+PANELS = ("summary", "queue", "upcoming", "activity", "alerts", "heartbeats", "jobs")
+POLL_SECONDS = 5
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def panel_context(name: str, now: datetime) -> dict:
+    """The data one panel shows."""
+    if name == "summary":
+        return {"summary": dashboard.summary_counts()}
+    if name == "queue":
+        return {"queue": dashboard.queue_depth(now)}
+    if name == "upcoming":
+        return {"upcoming": dashboard.upcoming_runs(now)}
+    if name == "activity":
+        return {"activity": dashboard.recent_activity()}
+    if name == "alerts":
+        alerts, total = dashboard.open_alerts()
+        return {"alerts": alerts, "alerts_total": total}
+    if name == "heartbeats":
+        stale = current_app.config["HEARTBEAT_STALE_SECONDS"]
+        return {"heartbeats": dashboard.heartbeats(now, stale), "stale_after": stale}
+    if name == "jobs":
+        jobs, total = dashboard.dashboard_jobs()
+        return {"jobs": jobs, "jobs_total": total}
+    raise KeyError(name)
+
+
+@bp.get("/")
+def home():
+    """Public landing page."""
+    return render_template("dashboard/home.html")
+
+
+@bp.get("/dashboard/")
+@signin_required
+def index():
+    """The live operator dashboard."""
+    now = _now()
+    context: dict = {"poll_seconds": POLL_SECONDS, "now": now}
+    for name in PANELS:
+        context.update(panel_context(name, now))
+    return render_template("dashboard/index.html", **context)
+
+
+@bp.get("/dashboard/panels/<name>")
+@signin_required
+def panel(name: str):
+    """One dashboard panel, for HTMX polling."""
+    if name not in PANELS:
+        abort(404, description=f"There is no dashboard panel called {name!r}.")
+    now = _now()
+    return render_template(f"dashboard/_{name}.html", poll_seconds=POLL_SECONDS, now=now, **panel_context(name, now))

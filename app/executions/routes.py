@@ -1,0 +1,92 @@
+"""Execution pages and actions: thin adapters over `app.services.executions`."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+
+from app.domain.states import CANCELLABLE, RETRYABLE, ExecutionStatus
+from app.executions.forms import ExecutionActionForm, ExecutionFilterForm
+from app.services import executions as execution_service
+from app.services import jobs as job_service
+from app.services.errors import NotFound, ServiceError, ValidationFailed
+from app.web.access import current_actor, is_htmx, operator_required, public_read, signin_required
+from app.web.pagination import Page, page_number, paginate
+
+bp = Blueprint("executions", __name__, url_prefix="/executions")
+
+PER_PAGE = 50
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@bp.get("/")
+@public_read
+def index():
+    """Executions, newest first, filtered by status and job, 50 per page."""
+    filters = ExecutionFilterForm(request.args)
+    status = (filters.status.data or "").strip() or None
+    job_text = (filters.job.data or "").strip()
+    errors: list[str] = []
+    job = None
+    job_id = None
+    if job_text:
+        if job_text.isdigit() and len(job_text) < 12:
+            job_id = int(job_text)
+            try:
+                job = job_service.get_job(job_id)
+            except NotFound as exc:
+                errors.append(str(exc))
+        else:
+            errors.append(f"Job ID must be a whole number, got {job_text!r}.")
+    page = Page(items=[], page=1, per_page=PER_PAGE, total=0)
+    if not errors:
+        try:
+            page = paginate(execution_service.list_query(status=status, job_id=job_id),
+                            page=page_number(), per_page=PER_PAGE)
+        except ValidationFailed as exc:
+            errors.extend(exc.errors.values())
+    query = {k: v for k, v in (("status", status or ""), ("job", job_text)) if v}
+    return render_template("executions/list.html", page=page, filters=filters, filter_errors=errors, job=job,
+                           query=query), (400 if errors else 200)
+
+
+@bp.get("/<int:execution_id>")
+@signin_required
+def detail(execution_id: int):
+    """Everything about one execution: attempts, output and error. While it is in flight the
+    body is an HTMX fragment that refreshes itself until the execution ends."""
+    execution = execution_service.get_execution(execution_id, with_attempts=True)
+    context = {"execution": execution, "action_form": ExecutionActionForm(),
+               "can_retry": ExecutionStatus(execution.status) in RETRYABLE,
+               "can_cancel": ExecutionStatus(execution.status) in CANCELLABLE}
+    if is_htmx():
+        return render_template("executions/_detail_body.html", **context)
+    return render_template("executions/detail.html", **context)
+
+
+@bp.post("/<int:execution_id>/retry")
+@operator_required
+def retry(execution_id: int):
+    """Run a finished execution again, as a new execution."""
+    try:
+        new = execution_service.retry_execution(execution_id, now=_now(), actor=current_actor())
+    except ServiceError as exc:
+        flash(str(exc), "error")
+        return redirect(url_for("executions.detail", execution_id=execution_id), code=303)
+    flash(f"Retry queued as execution #{new.id}.", "success")
+    return redirect(url_for("executions.detail", execution_id=new.id), code=303)
+
+
+@bp.post("/<int:execution_id>/cancel")
+@operator_required
+def cancel(execution_id: int):
+    """Cancel a queued execution (a running one must finish or time out)."""
+    try:
+        execution_service.cancel_execution(execution_id, now=_now(), actor=current_actor())
+        flash(f"Execution #{execution_id} cancelled.", "success")
+    except ServiceError as exc:
+        flash(str(exc), "error")
+    return redirect(url_for("executions.detail", execution_id=execution_id), code=303)

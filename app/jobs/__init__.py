@@ -1,0 +1,1 @@
+"""Job pages: list, detail, create, edit and the job actions."""

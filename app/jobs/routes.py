@@ -1,0 +1,244 @@
+"""Job pages and actions: thin adapters over `app.services.jobs` and `app.services.dashboard`."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from functools import lru_cache
+from zoneinfo import available_timezones
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+
+from app.jobs.forms import NUMBER_FIELDS, SCHEDULE_INPUTS, ConfirmForm, DeleteJobForm, JobForm, initial_values
+from app.scheduling import ScheduleError, parse_schedule, preview, schedule_value_from_options
+from app.services import dashboard, executions
+from app.services import jobs as job_service
+from app.services.errors import ServiceError, ValidationFailed
+from app.web.access import can_view_private, current_actor, operator_required, public_read, signin_required
+from app.web.pagination import page_number, paginate
+
+bp = Blueprint("jobs", __name__, url_prefix="/jobs")
+
+JOBS_PER_PAGE = 50
+EXECUTIONS_PER_PAGE = 30
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@lru_cache(maxsize=1)
+def timezone_names() -> tuple[str, ...]:
+    return tuple(sorted(available_timezones()))
+
+
+def _see_job(job_id: int, status: int = 303):
+    return redirect(url_for("jobs.detail", job_id=job_id), code=status)
+
+
+@bp.get("/")
+@public_read
+def index():
+    """All jobs, 50 per page."""
+    page = paginate(job_service.list_query(), page=page_number(), per_page=JOBS_PER_PAGE)
+    return render_template("jobs/list.html", page=page)
+
+
+@bp.get("/<int:job_id>")
+@public_read
+def detail(job_id: int):
+    """Metadata, stats, next runs, charts and recent executions (30 per page)."""
+    job = job_service.get_job(job_id)
+    now = _now()
+    runs = paginate(executions.list_query(job_id=job.id), page=page_number(), per_page=EXECUTIONS_PER_PAGE)
+    return render_template(
+        "jobs/detail.html", job=job, stats=dashboard.job_stats(job.id), upcoming=dashboard.job_upcoming(job, now),
+        runs=runs, schedule_text=_describe(job), action_form=ConfirmForm(), now=now,
+    )
+
+
+def _describe(job) -> str:
+    try:
+        return job_service.schedule_of(job).describe()
+    except (ScheduleError, ValueError) as exc:
+        return f"unreadable schedule: {exc}"
+
+
+def _form_page(form: JobForm, *, job=None, status: int = 200):
+    return render_template("jobs/form.html", form=form, job=job, catalog=dashboard.task_catalog(),
+                           timezones=timezone_names()), status
+
+
+@bp.route("/new", methods=["GET", "POST"])
+@operator_required
+def create():
+    """The new-job form; errors are shown next to their fields."""
+    form = JobForm()
+    form.set_task_choices(dashboard.task_catalog())
+    if request.method == "GET":
+        return _form_page(form)
+    if not form.validate_on_submit():
+        return _form_page(form, status=400)
+    data = form.service_data()
+    data["enabled"] = bool(form.enabled.data)
+    try:
+        job = job_service.create_job(data, now=_now(), actor=current_actor())
+    except ValidationFailed as exc:
+        form.attach_errors(exc.errors)
+        return _form_page(form, status=400)
+    except ServiceError as exc:
+        form.form_errors.append(str(exc))
+        return _form_page(form, status=409)
+    flash(f"Job {job.name!r} created; next run {_when(job.next_run_at)}.", "success")
+    return _see_job(job.id)
+
+
+@bp.route("/<int:job_id>/edit", methods=["GET", "POST"])
+@operator_required
+def edit(job_id: int):
+    """Edit a job. Only fields the operator changed are sent, so an untouched interval keeps its
+    phase and an untouched schedule keeps its next run."""
+    job = job_service.get_job(job_id)
+    initial = initial_values(job)
+    form = JobForm(data=initial) if request.method == "GET" else JobForm()
+    form.set_task_choices(dashboard.task_catalog())
+    if request.method == "GET":
+        return _form_page(form, job=job)
+    if not form.validate_on_submit():
+        return _form_page(form, job=job, status=400)
+    changes = changed_fields(form, initial)
+    if not changes:
+        flash("Nothing changed.", "info")
+        return _see_job(job.id)
+    try:
+        job = job_service.update_job(job.id, changes, now=_now(), actor=current_actor())
+    except ValidationFailed as exc:
+        form.attach_errors(exc.errors)
+        return _form_page(form, job=job, status=400)
+    except ServiceError as exc:
+        form.form_errors.append(str(exc))
+        return _form_page(form, job=job, status=409)
+    flash(f"Job {job.name!r} saved ({', '.join(sorted(changes))}).", "success")
+    return _see_job(job.id)
+
+
+def changed_fields(form: JobForm, initial: dict) -> dict:
+    """The service input for the fields whose submitted value differs from the stored one."""
+    submitted = form.service_data()
+    changes: dict = {}
+    for field in ("name", "task", "overlap_policy", "misfire_policy", "alert_mode", "queue", *NUMBER_FIELDS):
+        if submitted[field] != str(initial[field] or "").strip():
+            changes[field] = submitted[field]
+    if (form.description.data or "") != (initial["description"] or ""):
+        changes["description"] = form.description.data or ""
+    if _json_or_text(submitted["config"]) != _json_or_text(initial["config"]):
+        changes["config"] = submitted["config"]
+    schedule_input = SCHEDULE_INPUTS.get(submitted["schedule_type"], "every")
+    if (submitted["schedule_type"] != initial["schedule_type"]
+            or (form[schedule_input].data or "").strip() != (initial[schedule_input] or "").strip()):
+        changes["schedule_type"] = submitted["schedule_type"]
+        changes["schedule"] = submitted["schedule"]
+    if submitted["timezone"] != (initial["timezone"] or "UTC"):
+        changes["timezone"] = submitted["timezone"]
+    if bool(form.enabled.data) != bool(initial["enabled"]):
+        changes["enabled"] = bool(form.enabled.data)
+    return changes
+
+
+def _json_or_text(text: str):
+    try:
+        return json.loads(text or "{}")
+    except ValueError:
+        return text
+
+
+@bp.get("/preview")
+@signin_required
+def schedule_preview():
+    """HTMX fragment: the next five fire times of the schedule being typed, or why it is invalid."""
+    args = request.args
+    schedule_type = args.get("schedule_type", "interval")
+    option = {"interval": "every", "cron": "cron", "one_time": "run_at"}.get(schedule_type)
+    text = (args.get(option or "", "") or "").strip()
+    zone = (args.get("timezone") or "UTC").strip() or "UTC"
+    now = _now()
+    items, error = [], None
+    if option is None:
+        error = f"unknown schedule type {schedule_type!r}; use one_time, interval or cron"
+    elif not text:
+        error = {"interval": "Type an interval such as 30s, 5m or 1h.",
+                 "cron": "Type a cron expression such as 0 9 * * 1-5.",
+                 "one_time": "Type a date and time such as 2026-01-01T12:00:00Z."}[schedule_type]
+    else:
+        try:
+            value = schedule_value_from_options(schedule_type, **{option: text})
+            schedule = parse_schedule(schedule_type, value, zone, anchor=now.replace(microsecond=0))
+            items = preview(schedule, now, 5)
+            if not items:
+                error = "This schedule has no future fire times."
+        except (ScheduleError, ValueError) as exc:
+            error = str(exc)
+    return render_template("jobs/_preview.html", items=items, error=error, zone=zone)
+
+
+@bp.post("/<int:job_id>/enable")
+@operator_required
+def enable(job_id: int):
+    try:
+        job = job_service.enable_job(job_id, now=_now(), actor=current_actor())
+        flash(f"Job {job.name!r} enabled; next run {_when(job.next_run_at)}.", "success")
+    except ServiceError as exc:
+        flash(str(exc), "error")
+    return _see_job(job_id)
+
+
+@bp.post("/<int:job_id>/disable")
+@operator_required
+def disable(job_id: int):
+    try:
+        job, cancelled = job_service.disable_job(job_id, now=_now(), actor=current_actor())
+        flash(f"Job {job.name!r} disabled; {cancelled} queued execution(s) cancelled. "
+              "Runs already in progress finish on their own.", "success")
+    except ServiceError as exc:
+        flash(str(exc), "error")
+    return _see_job(job_id)
+
+
+@bp.post("/<int:job_id>/trigger")
+@operator_required
+def trigger(job_id: int):
+    try:
+        execution = job_service.trigger_job(job_id, now=_now(), actor=current_actor())
+        flash(f"Execution #{execution.id} queued; it runs when a worker is free.", "success")
+    except ServiceError as exc:
+        flash(str(exc), "error")
+    return _see_job(job_id)
+
+
+@bp.route("/<int:job_id>/delete", methods=["GET", "POST"])
+@operator_required
+def delete(job_id: int):
+    """Ask for the job's name, then delete the job and its history."""
+    job = job_service.get_job(job_id)
+    form = DeleteJobForm()
+    if request.method == "POST" and form.validate_on_submit():
+        if (form.confirm_name.data or "").strip() != job.name:
+            form.confirm_name.errors = ["The name does not match; nothing was deleted."]
+            return render_template("jobs/delete.html", job=job, form=form), 400
+        name = job.name
+        try:
+            job_service.delete_job(job_id, now=_now(), actor=current_actor())
+        except ServiceError as exc:
+            flash(str(exc), "error")
+            return _see_job(job_id)
+        flash(f"Job {name!r} and its history were deleted.", "success")
+        return redirect(url_for("jobs.index"), code=303)
+    return render_template("jobs/delete.html", job=job, form=form), (400 if request.method == "POST" else 200)
+
+
+def _when(moment: datetime | None) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "none (no future occurrence)"
+
+
+@bp.app_context_processor
+def _job_helpers() -> dict:
+    return {"show_execution_links": can_view_private()}

@@ -1,0 +1,93 @@
+"""Template filters for times, ages and durations. Values may be datetimes or ISO 8601 text
+(cached dashboard data is JSON, so its instants arrive as text)."""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from zoneinfo import ZoneInfo
+
+from flask import Flask
+
+
+def as_datetime(value) -> datetime | None:
+    """An aware UTC datetime from a datetime or ISO 8601 text; None when empty or unreadable."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        moment = value
+    else:
+        try:
+            moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return moment.astimezone(timezone.utc)
+
+
+def format_utc(value) -> str:
+    """`2026-06-01 12:00:05 UTC`, or an em dash for nothing."""
+    moment = as_datetime(value)
+    return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def iso_utc(value) -> str:
+    moment = as_datetime(value)
+    return "" if moment is None else moment.isoformat().replace("+00:00", "Z")
+
+
+def format_local(value, zone: str | None) -> str:
+    """The instant in the job's zone, e.g. `2026-03-08 03:00 EDT`."""
+    moment = as_datetime(value)
+    if moment is None:
+        return "—"
+    try:
+        local = moment.astimezone(ZoneInfo(zone or "UTC"))
+    except (KeyError, ValueError):
+        return format_utc(moment)
+    return local.strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def format_seconds(seconds) -> str:
+    """A short human duration: `0.42 s`, `12 s`, `3 m 05 s`, `2 h 01 m`, `3 d 4 h`."""
+    if seconds is None or seconds == "":
+        return "—"
+    seconds = float(seconds)
+    negative = seconds < 0
+    seconds = abs(seconds)
+    if seconds < 10:
+        text = f"{seconds:.2f} s"
+    elif seconds < 60:
+        text = f"{seconds:.0f} s"
+    elif seconds < 3600:
+        text = f"{int(seconds // 60)} m {int(seconds % 60):02d} s"
+    elif seconds < 86400:
+        text = f"{int(seconds // 3600)} h {int(seconds % 3600 // 60):02d} m"
+    else:
+        text = f"{int(seconds // 86400)} d {int(seconds % 86400 // 3600)} h"
+    return f"-{text}" if negative else text
+
+
+def age(value, now: datetime | None = None) -> str:
+    """How long ago (or, for a future instant, how far ahead) `value` is: `5 s ago`, `in 3 m 00 s`."""
+    moment = as_datetime(value)
+    if moment is None:
+        return "—"
+    now = now or datetime.now(timezone.utc)
+    delta = (now - moment).total_seconds()
+    span = abs(delta)
+    text = f"{span:.0f} s" if span < 60 else format_seconds(span)
+    return f"{text} ago" if delta >= 0 else f"in {text}"
+
+
+def label(value) -> str:
+    """`timed_out` -> `timed out`."""
+    return "" if value is None else str(value).replace("_", " ")
+
+
+def register_filters(app: Flask) -> None:
+    app.add_template_filter(format_utc, "utc")
+    app.add_template_filter(iso_utc, "iso")
+    app.add_template_filter(format_local, "localtime")
+    app.add_template_filter(format_seconds, "seconds")
+    app.add_template_filter(age, "age")
+    app.add_template_filter(label, "label")
