@@ -1,41 +1,34 @@
-"""Micro-benchmark: per-task start-up cost, fork server vs a fresh interpreter per task.
+"""Executor overhead: per-task start cost of the fork server vs a fresh interpreter per task.
 
-    .venv/bin/python bench/executor_overhead.py [--tasks 1000] [--concurrency 4] [--fresh-runs 20]
+Fork server: `always_succeed` from the built-in catalog through one `ForkServer`, with 1 and 4
+requests in flight. "start cost" is the zygote's fork_ms (request received -> child ready to call
+the task); "latency" is submit -> result seen by the client (fork, run, report, reap).
+Fresh interpreter: `python -c "import app.tasks.catalog"` per task, the same concurrency; its wall
+time is all start-up (the task itself would come on top). That is the same-run limit the fork
+server is compared with: ratio = fork cost / fresh-interpreter cost.
 
-Fork server: `always_succeed` from the built-in catalog, `--concurrency` requests in flight at once
-through one ForkServer. "start cost" is the zygote's fork_ms (request received -> child ready to
-call the task); "latency" is submit -> result seen by the client.
-
-Fresh interpreter: `python -c "import app.tasks.catalog"` per task, the same concurrency; "start
-cost" is that process's wall time, which is all start-up (the task itself would come on top).
+Standalone (the original micro-benchmark): `python -m bench.executor_overhead [--tasks 1000]`.
 """
 from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(PROJECT_ROOT))
+from bench.harness import PROJECT_ROOT, Figure, summary
 
-from app.executor import ForkServer, TaskRequest  # noqa: E402
-
+NAME = "executor"
 CONTEXT = {
     "execution_id": 0, "job_id": None, "job_name": "bench", "idempotency_key": "bench", "attempt": 1,
     "artifact_dir": "/tmp", "database_url": "", "marker_dir": "/tmp",
 }
 
 
-def percentile(values: list[float], fraction: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))]
-
-
 def bench_fork_server(tasks: int, concurrency: int) -> dict:
+    from app.executor import ForkServer, TaskRequest
+
     started = time.perf_counter()
     server = ForkServer(preload=("app.tasks.catalog",))
     server.start()
@@ -59,13 +52,9 @@ def bench_fork_server(tasks: int, concurrency: int) -> dict:
         elapsed = time.perf_counter() - begin
     finally:
         server.stop()
-    return {
-        "name": f"fork server, {concurrency} in flight",
-        "runs": tasks, "failures": failures, "setup_ms": warmup_ms,
-        "start_median": statistics.median(fork_ms), "start_p95": percentile(fork_ms, 0.95),
-        "latency_median": statistics.median(latency_ms), "latency_p95": percentile(latency_ms, 0.95),
-        "per_second": tasks / elapsed,
-    }
+    return {"name": f"fork server, {concurrency} in flight", "runs": tasks, "failures": failures,
+            "setup_ms": warmup_ms, "start": summary(fork_ms), "latency": summary(latency_ms),
+            "per_second": tasks / elapsed}
 
 
 def bench_fresh_interpreter(runs: int, concurrency: int) -> dict:
@@ -86,13 +75,32 @@ def bench_fresh_interpreter(runs: int, concurrency: int) -> dict:
                 failures += proc.returncode != 0
         time.sleep(0.001)
     elapsed = time.perf_counter() - begin
-    return {
-        "name": f"fresh interpreter, {concurrency} in flight",
-        "runs": runs, "failures": failures, "setup_ms": 0.0,
-        "start_median": statistics.median(wall_ms), "start_p95": percentile(wall_ms, 0.95),
-        "latency_median": statistics.median(wall_ms), "latency_p95": percentile(wall_ms, 0.95),
-        "per_second": runs / elapsed,
-    }
+    return {"name": f"fresh interpreter, {concurrency} in flight", "runs": runs, "failures": failures,
+            "setup_ms": 0.0, "start": summary(wall_ms), "latency": summary(wall_ms), "per_second": runs / elapsed}
+
+
+def run(db, options) -> list[Figure]:
+    """Suite entry point (the database is not used)."""
+    tasks = options.executor_tasks
+    fork4 = bench_fork_server(tasks, 4)
+    fork1 = bench_fork_server(min(tasks, 300), 1)
+    fresh4 = bench_fresh_interpreter(options.fresh_runs, 4)
+    fresh1 = bench_fresh_interpreter(max(3, options.fresh_runs // 2), 1)
+    figures = []
+    for fork, fresh in ((fork1, fresh1), (fork4, fresh4)):
+        n = fork["name"].split(", ")[1]
+        note = f"{fork['failures']} failures; zygote warm-up {fork['setup_ms']:.0f} ms once per worker"
+        figures += [
+            Figure(NAME, f"fork start cost p50, {n}", fork["start"]["p50"], "ms", "fresh interpreter p50",
+                   fresh["start"]["p50"], note=note).judge("<= 5"),
+            Figure(NAME, f"fork start cost p95, {n}", fork["start"]["p95"], "ms", "fresh interpreter p95",
+                   fresh["start"]["p95"]).judge("<= 5"),
+            Figure(NAME, f"submit->result latency p50, {n}", fork["latency"]["p50"], "ms", "fresh interpreter p50",
+                   fresh["latency"]["p50"], note=f"p95 {fork['latency']['p95']:.2f} ms; "
+                                                 f"{fork['per_second']:.0f} tasks/s vs {fresh['per_second']:.1f}/s"),
+        ]
+    figures[0].extra = {"fork_1": fork1, "fork_4": fork4, "fresh_1": fresh1, "fresh_4": fresh4}
+    return figures
 
 
 def print_table(rows: list[dict]) -> None:
@@ -101,11 +109,11 @@ def print_table(rows: list[dict]) -> None:
     print(header)
     print("-" * len(header))
     for row in rows:
-        print(f"{row['name']:<32} {row['runs']:>5} {row['failures']:>4} {row['start_median']:>12.2f} "
-              f"{row['start_p95']:>8.2f} {row['latency_median']:>14.2f} {row['latency_p95']:>8.2f} "
+        print(f"{row['name']:<32} {row['runs']:>5} {row['failures']:>4} {row['start']['p50']:>12.2f} "
+              f"{row['start']['p95']:>8.2f} {row['latency']['p50']:>14.2f} {row['latency']['p95']:>8.2f} "
               f"{row['per_second']:>8.1f}")
-    fork_row = rows[0]
-    print(f"\nzygote start-up (once per worker): {fork_row['setup_ms']:.0f} ms; cpus: {os.cpu_count()}")
+    print(f"\nzygote start-up (once per worker): {rows[0]['setup_ms']:.0f} ms; cpus: {os.cpu_count()}; "
+          f"fork p99 {rows[0]['start']['p99']:.2f} ms")
 
 
 def main() -> None:
@@ -122,4 +130,5 @@ def main() -> None:
 
 
 if __name__ == "__main__":
+    sys.path.insert(0, str(PROJECT_ROOT))
     main()

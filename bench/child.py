@@ -1,0 +1,235 @@
+"""Entry points of the processes the throughput and degradation benchmarks start.
+
+    python -m bench.child MODE --slots N [--seconds S] [--windows W] [--worker-id ID]
+
+Each child gets ready (app created, zygote warm, modules imported), prints `ready` on stdout,
+waits for a line on stdin (the go signal, sent to all children at once), works, and prints one
+JSON line with what it did. Modes:
+
+- `worker`: the real `Worker.run(burst=True)`: claim, start, fork a task process, record; the
+  figure the product is judged by.
+- `dbpath`: limit (a): the same store statements in the worker's three transactions per batch
+  (claim; start + Attempt; complete + finish attempt, with the job read) in a tight loop, no
+  executor, no Python worker loop around it.
+- `nullworker`: the real Worker with an executor that "runs" every task instantly: the worker
+  loop and its SQL without the fork, to tell the loop's cost from the fork's.
+- `fork`: limit (b): fork + exit + waitpid with `--slots` children in flight, in an interpreter
+  that imported what the zygote imports, so it is the size of the warmed parent.
+- `claimloop`: `dbpath` for `--seconds`, counting claims per `--windows`-second window.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+
+def _ready_then_go() -> float:
+    print("ready", flush=True)
+    sys.stdin.readline()
+    return time.time()
+
+
+def _app():
+    from app import create_app
+
+    return create_app({"TESTING": True})
+
+
+def run_worker(slots: int, worker_id: str, null: bool) -> dict:
+    from app.services.worker import Worker
+
+    app = _app()
+    with app.app_context():
+        executor = InstantExecutor() if null else None
+        worker = Worker(app, worker_id=worker_id, slots=slots, executor=executor)
+        worker.start()
+        from app.extensions import db
+
+        with db.engine.connect():  # open the pool's first connection before the clock starts
+            pass
+        go = _ready_then_go()
+        before = _cpu()
+        stats = worker.run(burst=True)  # returns after the zygote is stopped and reaped
+        end = time.time()
+        after = _cpu()
+    return {"go": go, "end": end, "claimed": stats.claimed, "succeeded": stats.succeeded,
+            "failed": stats.failed, "fork_ms": stats.fork_ms,
+            "cpu_parent_s": after[0] - before[0], "cpu_zygote_and_tasks_s": after[1] - before[1]}
+
+
+def _cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process, and of its reaped children (zygote + tasks)."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def _db_batch(engine, store, worker_id: str, slots: int, lease: tuple[int, int]) -> int:
+    """One worker batch without the executor: the worker's three transactions, same statements."""
+    from app.database import write_transaction
+    from app.domain.states import AttemptStatus
+    from app.models import Job
+
+    now = datetime.now(timezone.utc)
+    with write_transaction(engine) as conn:
+        claimed = store.claim_due_executions(conn, worker_id=worker_id, now=now, limit=slots, queues=None,
+                                             lease_seconds=lease[0], buffer_seconds=lease[1])
+    if not claimed:
+        return 0
+    started = []
+    with write_transaction(engine) as conn:
+        for item in claimed:
+            number = store.start_execution(conn, item.id, worker_id=worker_id, now=now)
+            if number is not None:
+                started.append((item, number))
+    outcome = store.Outcome(status=AttemptStatus.SUCCEEDED, exit_code=0, output="ok\n", error="", pid=0)
+    done = datetime.now(timezone.utc)
+    jobs = Job.__table__
+    with write_transaction(engine) as conn:
+        conn.execute(jobs.select().where(jobs.c.id.in_({item.job_id for item, _ in started}))).fetchall()
+        for item, number in started:
+            if store.complete_execution(conn, item.id, worker_id=worker_id, outcome=outcome, now=done, retry_at=None):
+                store.finish_attempt(conn, item.id, number, outcome, now=done)
+    return len(claimed)
+
+
+def run_dbpath(slots: int, worker_id: str) -> dict:
+    from app.extensions import db
+    from app.store import executions as store
+
+    app = _app()
+    with app.app_context():
+        lease = (app.config["LEASE_SECONDS"], app.config["LEASE_BUFFER_SECONDS"])
+        with db.engine.connect():
+            pass
+        go = _ready_then_go()
+        done = 0
+        while True:
+            n = _db_batch(db.engine, store, worker_id, slots, lease)
+            if not n:
+                break
+            done += n
+        end = time.time()
+    return {"go": go, "end": end, "claimed": done, "succeeded": done}
+
+
+def run_claimloop(slots: int, worker_id: str, seconds: float, window: float) -> dict:
+    from app.extensions import db
+    from app.store import executions as store
+
+    app = _app()
+    with app.app_context():
+        lease = (app.config["LEASE_SECONDS"], app.config["LEASE_BUFFER_SECONDS"])
+        with db.engine.connect():
+            pass
+        go = _ready_then_go()
+        counts: list[int] = []
+        latencies: list[list[float]] = []
+        stop = go + seconds
+        while time.time() < stop:
+            index = int((time.time() - go) // window)
+            while len(counts) <= index:
+                counts.append(0)
+                latencies.append([])
+            started = time.perf_counter()
+            n = _db_batch(db.engine, store, worker_id, slots, lease)
+            latencies[index].append((time.perf_counter() - started) * 1000)
+            if not n:
+                time.sleep(0.01)
+            counts[index] += n
+    return {"go": go, "end": time.time(), "window_seconds": window, "counts": counts,
+            "batch_ms_p50": [sorted(w)[len(w) // 2] if w else None for w in latencies]}
+
+
+def run_fork(inflight: int, count: int) -> dict:
+    import app.executor.zygote  # noqa: F401 - the zygote's own imports
+    import app.tasks.catalog  # noqa: F401 - and its preload
+
+    from bench.harness import proc_status
+
+    size = proc_status(os.getpid())
+    go = _ready_then_go()
+    alive = 0
+    for _ in range(count):
+        if alive >= inflight:
+            os.waitpid(-1, 0)
+            alive -= 1
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0)
+        alive += 1
+    while alive:
+        os.waitpid(-1, 0)
+        alive -= 1
+    end = time.time()
+    return {"go": go, "end": end, "forks": count, "rss_mb": size.get("VmRSS")}
+
+
+class InstantExecutor:
+    """A ForkServer stand-in whose tasks succeed the moment they are submitted (no process)."""
+
+    kill_grace_seconds = 2.0
+    preload = ("app.tasks.catalog",)
+
+    def __init__(self) -> None:
+        self._r, self._w = os.pipe()
+        os.set_blocking(self._r, False)
+        self._results = []
+        self.zygote_pid = None
+
+    def start(self) -> None:
+        self.zygote_pid = os.getpid()
+
+    def submit(self, request) -> None:
+        from app.executor import TaskResult
+
+        now = time.time()
+        self._results.append(TaskResult(execution_id=request.execution_id, status="succeeded", exit_code=0,
+                                        output="ok\n", error="", pid=0, started_at=now, finished_at=now, fork_ms=0.0))
+        os.write(self._w, b"x")
+
+    def poll(self, timeout: float = 0.0):
+        try:
+            os.read(self._r, 65536)
+        except BlockingIOError:
+            pass
+        results, self._results = self._results, []
+        return results
+
+    def fileno(self) -> int:
+        return self._r
+
+    def stop(self, grace_seconds: float = 0.0):
+        return self.poll()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=["worker", "nullworker", "dbpath", "fork", "claimloop"])
+    parser.add_argument("--slots", type=int, default=4)
+    parser.add_argument("--count", type=int, default=1000)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--windows", type=float, default=5.0)
+    parser.add_argument("--worker-id", default=f"bench-{os.getpid()}")
+    args = parser.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    if args.mode == "worker":
+        result = run_worker(args.slots, args.worker_id, null=False)
+    elif args.mode == "nullworker":
+        result = run_worker(args.slots, args.worker_id, null=True)
+    elif args.mode == "dbpath":
+        result = run_dbpath(args.slots, args.worker_id)
+    elif args.mode == "claimloop":
+        result = run_claimloop(args.slots, args.worker_id, args.seconds, args.windows)
+    else:
+        result = run_fork(args.slots, args.count)
+    print(json.dumps(result), flush=True)
+
+
+if __name__ == "__main__":
+    main()

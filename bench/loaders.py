@@ -1,0 +1,131 @@
+"""Bulk loaders: rows straight into PostgreSQL with set-based SQL, so setup stays out of the timings.
+
+Every row satisfies the schema's CHECK constraints and unique indexes (terminal iff finished_at,
+one occurrence per (job, scheduled_for), at most one exclusive run in flight per job), so what the
+benchmarks read and claim looks like real history.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta
+
+import psycopg
+
+_JOB_COLUMNS = """(name, description, task, config, schedule_type, schedule, timezone, enabled, next_run_at,
+                   overlap_policy, misfire_policy, misfire_grace_seconds, max_attempts, retry_backoff_seconds,
+                   timeout_seconds, alert_mode, retention_count, retention_days, queue, priority, created_at,
+                   updated_at)"""
+
+
+def insert_job(conn: psycopg.Connection, name: str, *, now: datetime, overlap_policy: str = "allow",
+               next_run_at: datetime | None = None, task: str = "always_succeed", max_attempts: int = 1,
+               schedule: dict | None = None, schedule_type: str = "interval") -> int:
+    """One job; with next_run_at None the scheduler never fires it (work is inserted directly)."""
+    schedule = schedule or {"every": "1h", "start_at": "2026-01-01T00:00:00Z"}
+    row = conn.execute(
+        f"""INSERT INTO jobs {_JOB_COLUMNS}
+            VALUES (%(name)s, '', %(task)s, '{{}}'::jsonb, %(stype)s, %(schedule)s::jsonb, 'UTC', true, %(next)s,
+                    %(overlap)s, 'coalesce', 60, %(max_attempts)s, 1, 30, 'log_only', 0, 0, 'default', 0,
+                    %(now)s, %(now)s)
+            RETURNING id""",
+        {"name": name, "task": task, "stype": schedule_type, "schedule": json.dumps(schedule), "next": next_run_at,
+         "overlap": overlap_policy, "max_attempts": max_attempts, "now": now},
+    ).fetchone()
+    return row[0]
+
+
+def insert_pending(conn: psycopg.Connection, job_id: int, count: int, *, now: datetime, exclusive: bool = False,
+                   max_attempts: int = 1, key_prefix: str = "bench") -> None:
+    """`count` due pending manual executions of `job_id`, oldest first."""
+    conn.execute(
+        """INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts, max_attempts,
+                                   queue, priority, exclusive, available_at, output, error, created_at, updated_at)
+           SELECT %(job)s, t, 'manual', %(prefix)s || ':' || %(job)s || ':' || g, 'pending', 0, %(max)s,
+                  'default', 0, %(exclusive)s, t, '', '', t, t
+           FROM generate_series(1, %(count)s) AS g,
+                LATERAL (SELECT %(now)s::timestamptz - (%(count)s - g) * interval '1 millisecond'
+                                - interval '1 second') AS x(t)""",
+        {"job": job_id, "count": count, "now": now, "exclusive": exclusive, "max": max_attempts, "prefix": key_prefix},
+    )
+
+
+def insert_scheduled_jobs(conn: psycopg.Connection, total: int, due: int, *, now: datetime) -> None:
+    """`total` enabled interval jobs (every 60 s), the first `due` of them due now, the rest far ahead."""
+    anchor = now - timedelta(seconds=1)
+    conn.execute(
+        f"""INSERT INTO jobs {_JOB_COLUMNS}
+            SELECT 'tick-' || g, '', 'always_succeed', '{{}}'::jsonb, 'interval',
+                   jsonb_build_object('every', '1m', 'start_at', to_char(%(anchor)s::timestamptz AT TIME ZONE 'UTC',
+                                                                          'YYYY-MM-DD"T"HH24:MI:SS"Z"')),
+                   'UTC', true,
+                   CASE WHEN g <= %(due)s THEN %(anchor)s::timestamptz
+                        ELSE %(anchor)s::timestamptz + interval '30 days' + g * interval '1 minute' END,
+                   'skip', 'coalesce', 60, 3, 10, 30, 'log_only', 500, 30, 'default', 0, %(now)s, %(now)s
+            FROM generate_series(1, %(total)s) AS g""",
+        {"total": total, "due": due, "anchor": anchor.replace(microsecond=0), "now": now},
+    )
+
+
+def redue_jobs(conn: psycopg.Connection, due: int, *, now: datetime) -> None:
+    """Make the first `due` jobs due again and forget what the last tick created (between timed ticks)."""
+    anchor = (now - timedelta(seconds=1)).replace(microsecond=0)
+    conn.execute("TRUNCATE executions, attempts, events RESTART IDENTITY CASCADE")
+    conn.execute("UPDATE jobs SET next_run_at = %(anchor)s, schedule = jsonb_set(schedule, '{start_at}', to_jsonb("
+                 "to_char(%(anchor)s::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'))) "
+                 "WHERE id <= %(due)s", {"anchor": anchor, "due": due})
+
+
+def load_history(conn: psycopg.Connection, rows: int, jobs: int, *, now: datetime) -> dict:
+    """`jobs` jobs and `rows` executions of them, one per second back from now, mostly finished.
+
+    The mix: ~98 % terminal (succeeded, with some failed, missed, timed_out, cancelled and
+    dead_lettered), the newest 280 pending and due, 20 running; 50 open alerts.
+    """
+    conn.execute(
+        f"""INSERT INTO jobs {_JOB_COLUMNS}
+            SELECT 'history-' || g, 'bulk-loaded for the dashboard benchmark', 'always_succeed', '{{}}'::jsonb,
+                   'interval', jsonb_build_object('every', '1h', 'start_at', '2026-01-01T00:00:00Z'), 'UTC', true,
+                   %(now)s::timestamptz + g * interval '1 minute', 'skip', 'coalesce', 60, 3, 10, 30, 'web', 0, 0,
+                   'default', 0, %(now)s, %(now)s
+            FROM generate_series(1, %(jobs)s) AS g""",
+        {"jobs": jobs, "now": now},
+    )
+    conn.execute(
+        """INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts, max_attempts,
+                                   queue, priority, exclusive, available_at, started_at, finished_at, exit_code,
+                                   claimed_by, lease_expires_at, output, error, created_at, updated_at)
+           SELECT job, t, 'schedule', 'job:' || job || ':at:' || g, s,
+                  CASE WHEN s IN ('pending', 'missed', 'cancelled') THEN 0 WHEN s = 'dead_lettered' THEN 3 ELSE 1 END,
+                  3, 'default', 0, true, t,
+                  CASE WHEN s IN ('pending', 'missed', 'cancelled') THEN NULL ELSE t + interval '10 ms' END,
+                  CASE WHEN s IN ('pending', 'running') THEN NULL ELSE t + interval '60 ms' END,
+                  CASE WHEN s = 'succeeded' THEN 0 WHEN s IN ('failed', 'dead_lettered') THEN 1 END,
+                  CASE WHEN s = 'running' THEN 'bench-worker' END,
+                  CASE WHEN s = 'running' THEN %(now)s::timestamptz + interval '1 hour' END,
+                  CASE WHEN s = 'succeeded' THEN 'ok' || chr(10) ELSE '' END,
+                  CASE WHEN s IN ('failed', 'dead_lettered', 'timed_out')
+                       THEN 'Traceback (most recent call last):' || chr(10) || '  ...' || chr(10)
+                            || 'RuntimeError: boom'
+                       ELSE '' END,
+                  t, t + interval '60 ms'
+           FROM generate_series(1, %(rows)s) AS g,
+                LATERAL (SELECT (g %% %(jobs)s) + 1,
+                                %(now)s::timestamptz - (%(rows)s - g + 1) * interval '1 second',
+                                CASE WHEN g > %(rows)s - 20 THEN 'running'
+                                     WHEN g > %(rows)s - 300 THEN 'pending'
+                                     WHEN g %% 5000 = 17 THEN 'dead_lettered'
+                                     WHEN g %% 2000 = 13 THEN 'cancelled'
+                                     WHEN g %% 1000 = 11 THEN 'timed_out'
+                                     WHEN g %% 500 = 3 THEN 'missed'
+                                     WHEN g %% 200 = 7 THEN 'failed'
+                                     ELSE 'succeeded' END) AS x(job, t, s)""",
+        {"rows": rows, "jobs": jobs, "now": now},
+    )
+    conn.execute(
+        """INSERT INTO alerts (job_id, execution_id, kind, message, created_at)
+           SELECT job_id, id, 'dead_letter', 'dead-lettered after 3 attempts: RuntimeError: boom', finished_at
+           FROM executions WHERE status = 'dead_lettered' ORDER BY id DESC LIMIT 50""")
+    conn.execute("VACUUM ANALYZE")
+    counts = dict(conn.execute("SELECT status, count(*) FROM executions GROUP BY status").fetchall())
+    return counts
+
