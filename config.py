@@ -87,6 +87,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "LOG_LEVEL": env.get("LOG_LEVEL", "INFO"),
         "SCHEDULER_TICK_SECONDS": _int(env, "SCHEDULER_TICK_SECONDS", 5, 1),
         "WORKER_POLL_SECONDS": _int(env, "WORKER_POLL_SECONDS", 1, 1),
+        "LISTEN_NOTIFY": _bool(env.get("LISTEN_NOTIFY"), True),
         "WORKER_SHUTDOWN_GRACE_SECONDS": _int(env, "WORKER_SHUTDOWN_GRACE_SECONDS", 30, 0),
         "WTF_CSRF_TIME_LIMIT": None,
         # Observability and deployment (docs/deployment.md). GUNICORN_WORKERS is read here too so

@@ -6,15 +6,22 @@ worker. Nothing happens at import time; everything is wired here as a readable l
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from flask import Flask
+if TYPE_CHECKING:
+    from flask import Flask
 
-from config import BASE_DIR, load_settings
+# Flask is imported inside the factory, not here: the executor's zygote imports `app.*` task
+# modules and forks every task from itself, so whatever this package imports at module level
+# is memory every fork copies and a slower fork.
 
 
-def create_app(overrides: Mapping | None = None, env: Mapping[str, str] | None = None) -> Flask:
+def create_app(overrides: Mapping | None = None, env: Mapping[str, str] | None = None) -> "Flask":
     """Application factory: settings from the environment, then `overrides` (tests)."""
+    from flask import Flask
+
+    from config import BASE_DIR, load_settings
+
     app = Flask(
         __name__,
         template_folder=str(BASE_DIR / "templates"),
@@ -33,18 +40,20 @@ def create_app(overrides: Mapping | None = None, env: Mapping[str, str] | None =
     return app
 
 
-def register_logging(app: Flask) -> None:
+def register_logging(app: "Flask") -> None:
     from app.logs import configure_logging
 
     configure_logging(app.config["LOG_FORMAT"], app.config["LOG_LEVEL"])
 
 
-def register_extensions(app: Flask) -> None:
+def register_extensions(app: "Flask") -> None:
     from app import database
     from app.extensions import csrf, db, login_manager, migrate
 
     db.init_app(app)
     database.init_app(app)
+    from config import BASE_DIR
+
     migrate.init_app(app, db, directory=str(BASE_DIR / "migrations"))
     login_manager.init_app(app)
     csrf.init_app(app)
@@ -56,13 +65,13 @@ def register_extensions(app: Flask) -> None:
     cache.init_app(app)
 
 
-def register_blueprints(app: Flask) -> None:
+def register_blueprints(app: "Flask") -> None:
     from app.web import register_web
 
     register_web(app)
 
 
-def register_cli(app: Flask) -> None:
+def register_cli(app: "Flask") -> None:
     from cli import register_commands
 
     register_commands(app)

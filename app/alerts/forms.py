@@ -12,7 +12,7 @@ class ResolveAlertsForm(FlaskForm):
         ids, bad = [], []
         for value in raw:
             value = (value or "").strip()
-            if value.isdigit() and len(value) < 12:
+            if value.isascii() and value.isdigit() and len(value) < 12:  # "²".isdigit() is True
                 ids.append(int(value))
             else:
                 bad.append(value)

@@ -33,7 +33,7 @@ def index():
     job = None
     job_id = None
     if job_text:
-        if job_text.isdigit() and len(job_text) < 12:
+        if job_text.isascii() and job_text.isdigit() and len(job_text) < 12:  # not "²", which int() refuses
             job_id = int(job_text)
             try:
                 job = job_service.get_job(job_id)

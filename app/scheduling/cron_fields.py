@@ -151,7 +151,7 @@ def _parse_field(spec: _FieldSpec, text: str) -> frozenset[int]:
         if not match:
             raise refuse(f"cannot read '{part}'" if part else "empty list item")
         start, end, step_text = match.group("start", "end", "step")
-        step = 1 if step_text is None else int(step_text)
+        step = 1 if step_text is None else _small_int(step_text, refuse)
         if step < 1:
             raise refuse(f"step must be at least 1, got {step}")
         if start == "*":
@@ -168,9 +168,16 @@ def _parse_field(spec: _FieldSpec, text: str) -> frozenset[int]:
     return frozenset(values)
 
 
+def _small_int(digits: str, refuse) -> int:
+    # int() refuses more than 4300 digits with a ValueError of its own; no field needs more than 2.
+    if len(digits) > 9:
+        raise refuse(f"{digits[:12]}... is far out of range")
+    return int(digits)
+
+
 def _value(spec: _FieldSpec, token: str, refuse) -> int:
     if token.isdigit():
-        number = int(token)
+        number = _small_int(token, refuse)
     elif token in spec.names:
         number = spec.names.index(token) + spec.first_name_value
     elif spec.names:

@@ -182,7 +182,10 @@ def parse_schedule(
     if "start_at" in value:
         start_at = parse_instant(value["start_at"], zone, "start_at")
     elif anchor is not None:
-        start_at = ensure_utc(anchor, "anchor") + every
+        try:
+            start_at = ensure_utc(anchor, "anchor") + every
+        except OverflowError:
+            raise ScheduleError("interval schedule would start after the year 9999") from None
     else:
         raise ScheduleError("interval schedule needs 'start_at' (or an anchor when it is created)")
     return IntervalSchedule(every, start_at, timezone)

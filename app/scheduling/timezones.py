@@ -16,6 +16,7 @@ from app.scheduling.errors import ScheduleError
 
 UTC = timezone.utc
 _ONE_SECOND = timedelta(seconds=1)
+MAX_TIMEZONE_NAME = 64  # the longest IANA name has 32 characters
 
 
 def resolve_timezone(name: str | tzinfo) -> ZoneInfo:
@@ -26,11 +27,15 @@ def resolve_timezone(name: str | tzinfo) -> ZoneInfo:
         return ZoneInfo("UTC")
     if not isinstance(name, str) or not name.strip():
         raise ScheduleError(f"timezone must be an IANA name like 'Europe/London', got {name!r}")
+    if len(name) > MAX_TIMEZONE_NAME:
+        raise ScheduleError(f"unknown timezone: IANA names have at most {MAX_TIMEZONE_NAME} characters, "
+                            f"got {len(name)}")
     try:
         return ZoneInfo(name.strip())
     # ZoneInfo raises ValueError (not ZoneInfoNotFoundError) for keys such as
-    # "../etc" or absolute paths; both mean the same thing to an operator.
-    except (ZoneInfoNotFoundError, ValueError):
+    # "../etc" or absolute paths, and OSError for a directory of the database
+    # ("America"); all mean the same thing to an operator.
+    except (ZoneInfoNotFoundError, ValueError, OSError):
         raise ScheduleError(f"unknown timezone {name!r}") from None
 
 

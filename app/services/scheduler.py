@@ -112,10 +112,14 @@ class Scheduler:
         return report
 
     def schedule_due_jobs(self, now: datetime, report: TickReport) -> int:
-        """Lock one batch of due jobs and create their occurrences; returns the batch size."""
+        """Lock one batch of due jobs and create their occurrences; returns the batch size.
+
+        The filter is written `enabled`, not `enabled IS true`: only the former matches the
+        partial index ix_jobs_due, which keeps the tick proportional to due jobs, not all jobs.
+        """
         with write_transaction(self.engine) as conn:
             due = conn.execute(
-                select(jobs).where(jobs.c.enabled.is_(True), jobs.c.next_run_at <= now)
+                select(jobs).where(jobs.c.enabled, jobs.c.next_run_at <= now)
                 .order_by(jobs.c.next_run_at).limit(self.batch_size).with_for_update(skip_locked=True)
             ).fetchall()
             for job in due:
@@ -184,7 +188,7 @@ class Scheduler:
     def seconds_until_due(self, now: datetime, cap: float) -> float:
         """How long to sleep: until the earliest enabled next_run_at, at most `cap` seconds."""
         with self.engine.connect() as conn:
-            earliest = conn.execute(select(func.min(jobs.c.next_run_at)).where(jobs.c.enabled.is_(True))).scalar()
+            earliest = conn.execute(select(func.min(jobs.c.next_run_at)).where(jobs.c.enabled)).scalar()
         if earliest is None:
             return cap
         return max(0.0, min(cap, (earliest - now).total_seconds()))
@@ -199,6 +203,10 @@ class Scheduler:
                     report = self.tick()
                     if report.due or report.recovered or report.pruned:
                         echo(report.line())
+                    if not listener.active:
+                        # LISTEN again after a lost connection, before reading the earliest next
+                        # run, so a job changed in between is either read here or notified.
+                        listener = wakeups.Listener.open(self.engine, [wakeups.JOBS_CHANNEL])
                     delay = self.seconds_until_due(self.clock(), tick_seconds)
                     failures = 0
                 except Exception as exc:  # database down: back off and retry, never crash-loop

@@ -83,6 +83,17 @@ def parse_json_object(raw: Any, what: str) -> dict:
     return value
 
 
+def _has_nul(value: Any) -> bool:
+    """Whether a JSON value holds a NUL character anywhere: PostgreSQL cannot store one in text or JSONB."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(_has_nul(key) or _has_nul(item) for key, item in value.items())
+    if isinstance(value, list):
+        return any(_has_nul(item) for item in value)
+    return False
+
+
 def clean_job_fields(data: dict, *, now: datetime, current: dict | None = None) -> dict:
     """Validate the job fields present in `data`, merged over `current` (the stored job, for edits).
 
@@ -105,6 +116,8 @@ def clean_job_fields(data: dict, *, now: datetime, current: dict | None = None) 
             text = str(data["description"] or "")
             if len(text) > DESCRIPTION_MAX:
                 raise ValueError(f"must be at most {DESCRIPTION_MAX} characters")
+            if "\x00" in text:
+                raise ValueError("must not contain NUL characters")
             return text
         attempt("description", _description)
     for field, choices in CHOICES.items():
@@ -127,6 +140,8 @@ def clean_job_fields(data: dict, *, now: datetime, current: dict | None = None) 
     if "task" in data or "config" in data:
         def _config():
             config = parse_json_object(merged.get("config"), "config")
+            if _has_nul(config):
+                raise ValueError("config must not contain NUL characters (\\u0000)")
             return validate_config(merged["task"], config)
         if "task" in data:
             attempt("task", lambda: get_task(data["task"]).name)

@@ -14,9 +14,16 @@ JOBS_CHANNEL = "cronwell_jobs"
 WORK_CHANNEL = "cronwell_work"
 
 
+def enabled() -> bool:
+    """LISTEN_NOTIFY=0 turns wake-ups off (polling only), e.g. to measure what they buy."""
+    from flask import current_app, has_app_context
+
+    return not has_app_context() or current_app.config.get("LISTEN_NOTIFY", True)
+
+
 def notify(conn: Connection, channel: str) -> None:
     """Queue a notification inside the caller's transaction (PostgreSQL only)."""
-    if conn.dialect.name == "postgresql":
+    if conn.dialect.name == "postgresql" and enabled():
         conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": channel})
 
 
@@ -36,7 +43,7 @@ class Listener:
 
     @classmethod
     def open(cls, engine, channels: list[str]) -> "Listener":
-        if engine.dialect.name != "postgresql":
+        if engine.dialect.name != "postgresql" or not enabled():
             return cls(None)
         import psycopg
 
@@ -67,7 +74,8 @@ class Listener:
             return 0
 
     def wait(self, seconds: float, should_stop=lambda: False) -> bool:
-        """Sleep up to `seconds`, returning True early when a notification arrives."""
+        """Sleep up to `seconds`, returning True early when a notification arrives (or the
+        connection is lost, so the caller can listen again)."""
         import select
         import time
 
@@ -84,8 +92,12 @@ class Listener:
                 readable, _, _ = select.select([self._conn.fileno()], [], [], slice_)
             except (OSError, ValueError):
                 self.close()
-                continue
+                return True
             if readable and self.drain():
+                return True
+            if self._conn is None:
+                # The connection was lost (database restart): wake the caller, which listens
+                # again, rather than sleeping deaf until the end of the interval.
                 return True
         return False
 

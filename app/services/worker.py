@@ -1,8 +1,9 @@
 """The worker: claims due executions under a lease and runs each in its own process.
 
-One loop, three short transactions per batch and never one open while a task runs:
-claim (pending -> claimed, lease stamped), start (claimed -> running + Attempt row), and
-complete (running -> terminal or retry_scheduled, Attempt closed, dead letter when exhausted).
+Each turn of the loop is one short transaction, and none is open while a task runs: record
+the results that came back (running -> terminal or retry_scheduled, Attempt closed, dead letter
+when exhausted), claim into the slots they freed (pending -> claimed, lease stamped), and start
+what was claimed (claimed -> running + Attempt row). Then the tasks are handed to the executor.
 Every move is guarded by status and owner, so a worker whose lease was recovered while it was
 cut off cannot overwrite what the new owner did: its late result is discarded and logged.
 
@@ -26,7 +27,6 @@ from app.domain.policies import retry_delay
 from app.domain.states import AttemptStatus
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
 from app.extensions import db
-from app.models import Job
 from app.services import heartbeats, recovery, wakeups
 from app.services.audit import insert_event
 from app.services.dead_letters import dead_letter
@@ -50,6 +50,8 @@ class Running:
     attempt: int
     max_attempts: int
     started_at: datetime
+    retry_backoff_seconds: int
+    alert_mode: str
 
 
 @dataclass
@@ -89,6 +91,9 @@ class Worker:
         self._last_heartbeat: datetime | None = None
         self._last_recovery: datetime | None = None
         self._dirty_jobs: set[int] = set()
+        # Results whose write failed (database unreachable): recorded on the next try, so a task
+        # that finished during an outage is not later abandoned and run again.
+        self._unrecorded: list[TaskResult] = []
         cfg = app.config
         self._lease = (cfg["LEASE_SECONDS"], cfg["LEASE_BUFFER_SECONDS"])
         self._context_base = {"artifact_dir": cfg["ARTIFACT_DIR"], "marker_dir": cfg["MARKER_DIR"],
@@ -127,6 +132,8 @@ class Worker:
                 if self._stopping:
                     break  # shutdown() gives running tasks their grace period, then settles them
                 try:
+                    if not burst and not listener.active:
+                        listener = wakeups.Listener.open(self.engine, [wakeups.WORK_CHANNEL])  # lost: listen again
                     activity = self.run_once(wait=0.0 if burst else None, listener=listener)
                     failures = 0
                 except ExecutorCrashed as crash:
@@ -164,13 +171,21 @@ class Worker:
             except ExecutorCrashed as crash:
                 self._record_results(crash.results)
                 break
+            except Exception as exc:  # database unreachable: expired-lease recovery settles the rest
+                log.error("could not record results while stopping", extra={
+                    "event": "shutdown_record_failed", "error": str(exc)[:300]})
+                break
         leftovers = list(self.running.values())
         try:
             self.executor.stop(0)
         except Exception:
             log.exception("executor did not stop cleanly")
         if leftovers:
-            self._abandon(leftovers, reason=f"worker {self.id} stopped before the task finished")
+            try:
+                self._abandon(leftovers, reason=f"worker {self.id} stopped before the task finished")
+            except Exception as exc:
+                log.error("could not settle running executions while stopping; their leases will expire",
+                          extra={"event": "shutdown_settle_failed", "error": str(exc)[:300]})
         try:
             with write_transaction(self.engine) as conn:
                 heartbeats.remove(conn, self.id)
@@ -182,25 +197,26 @@ class Worker:
     # --- one step ---------------------------------------------------------------------------
 
     def run_once(self, *, wait: float | None = None, listener: wakeups.Listener | None = None) -> int:
-        """Claim into free slots, start what was claimed, then wait for and record results.
+        """Record finished results and claim into the freed slots in one transaction, start
+        what was claimed, then wait for the next result or wake-up.
 
-        `wait` caps how long to wait for a result or a wake-up (None: until the next poll).
-        Returns how many executions were claimed or finished (0: nothing happened).
+        `wait` caps that wait (None: up to the poll interval). Returns how many executions were
+        started or finished (0: nothing happened).
         """
         self._housekeeping(self.clock())
         now = self.clock()  # read after housekeeping so started_at and the lease are not early
-        claimed = 0
-        free = self.slots - len(self.running)
-        if free > 0 and not self._stopping:
-            claimed = self._claim_and_start(free, now)
-        timeout = 0.0 if claimed and len(self.running) < self.slots else (
-            self.poll_seconds if wait is None else wait)
-        if self.running and wait == 0.0 and not claimed:
-            timeout = 0.05  # burst: nothing new to claim, wait briefly for a result
+        results = [r for r in [*self._unrecorded, *self.executor.poll(0)] if r.execution_id in self.running]
+        self._unrecorded = []
+        free = 0 if self._stopping else self.slots - len(self.running) + len(results)
+        started = finished = 0
+        if results or free > 0:
+            started, finished = self._settle_and_claim(results, free, now)
+        timeout = self.poll_seconds if wait is None else wait
+        if wait == 0.0 and self.running:
+            timeout = 0.05  # burst: wait briefly for a result rather than spin
         self._wait(timeout, listener)
-        finished = self._record_results(self.executor.poll(0))
         self._flush_cache()
-        return claimed + finished
+        return started + finished
 
     def _wait(self, timeout: float, listener: wakeups.Listener | None) -> None:
         if timeout <= 0:
@@ -220,33 +236,54 @@ class Worker:
         if listener is not None and listener.active and listener.fileno() in readable:
             listener.drain()
 
-    def _claim_and_start(self, free: int, now: datetime) -> int:
-        with write_transaction(self.engine) as conn:
-            claimed = store.claim_due_executions(conn, worker_id=self.id, now=now, limit=free, queues=self.queues,
-                                                 lease_seconds=self._lease[0], buffer_seconds=self._lease[1])
-        if not claimed:
-            return 0
-        metrics.observe_claim(len(claimed))
-        self.stats.claimed += len(claimed)
+    def _settle_and_claim(self, results: list[TaskResult], free: int, now: datetime) -> tuple[int, int]:
+        """One transaction: record `results`, claim up to `free` executions and start them.
+
+        Folding the three steps into one commit is what keeps the database path cheap per
+        execution. If it fails nothing is half-done: the claims roll back with it, and the
+        results are kept to be recorded on the next try (the executor will not hand them over
+        again). Returns (started, finished).
+        """
         to_run: list[tuple[store.ClaimedExecution, int]] = []
-        with write_transaction(self.engine) as conn:
-            for item in claimed:
-                if not item.job_enabled:
-                    # Disabled after this row was queued: cancel rather than run.
-                    if store.cancel_execution(conn, item.id, now=now, reason="job disabled before it could run"):
+        try:
+            with write_transaction(self.engine) as conn:
+                for result in results:
+                    self._record_one(conn, result, now)
+                claimed = store.claim_due_executions(
+                    conn, worker_id=self.id, now=now, limit=free, queues=self.queues,
+                    lease_seconds=self._lease[0], buffer_seconds=self._lease[1]) if free > 0 else []
+                runnable = []
+                for item in claimed:
+                    if item.job_enabled:
+                        runnable.append(item)
+                    elif store.cancel_execution(conn, item.id, now=now, reason="job disabled before it could run"):
+                        # Disabled after this row was queued: cancel rather than run.
                         metrics.observe_cancelled()
                         self.stats.cancelled += 1
                         self._dirty_jobs.add(item.job_id)
-                    continue
-                attempt = store.start_execution(conn, item.id, worker_id=self.id, now=now)
-                if attempt is None:
-                    self._lost(item.id, "start")
-                    continue
-                to_run.append((item, attempt))
+                attempts = store.start_executions(conn, [item.id for item in runnable], worker_id=self.id,
+                                                  now=now) if runnable else {}
+                for item in runnable:
+                    if item.id in attempts:
+                        to_run.append((item, attempts[item.id]))
+                    else:
+                        self._lost(item.id, "start")
+        except Exception:
+            self._unrecorded = results
+            raise
+        for result in results:
+            run = self.running.pop(result.execution_id)
+            self._dirty_jobs.add(run.job_id)
+            self.stats.fork_ms.append(result.fork_ms)
+            metrics.observe_task(result)
+        if claimed:
+            metrics.observe_claim(len(claimed))
+            self.stats.claimed += len(claimed)
         metrics.observe_fire_lateness([(item.trigger, item.scheduled_for) for item, attempt in to_run if attempt == 1],
                                       now)
         for item, attempt in to_run:
-            self.running[item.id] = Running(item.id, item.job_id, item.job_name, attempt, item.max_attempts, now)
+            self.running[item.id] = Running(item.id, item.job_id, item.job_name, attempt, item.max_attempts, now,
+                                            item.retry_backoff_seconds, item.alert_mode)
             context = dict(self._context_base, execution_id=item.id, job_id=item.job_id, job_name=item.job_name,
                            idempotency_key=item.idempotency_key, attempt=attempt)
             self.executor.submit(TaskRequest(execution_id=item.id, task_name=item.task, config=item.config,
@@ -255,36 +292,26 @@ class Worker:
                                                  "job_id": item.job_id, "worker_id": self.id, "task": item.task,
                                                  "attempt": attempt})
             self._dirty_jobs.add(item.job_id)
-        return len(claimed)
+        return len(to_run), len(results)
 
     # --- results ----------------------------------------------------------------------------
 
     def _record_results(self, results: list[TaskResult]) -> int:
-        results = [r for r in results if r.execution_id in self.running]
+        """Record results without claiming more (executor crash, shutdown)."""
+        results = [r for r in [*self._unrecorded, *results] if r.execution_id in self.running]
+        self._unrecorded = []
         if not results:
             return 0
-        now = self.clock()
-        with write_transaction(self.engine) as conn:
-            job_rows = {row.id: row for row in conn.execute(
-                Job.__table__.select().where(Job.__table__.c.id.in_({self.running[r.execution_id].job_id
-                                                                     for r in results})))}
-            for result in results:
-                self._record_one(conn, result, job_rows.get(self.running[result.execution_id].job_id), now)
-        for result in results:
-            run = self.running.pop(result.execution_id)
-            self._dirty_jobs.add(run.job_id)
-            self.stats.fork_ms.append(result.fork_ms)
-            metrics.observe_task(result)
-        return len(results)
+        return self._settle_and_claim(results, 0, self.clock())[1]
 
-    def _record_one(self, conn, result: TaskResult, job, now: datetime) -> None:
+    def _record_one(self, conn, result: TaskResult, now: datetime) -> None:
         run = self.running[result.execution_id]
         outcome = store.Outcome(status=AttemptStatus(result.status), exit_code=result.exit_code, output=result.output,
                                 error=result.error, pid=result.pid)
         exhausted = run.attempt >= run.max_attempts
         retry_at = None
-        if result.status != "succeeded" and not exhausted and job is not None:
-            retry_at = now + retry_delay(job.retry_backoff_seconds, run.attempt)
+        if result.status != "succeeded" and not exhausted:
+            retry_at = now + retry_delay(run.retry_backoff_seconds, run.attempt)
         if not store.complete_execution(conn, run.execution_id, worker_id=self.id, outcome=outcome, now=now,
                                         retry_at=retry_at):
             self._lost(run.execution_id, "complete")
@@ -303,13 +330,13 @@ class Worker:
             self.stats.retried += 1
             insert_event(conn, "retry_scheduled", now=now, job_id=run.job_id, execution_id=run.execution_id,
                          attempt=run.attempt, status=result.status, retry_at=retry_at.isoformat())
-        elif job is not None:
+        else:
             self.stats.dead_lettered += 1
             metrics.observe_dead_letter(result.status)
             last_line = (result.error or "").strip().splitlines()[-1:] or ["no error text"]
             reason = f"{result.status} after {run.attempt} attempt(s): {last_line[0][:300]}"
             dead_letter(conn, execution_id=run.execution_id, job_id=run.job_id, job_name=run.job_name,
-                        alert_mode=job.alert_mode, status=result.status, reason=reason, now=now)
+                        alert_mode=run.alert_mode, status=result.status, reason=reason, now=now)
 
     def _abandon(self, runs: list[Running], *, reason: str) -> None:
         """Settle tasks this worker had to kill on shutdown, as lease recovery would."""

@@ -102,6 +102,8 @@ class ClaimedExecution:
     lease_expires_at: datetime
     scheduled_for: datetime
     trigger: str
+    retry_backoff_seconds: int
+    alert_mode: str
 
 
 # A candidate is claimable when it is due and in the worker's queues, and - for exclusive jobs
@@ -125,7 +127,8 @@ _CANDIDATE_WHERE = """
 """
 
 _RETURNING = """x.id, x.job_id, j.name, j.task, j.config, j.timeout_seconds, j.enabled, x.attempts,
-                x.max_attempts, x.idempotency_key, x.lease_expires_at, x.scheduled_for, x.trigger"""
+                x.max_attempts, x.idempotency_key, x.lease_expires_at, x.scheduled_for, x.trigger,
+                j.retry_backoff_seconds, j.alert_mode"""
 
 # PostgreSQL: one round trip. The CTE picks and locks the batch (lower priority value first,
 # then oldest), skipping rows other workers hold; the UPDATE stamps the lease, which covers
@@ -185,7 +188,7 @@ def claim_due_executions(conn: Connection, *, worker_id: str, now: datetime, lim
         e, j = executions, jobs
         stmt = (select(e.c.id, e.c.job_id, j.c.name, j.c.task, j.c.config, j.c.timeout_seconds, j.c.enabled,
                        e.c.attempts, e.c.max_attempts, e.c.idempotency_key, e.c.lease_expires_at,
-                       e.c.scheduled_for, e.c.trigger)
+                       e.c.scheduled_for, e.c.trigger, j.c.retry_backoff_seconds, j.c.alert_mode)
                 .join_from(e, j, e.c.job_id == j.c.id).where(e.c.id.in_([c[0] for c in candidates]))
                 .order_by(e.c.priority, e.c.available_at, e.c.id))
         rows = conn.execute(stmt).fetchall()
@@ -198,7 +201,8 @@ def _claimed(row) -> ClaimedExecution:
     return ClaimedExecution(id=row[0], job_id=row[1], job_name=row[2], task=row[3], config=row[4] or {},
                             timeout_seconds=row[5], job_enabled=bool(row[6]), attempts=row[7],
                             max_attempts=row[8], idempotency_key=row[9], lease_expires_at=row[10],
-                            scheduled_for=row[11], trigger=row[12])
+                            scheduled_for=row[11], trigger=row[12], retry_backoff_seconds=row[13],
+                            alert_mode=row[14])
 
 
 # --- moving ---------------------------------------------------------------------------------
@@ -210,18 +214,33 @@ def _guarded(execution_id: int, allowed: Iterable[str], worker_id: str | None = 
     return update(executions).where(*conditions)
 
 
+def start_executions(conn: Connection, execution_ids: Sequence[int], *, worker_id: str,
+                     now: datetime) -> dict[int, int]:
+    """claimed -> running for a batch, opening one Attempt each (two statements in all).
+
+    Returns {execution_id: attempt_number} for the rows this worker still owned; a missing id
+    was lost (cancelled or recovered) between the claim and now.
+    """
+    if not execution_ids:
+        return {}
+    started = dict(conn.execute(
+        update(executions)
+        .where(executions.c.id.in_(list(execution_ids)), executions.c.status == S.CLAIMED.value,
+               executions.c.claimed_by == worker_id)
+        .values(status=S.RUNNING.value, started_at=now, attempts=executions.c.attempts + 1, updated_at=now)
+        .returning(executions.c.id, executions.c.attempts)
+    ).all())
+    if started:
+        conn.execute(insert(attempts), [
+            {"execution_id": execution_id, "number": number, "worker_id": worker_id,
+             "status": AttemptStatus.RUNNING.value, "started_at": now, "output": "", "error": ""}
+            for execution_id, number in started.items()])
+    return started
+
+
 def start_execution(conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> int | None:
     """claimed -> running and open an Attempt; returns the attempt number, None if lost."""
-    number = conn.execute(
-        _guarded(execution_id, [S.CLAIMED.value], worker_id)
-        .values(status=S.RUNNING.value, started_at=now, attempts=executions.c.attempts + 1, updated_at=now)
-        .returning(executions.c.attempts)
-    ).scalar()
-    if number is None:
-        return None
-    conn.execute(insert(attempts).values(execution_id=execution_id, number=number, worker_id=worker_id,
-                                         status=AttemptStatus.RUNNING.value, started_at=now, output="", error=""))
-    return number
+    return start_executions(conn, [execution_id], worker_id=worker_id, now=now).get(execution_id)
 
 
 def release_claim(conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> bool:

@@ -13,7 +13,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-import jsonschema
 
 TaskFunc = Callable[[dict, "TaskContext"], Any]
 
@@ -57,7 +56,8 @@ _REGISTRY: dict[str, TaskSpec] = {}
 def task(name: str, *, description: str, schema: dict | None = None) -> Callable[[TaskFunc], TaskFunc]:
     """Register a function as a task under `name` with a JSON Schema for its config."""
     schema = schema or {"type": "object", "properties": {}, "additionalProperties": False}
-    jsonschema.Draft202012Validator.check_schema(schema)
+    # The schema itself is checked when a config is first validated (and by the catalog tests),
+    # not here: jsonschema is heavy, and this module is imported into the executor's zygote.
 
     def decorate(func: TaskFunc) -> TaskFunc:
         if name in _REGISTRY and _REGISTRY[name].func is not func:
@@ -70,6 +70,8 @@ def task(name: str, *, description: str, schema: dict | None = None) -> Callable
 
 def get_task(name: str) -> TaskSpec:
     """Return the registered task or raise UnknownTaskError listing what exists."""
+    if not isinstance(name, str):
+        raise UnknownTaskError(f"task must be a registered task name, not {type(name).__name__}")
     try:
         return _REGISTRY[name]
     except KeyError:
@@ -92,6 +94,9 @@ def validate_config(name: str, config: Any) -> dict:
     if non_finite is not None:
         # Python's json module accepts NaN and Infinity, and NaN slips through every numeric bound.
         raise TaskConfigError(f"invalid config for task {name!r}: key {non_finite!r} must be a finite number")
+    import jsonschema
+
+    jsonschema.Draft202012Validator.check_schema(spec.schema)
     validator = jsonschema.Draft202012Validator(spec.schema)
     errors = sorted(validator.iter_errors(config), key=lambda e: (list(e.absolute_path), e.message))
     if errors:
@@ -122,7 +127,7 @@ def _find_non_finite(value: Any, path: str = "") -> str | None:
     return None
 
 
-def _describe(error: jsonschema.ValidationError) -> str:
+def _describe(error) -> str:
     """Turn a jsonschema error into one line that names the offending key."""
     path = ".".join(str(p) for p in error.absolute_path)
     if error.validator == "additionalProperties":
