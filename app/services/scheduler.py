@@ -17,7 +17,7 @@ from functools import lru_cache
 from typing import Callable
 
 from flask import Flask
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 
 from app import cache, metrics
 from app.database import write_transaction
@@ -116,42 +116,56 @@ class Scheduler:
 
         The filter is written `enabled`, not `enabled IS true`: only the former matches the
         partial index ix_jobs_due, which keeps the tick proportional to due jobs, not all jobs.
+        Statements are per batch, not per job: one overlap query, multi-row inserts, and one
+        executemany for the new next_run_at values.
         """
         with write_transaction(self.engine) as conn:
             due = conn.execute(
                 select(jobs).where(jobs.c.enabled, jobs.c.next_run_at <= now)
                 .order_by(jobs.c.next_run_at).limit(self.batch_size).with_for_update(skip_locked=True)
             ).fetchall()
-            for job in due:
-                self._fire_job(conn, job, now, report)
-            if report.created:
-                wakeups.notify(conn, wakeups.WORK_CHANNEL)
+            if due:
+                busy = store.jobs_with_active_runs(conn, [j.id for j in due if j.overlap_policy == "skip"], now)
+                rows: list[dict] = []
+                next_runs: list[dict] = []
+                for job in due:
+                    job_rows, next_run_at = self._plan_job(conn, job, now, job.id in busy, report)
+                    rows += job_rows
+                    next_runs.append({"job_id": job.id, "next_run_at": next_run_at})
+                for _id, status in store.insert_occurrences(conn, rows):
+                    if status == S.PENDING.value:
+                        report.created += 1
+                    else:
+                        report.missed += 1
+                conn.execute(update(jobs).where(jobs.c.id == bindparam("job_id"))
+                             .values(next_run_at=bindparam("next_run_at")), next_runs)
+                if report.created:
+                    wakeups.notify(conn, wakeups.WORK_CHANNEL)
         report.due += len(due)
         return len(due)
 
-    def _fire_job(self, conn, job, now: datetime, report: TickReport) -> None:
+    def _plan_job(self, conn, job, now: datetime, busy: bool,
+                  report: TickReport) -> tuple[list[dict], datetime | None]:
+        """The execution rows one due job gets this tick and its next run (misfire events are
+        written here too)."""
         schedule = cached_schedule(job.schedule_type, job.schedule, job.timezone)
         plan = plan_occurrences(next_run_at=job.next_run_at, now=now, next_after=schedule.next_after,
                                 policy=job.misfire_policy, grace=timedelta(seconds=job.misfire_grace_seconds),
                                 cap=self.cap)
-        active = job.overlap_policy == "skip" and store.has_active_run(conn, job.id, now)
+        rows = []
         for scheduled_for, trigger in plan.fire:
-            if active:
+            if busy:
                 # Overlap policy skip: an earlier run is still active, so this one is recorded
                 # as missed instead of piling up behind it.
-                created = store.insert_occurrence(conn, job, scheduled_for, trigger=trigger, status=S.MISSED, now=now,
-                                                  reason="overlap: an earlier run of this job was still active")
-                report.missed += created is not None
+                rows.append(store.occurrence_row(job, scheduled_for, trigger=trigger, status=S.MISSED, now=now,
+                                                 reason="overlap: an earlier run of this job was still active"))
                 continue
-            created = store.insert_occurrence(conn, job, scheduled_for, trigger=trigger, status=S.PENDING, now=now)
-            if created is not None:
-                report.created += 1
-                active = job.overlap_policy == "skip"
+            rows.append(store.occurrence_row(job, scheduled_for, trigger=trigger, status=S.PENDING, now=now))
+            busy = job.overlap_policy == "skip"  # catch-up re-checks overlap before each occurrence
         for scheduled_for in plan.missed:
-            created = store.insert_occurrence(
-                conn, job, scheduled_for, trigger="schedule", status=S.MISSED, now=now,
-                reason=f"misfire: more than {job.misfire_grace_seconds}s late and the misfire policy is skip")
-            report.missed += created is not None
+            rows.append(store.occurrence_row(
+                job, scheduled_for, trigger="schedule", status=S.MISSED, now=now,
+                reason=f"misfire: more than {job.misfire_grace_seconds}s late and the misfire policy is skip"))
         if plan.coalesced:
             report.coalesced += plan.coalesced
             insert_event(conn, "misfire_coalesced", now=now, job_id=job.id, occurrences=plan.coalesced,
@@ -161,8 +175,8 @@ class Scheduler:
                          at_least=plan.lower_bound, **{"from": _iso(plan.unrecorded_range[0]),
                                                        "until": _iso(plan.unrecorded_range[1])},
                          note="late occurrences beyond MISFIRE_CATCH_UP_CAP are counted here, not recorded one by one")
-        conn.execute(update(jobs).where(jobs.c.id == job.id).values(next_run_at=plan.next_run_at))
         report.job_ids.add(job.id)
+        return rows, plan.next_run_at
 
     def forget_heartbeat(self) -> None:
         with write_transaction(self.engine) as conn:

@@ -43,22 +43,40 @@ def _insert(conn: Connection):
 
 # --- creating -------------------------------------------------------------------------------
 
-def insert_occurrence(conn: Connection, job, scheduled_for: datetime, *, trigger: str, status: S, now: datetime,
-                      reason: str | None = None) -> int | None:
-    """Create the execution for one scheduled occurrence; None if it already exists.
-
-    The unique idempotency key (and the unique (job, scheduled_for) index) make a second row
-    impossible even when several schedulers process the same job at once.
-    """
-    terminal = status is S.MISSED
-    stmt = _insert(conn).values(
+def occurrence_row(job, scheduled_for: datetime, *, trigger: str, status: S, now: datetime,
+                   reason: str | None = None) -> dict:
+    """The execution row for one scheduled occurrence of `job` (a jobs row or Job)."""
+    return dict(
         job_id=job.id, scheduled_for=scheduled_for, trigger=trigger,
         idempotency_key=occurrence_key(job.id, scheduled_for), status=status.value, reason=reason,
         attempts=0, max_attempts=job.max_attempts, queue=job.queue, priority=job.priority,
         exclusive=job.overlap_policy != "allow", available_at=scheduled_for,
-        finished_at=now if terminal else None, output="", error="", created_at=now, updated_at=now,
-    ).on_conflict_do_nothing().returning(executions.c.id)
-    return conn.execute(stmt).scalar()
+        finished_at=now if status is S.MISSED else None, output="", error="", created_at=now, updated_at=now,
+    )
+
+
+def insert_occurrences(conn: Connection, rows: Sequence[dict], *, chunk: int = 500) -> list[tuple[int, str]]:
+    """Create executions for scheduled occurrences, skipping any that already exist.
+
+    The unique idempotency key (and the unique (job, scheduled_for) index) make a second row
+    impossible even when several schedulers process the same job at once; ON CONFLICT DO
+    NOTHING turns that into "already there". Returns (id, status) of the rows created. Rows go
+    in multi-row statements of `chunk` (SQLite caps the bound parameters of one statement).
+    """
+    created: list[tuple[int, str]] = []
+    for start in range(0, len(rows), chunk):
+        stmt = (_insert(conn).values(list(rows[start:start + chunk])).on_conflict_do_nothing()
+                .returning(executions.c.id, executions.c.status))
+        created += [(row[0], row[1]) for row in conn.execute(stmt)]
+    return created
+
+
+def insert_occurrence(conn: Connection, job, scheduled_for: datetime, *, trigger: str, status: S, now: datetime,
+                      reason: str | None = None) -> int | None:
+    """Create the execution for one scheduled occurrence; None if it already exists."""
+    created = insert_occurrences(conn, [occurrence_row(job, scheduled_for, trigger=trigger, status=status, now=now,
+                                                       reason=reason)])
+    return created[0][0] if created else None
 
 
 def insert_manual(conn: Connection, job, *, now: datetime, trigger: str = "manual",
@@ -74,15 +92,25 @@ def insert_manual(conn: Connection, job, *, now: datetime, trigger: str = "manua
     return conn.execute(stmt).scalar_one()
 
 
-def has_active_run(conn: Connection, job_id: int, now: datetime) -> bool:
-    """Overlap check at tick time: claimed, running, pending, or retry_scheduled and due."""
+def _active_condition(now: datetime):
+    """Overlap at tick time: claimed, running, pending, or retry_scheduled and due."""
     e = executions
-    stmt = select(exists().where(
-        e.c.job_id == job_id,
-        or_(e.c.status.in_([S.CLAIMED.value, S.RUNNING.value, S.PENDING.value]),
-            and_(e.c.status == S.RETRY_SCHEDULED.value, e.c.available_at <= now)),
-    ))
-    return bool(conn.execute(stmt).scalar())
+    return or_(e.c.status.in_([S.CLAIMED.value, S.RUNNING.value, S.PENDING.value]),
+               and_(e.c.status == S.RETRY_SCHEDULED.value, e.c.available_at <= now))
+
+
+def has_active_run(conn: Connection, job_id: int, now: datetime) -> bool:
+    e = executions
+    return bool(conn.execute(select(exists().where(e.c.job_id == job_id, _active_condition(now)))).scalar())
+
+
+def jobs_with_active_runs(conn: Connection, job_ids: Sequence[int], now: datetime) -> set[int]:
+    """Which of `job_ids` have an active run (one query for a whole tick batch)."""
+    if not job_ids:
+        return set()
+    e = executions
+    return set(conn.execute(select(e.c.job_id).distinct().where(e.c.job_id.in_(list(job_ids)),
+                                                                 _active_condition(now))).scalars())
 
 
 # --- claiming -------------------------------------------------------------------------------
