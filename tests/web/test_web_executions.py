@@ -127,3 +127,18 @@ def test_actions_on_missing_execution_do_not_500(app, operator):
         response = operator.post(f"/executions/777/{action}")
         assert response.status_code == 303
         assert operator.get(response.headers["Location"]).status_code == 404
+
+
+def test_list_counts_stop_at_the_cap_and_say_more_than(app, monkeypatch):
+    from app.web import pagination
+    from app.services import jobs as job_service
+    from tests.factories import make_job
+    from datetime import datetime, timezone
+
+    monkeypatch.setattr(pagination, "COUNT_CAP", 3)
+    job = make_job(now=datetime.now(timezone.utc))
+    for _ in range(5):
+        job_service.trigger_job(job.id, now=datetime.now(timezone.utc), actor="test")
+    response = app.test_client().get("/executions/")
+    assert response.status_code == 200
+    assert "of more than 3" in response.get_data(as_text=True)
