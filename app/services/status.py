@@ -43,16 +43,22 @@ def queue_summary(now: datetime) -> dict:
     }
 
 
-def status_report(now: datetime) -> dict:
-    """The whole report as plain data (JSON-ready)."""
+def status_report(now: datetime, executions_by_status: dict | None = None) -> dict:
+    """The whole report as plain data (JSON-ready).
+
+    `executions_by_status` may be passed in from the dashboard cache by callers that refresh
+    often (the health page): counting every execution costs a scan of the whole table.
+    """
     stale_after = current_app.config["HEARTBEAT_STALE_SECONDS"]
     beats = list(db.session.scalars(select(Heartbeat).order_by(Heartbeat.kind, Heartbeat.id)))
     processes = {"scheduler": [], "worker": []}
     for beat in beats:
         processes[beat.kind].append(heartbeat_to_dict(beat, now, stale_after_seconds=stale_after))
-    counts = dict.fromkeys(values(S), 0)
-    for status, count in db.session.execute(select(Execution.status, func.count()).group_by(Execution.status)):
-        counts[status] = count
+    counts = executions_by_status
+    if counts is None:
+        counts = dict.fromkeys(values(S), 0)
+        for status, count in db.session.execute(select(Execution.status, func.count()).group_by(Execution.status)):
+            counts[status] = count
     jobs_total, jobs_enabled = db.session.execute(
         select(func.count(), func.count().filter(Job.enabled))
     ).one()
