@@ -73,7 +73,9 @@ def get_active_user(user_id: int) -> User | None:
 def authenticate(username: str, password: str) -> User | None:
     """The active user with these credentials, or None. A wrong username costs the same hash
     check as a wrong password, so response times do not reveal which usernames exist."""
-    user = db.session.scalar(select(User).where(User.username == (username or "").strip()))
+    username = (username or "").strip()
+    # PostgreSQL cannot compare text holding NUL (a DataError, so a 500); no username has one.
+    user = None if "\x00" in username else db.session.scalar(select(User).where(User.username == username))
     if user is None or not user.active:
         check_password_hash(_DUMMY_HASH, password or "")
         return None

@@ -1,0 +1,91 @@
+"""The worker's write (record results, claim, start: one transaction) failing once, as it does
+when the database restarts (deterministic versions of what test_database_outages.py provokes
+with a real restart).
+
+- Recording a finished task fails: the result must be kept and recorded on the next pass, not
+  dropped. Dropping it left the execution `running` until its lease expired, ran the task a
+  second time, and held the worker's slot until shutdown.
+- Starting claimed executions fails: the claim rolls back with it, so the row is claimable again
+  at once instead of sitting `claimed` until its lease expires.
+"""
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+import pytest
+from sqlalchemy import select
+from sqlalchemy.exc import OperationalError
+
+from app.extensions import db
+from app.models import Attempt, Execution
+from app.services import jobs
+from app.services.worker import Worker
+from app.store import executions as store
+from tests.factories import make_job
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+def database_gone() -> OperationalError:
+    return OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"))
+
+
+def fail_once(monkeypatch, target, name: str) -> list[int]:
+    calls: list[int] = []
+    original = getattr(target, name)
+
+    def flaky(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 1:
+            raise database_gone()
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, flaky)
+    return calls
+
+
+def settled(execution_id: int) -> tuple[Execution, list[Attempt]]:
+    db.session.rollback()
+    row = db.session.get(Execution, execution_id)
+    attempts = list(db.session.scalars(select(Attempt).where(Attempt.execution_id == execution_id)))
+    return row, attempts
+
+
+def test_a_result_whose_write_failed_is_recorded_on_the_next_pass(app, monkeypatch):
+    job = make_job(now=utcnow(), every="1d", name="blip-on-complete")
+    execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
+    calls = fail_once(monkeypatch, Worker, "_record_one")
+    worker = Worker(app, worker_id="blip", slots=1)
+
+    stats = worker.run(burst=True)
+
+    row, attempts = settled(execution.id)
+    assert len(calls) == 2  # the failed write, then the retry with the same result
+    assert (row.status, row.attempts, [a.status for a in attempts]) == ("succeeded", 1, ["succeeded"])
+    assert worker.running == {} and stats.succeeded == 1
+
+
+def test_claims_whose_start_failed_roll_back_and_run_on_the_next_pass(app, monkeypatch):
+    job = make_job(now=utcnow(), every="1d", name="blip-on-start")
+    execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
+    calls = fail_once(monkeypatch, store, "start_executions")
+    seen_after_failure = []
+    original_claim = store.claim_due_executions
+
+    def claim(conn, **kwargs):
+        if len(calls) == 1:  # the pass after the failure sees the row pending, not claimed
+            seen_after_failure.append(conn.execute(
+                select(Execution.status).where(Execution.id == execution.id)).scalar_one())
+        return original_claim(conn, **kwargs)
+
+    monkeypatch.setattr(store, "claim_due_executions", claim)
+    Worker(app, worker_id="blip", slots=1).run(burst=True)
+
+    row, attempts = settled(execution.id)
+    assert seen_after_failure[:1] == ["pending"]
+    assert len(calls) == 2
+    assert (row.status, row.attempts, [a.status for a in attempts]) == ("succeeded", 1, ["succeeded"])
