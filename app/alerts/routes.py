@@ -4,8 +4,8 @@ Resolving from the dashboard's alerts panel is an HTMX POST; it answers with the
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
 
+from app.clock import utcnow
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from app.alerts.forms import ResolveAlertsForm
@@ -18,9 +18,6 @@ bp = Blueprint("alerts", __name__, url_prefix="/alerts")
 
 LIST_LIMIT = 200
 
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 @bp.get("/")
@@ -54,7 +51,7 @@ def resolve_one(alert_id: int):
 
 def _resolve(ids: list[int]):
     try:
-        changed = alert_service.resolve_alerts(ids, now=_now(), actor=current_actor())
+        changed = alert_service.resolve_alerts(ids, now=utcnow(), actor=current_actor())
         message, category = f"{changed} alert(s) resolved.", "success"
     except ServiceError as exc:
         message, category = str(exc), "error"

@@ -6,8 +6,9 @@ the panel for a fresh copy of itself.
 """
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 
+from app.clock import utcnow
 from flask import Blueprint, abort, current_app, render_template
 
 from app.services import dashboard
@@ -18,9 +19,6 @@ bp = Blueprint("dashboard", __name__)
 PANELS = ("summary", "queue", "upcoming", "activity", "alerts", "heartbeats", "jobs")
 POLL_SECONDS = 5
 
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 def panel_context(name: str, now: datetime) -> dict:
@@ -55,7 +53,7 @@ def home():
 @signin_required
 def index():
     """The live operator dashboard."""
-    now = _now()
+    now = utcnow()
     context: dict = {"poll_seconds": POLL_SECONDS, "now": now}
     for name in PANELS:
         context.update(panel_context(name, now))
@@ -68,5 +66,5 @@ def panel(name: str):
     """One dashboard panel, for HTMX polling."""
     if name not in PANELS:
         abort(404, description=f"There is no dashboard panel called {name!r}.")
-    now = _now()
+    now = utcnow()
     return render_template(f"dashboard/_{name}.html", poll_seconds=POLL_SECONDS, now=now, **panel_context(name, now))

@@ -1,8 +1,8 @@
 """Execution pages and actions: thin adapters over `app.services.executions`."""
 from __future__ import annotations
 
-from datetime import datetime, timezone
 
+from app.clock import utcnow
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from app.domain.states import CANCELLABLE, RETRYABLE, ExecutionStatus
@@ -17,9 +17,6 @@ bp = Blueprint("executions", __name__, url_prefix="/executions")
 
 PER_PAGE = 50
 
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 @bp.get("/")
@@ -72,7 +69,7 @@ def detail(execution_id: int):
 def retry(execution_id: int):
     """Run a finished execution again, as a new execution."""
     try:
-        new = execution_service.retry_execution(execution_id, now=_now(), actor=current_actor())
+        new = execution_service.retry_execution(execution_id, now=utcnow(), actor=current_actor())
     except ServiceError as exc:
         flash(str(exc), "error")
         return redirect(url_for("executions.detail", execution_id=execution_id), code=303)
@@ -85,7 +82,7 @@ def retry(execution_id: int):
 def cancel(execution_id: int):
     """Cancel a queued execution (a running one must finish or time out)."""
     try:
-        execution_service.cancel_execution(execution_id, now=_now(), actor=current_actor())
+        execution_service.cancel_execution(execution_id, now=utcnow(), actor=current_actor())
         flash(f"Execution #{execution_id} cancelled.", "success")
     except ServiceError as exc:
         flash(str(exc), "error")

@@ -2,10 +2,11 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import datetime
 from functools import lru_cache
 from zoneinfo import available_timezones
 
+from app.clock import utcnow
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from app.jobs.forms import NUMBER_FIELDS, SCHEDULE_INPUTS, ConfirmForm, DeleteJobForm, JobForm, initial_values
@@ -21,9 +22,6 @@ bp = Blueprint("jobs", __name__, url_prefix="/jobs")
 JOBS_PER_PAGE = 50
 EXECUTIONS_PER_PAGE = 30
 
-
-def _now() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 @lru_cache(maxsize=1)
@@ -48,7 +46,7 @@ def index():
 def detail(job_id: int):
     """Metadata, stats, next runs, charts and recent executions (30 per page)."""
     job = job_service.get_job(job_id)
-    now = _now()
+    now = utcnow()
     runs = paginate(executions.list_query(job_id=job.id), page=page_number(), per_page=EXECUTIONS_PER_PAGE)
     return render_template(
         "jobs/detail.html", job=job, stats=dashboard.job_stats(job.id), upcoming=dashboard.job_upcoming(job, now),
@@ -81,7 +79,7 @@ def create():
     data = form.service_data()
     data["enabled"] = bool(form.enabled.data)
     try:
-        job = job_service.create_job(data, now=_now(), actor=current_actor())
+        job = job_service.create_job(data, now=utcnow(), actor=current_actor())
     except ValidationFailed as exc:
         form.attach_errors(exc.errors)
         return _form_page(form, status=400)
@@ -110,7 +108,7 @@ def edit(job_id: int):
         flash("Nothing changed.", "info")
         return _see_job(job.id)
     try:
-        job = job_service.update_job(job.id, changes, now=_now(), actor=current_actor())
+        job = job_service.update_job(job.id, changes, now=utcnow(), actor=current_actor())
     except ValidationFailed as exc:
         form.attach_errors(exc.errors)
         return _form_page(form, job=job, status=400)
@@ -160,7 +158,7 @@ def schedule_preview():
     option = {"interval": "every", "cron": "cron", "one_time": "run_at"}.get(schedule_type)
     text = (args.get(option or "", "") or "").strip()
     zone = (args.get("timezone") or "UTC").strip() or "UTC"
-    now = _now()
+    now = utcnow()
     items, error = [], None
     if option is None:
         error = f"unknown schedule type {schedule_type!r}; use one_time, interval or cron"
@@ -184,7 +182,7 @@ def schedule_preview():
 @operator_required
 def enable(job_id: int):
     try:
-        job = job_service.enable_job(job_id, now=_now(), actor=current_actor())
+        job = job_service.enable_job(job_id, now=utcnow(), actor=current_actor())
         flash(f"Job {job.name!r} enabled; next run {_when(job.next_run_at)}.", "success")
     except ServiceError as exc:
         flash(str(exc), "error")
@@ -195,7 +193,7 @@ def enable(job_id: int):
 @operator_required
 def disable(job_id: int):
     try:
-        job, cancelled = job_service.disable_job(job_id, now=_now(), actor=current_actor())
+        job, cancelled = job_service.disable_job(job_id, now=utcnow(), actor=current_actor())
         flash(f"Job {job.name!r} disabled; {cancelled} queued execution(s) cancelled. "
               "Runs already in progress finish on their own.", "success")
     except ServiceError as exc:
@@ -207,7 +205,7 @@ def disable(job_id: int):
 @operator_required
 def trigger(job_id: int):
     try:
-        execution = job_service.trigger_job(job_id, now=_now(), actor=current_actor())
+        execution = job_service.trigger_job(job_id, now=utcnow(), actor=current_actor())
         flash(f"Execution #{execution.id} queued; it runs when a worker is free.", "success")
     except ServiceError as exc:
         flash(str(exc), "error")
@@ -226,7 +224,7 @@ def delete(job_id: int):
             return render_template("jobs/delete.html", job=job, form=form), 400
         name = job.name
         try:
-            job_service.delete_job(job_id, now=_now(), actor=current_actor())
+            job_service.delete_job(job_id, now=utcnow(), actor=current_actor())
         except ServiceError as exc:
             flash(str(exc), "error")
             return _see_job(job_id)

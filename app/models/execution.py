@@ -8,7 +8,8 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.domain.states import TERMINAL, AttemptStatus, ExecutionStatus, Trigger, values
 from app.extensions import db
-from app.models.types import UTCDateTime, utcnow
+from app.clock import utcnow
+from app.models.types import UTCDateTime
 
 _TERMINAL_SQL = ", ".join(repr(s.value) for s in sorted(TERMINAL, key=lambda s: s.value))
 _STATUS_SQL = ", ".join(repr(v) for v in values(ExecutionStatus))

@@ -8,7 +8,8 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.domain.states import AlertMode, MisfirePolicy, OverlapPolicy, ScheduleType, values
 from app.extensions import db
-from app.models.types import JSONType, UTCDateTime, utcnow
+from app.clock import utcnow
+from app.models.types import JSONType, UTCDateTime
 
 
 def _in(column: str, allowed: tuple[str, ...]) -> str:

@@ -7,7 +7,8 @@ from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.extensions import db
-from app.models.types import JSONType, UTCDateTime, utcnow
+from app.clock import utcnow
+from app.models.types import JSONType, UTCDateTime
 
 
 class DeadLetter(db.Model):

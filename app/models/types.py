@@ -39,6 +39,3 @@ class UTCDateTime(TypeDecorator):
         return value.astimezone(timezone.utc)
 
 
-def utcnow() -> datetime:
-    """The wall clock, for column defaults only; services take `now` as a parameter."""
-    return datetime.now(timezone.utc)

@@ -10,7 +10,8 @@ from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.domain.states import Role, values
 from app.extensions import db
-from app.models.types import UTCDateTime, utcnow
+from app.clock import utcnow
+from app.models.types import UTCDateTime
 
 
 class User(UserMixin, db.Model):

@@ -12,7 +12,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Callable
 
@@ -20,6 +20,7 @@ from flask import Flask
 from sqlalchemy import bindparam, func, select, update
 
 from app import cache, metrics
+from app.clock import utcnow
 from app.database import write_transaction
 from app.domain.policies import plan_occurrences
 from app.domain.states import ExecutionStatus as S
@@ -34,10 +35,6 @@ log = logging.getLogger("cronwell.scheduler")
 jobs = Job.__table__
 
 Clock = Callable[[], datetime]
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 @lru_cache(maxsize=4096)

@@ -16,12 +16,13 @@ import logging
 import select
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import Callable, Sequence
 
 from flask import Flask
 
 from app import cache, metrics
+from app.clock import utcnow
 from app.database import write_transaction
 from app.domain.policies import retry_delay
 from app.domain.states import AttemptStatus
@@ -36,10 +37,6 @@ log = logging.getLogger("cronwell.worker")
 Clock = Callable[[], datetime]
 HEARTBEAT_EVERY = timedelta(seconds=5)
 RECOVERY_EVERY = timedelta(seconds=15)
-
-
-def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
 
 
 @dataclass

@@ -196,7 +196,7 @@ def test_preview_shows_the_error(app, operator, args, message):
 def test_preview_marks_dst_adjustments(app, operator, monkeypatch):
     import app.jobs.routes as routes
 
-    monkeypatch.setattr(routes, "_now", lambda: datetime(2027, 3, 13, 12, 0, tzinfo=timezone.utc))
+    monkeypatch.setattr(routes, "utcnow", lambda: datetime(2027, 3, 13, 12, 0, tzinfo=timezone.utc))
     body = operator.get("/jobs/preview?schedule_type=cron&cron=30+2+*+*+*&timezone=America/New_York",
                         htmx=True).get_data(as_text=True)
     assert "2027-03-14 07:00:00 UTC" in body  # 02:30 does not exist that day: runs at 03:00 EDT
