@@ -49,6 +49,14 @@ def keys_for_job_change(job_id: int | None) -> list[str]:
     return keys
 
 
+def keys_for_jobs(job_ids) -> list[str]:
+    """The keys changes to several jobs make stale, each named once."""
+    keys = [SUMMARY, QUEUE_DEPTH, UPCOMING]
+    for job_id in job_ids:
+        keys += [job_stats_key(job_id), job_upcoming_key(job_id)]
+    return keys
+
+
 class MemoryBackend:
     """Per-process fallback with TTLs; fine for one web process."""
 

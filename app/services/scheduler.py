@@ -98,10 +98,7 @@ class Scheduler:
         report.job_ids |= recovered.job_ids or set()
         self._housekeeping(now, report)
         if report.job_ids:
-            keys: list[str] = []
-            for job_id in report.job_ids:
-                keys += cache.keys_for_job_change(job_id)
-            cache.get_cache().delete(keys)
+            cache.get_cache().delete(cache.keys_for_jobs(report.job_ids))
         metrics.refresh_database_gauges(self.engine, now)
         self.ticks += 1
         report.duration_ms = (time.perf_counter() - started) * 1000

@@ -28,6 +28,7 @@ def notify(conn: Connection, channel: str) -> None:
 
 
 def notify_on_commit(session, *, jobs_changed: bool = False, work: bool = False) -> None:
+    """Queue wake-ups in the session's transaction (delivered only if it commits)."""
     conn = session.connection()
     if jobs_changed:
         notify(conn, JOBS_CHANNEL)

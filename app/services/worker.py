@@ -374,8 +374,6 @@ class Worker:
     def _flush_cache(self) -> None:
         if not self._dirty_jobs:
             return
-        keys: list[str] = []
-        for job_id in self._dirty_jobs:
-            keys += cache.keys_for_job_change(job_id)
+        keys = cache.keys_for_jobs(self._dirty_jobs)
         self._dirty_jobs.clear()
         cache.get_cache().delete(keys)
