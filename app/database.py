@@ -70,6 +70,20 @@ def write_transaction(engine: Engine) -> Iterator[Connection]:
             _immediate.reset(token)
 
 
+@contextmanager
+def write_transaction_on(conn: Connection) -> Iterator[Connection]:
+    """`write_transaction` on a connection the caller keeps (the worker holds one for its loop)."""
+    token = _immediate.set(True)
+    try:
+        with conn.begin():
+            _immediate.reset(token)
+            token = None
+            yield conn
+    finally:
+        if token is not None:
+            _immediate.reset(token)
+
+
 def begin_write(session: Session) -> Connection:
     """Make the session's current transaction a write transaction and return its connection.
 

@@ -8,9 +8,9 @@ JSON line with what it did. Modes:
 
 - `worker`: the real `Worker.run(burst=True)`: claim, start, fork a task process, record; the
   figure the product is judged by.
-- `dbpath`: limit (a): the same store statements in the worker's three transactions per batch
-  (claim; start + Attempt; complete + finish attempt, with the job read) in a tight loop, no
-  executor, no Python worker loop around it.
+- `dbpath`: limit (a): the worker's turn statement (`store.record_and_claim`: record the last
+  batch, claim and start the next, one transaction) in a tight loop, no executor, no Python
+  worker loop around it.
 - `nullworker`: the real Worker with an executor that "runs" every task instantly: the worker
   loop and its SQL without the fork, to tell the loop's cost from the fork's.
 - `fork`: limit (b): fork + exit + waitpid with `--slots` children in flight, in an interpreter
@@ -69,64 +69,66 @@ def _cpu() -> tuple[float, float]:
     return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
 
 
-def _db_batch(engine, store, worker_id: str, slots: int, lease: tuple[int, int]) -> int:
-    """One worker batch without the executor: the worker's three transactions, same statements."""
-    from app.database import write_transaction
-    from app.domain.states import AttemptStatus
-    from app.models import Job
+class DbPath:
+    """Limit (a): the worker's turns without the executor, on one kept connection like the
+    worker's: each turn records the previous batch as succeeded and claims + starts the next
+    (`store.record_and_claim`, one statement on PostgreSQL), in a tight loop."""
 
-    now = datetime.now(timezone.utc)
-    with write_transaction(engine) as conn:
-        claimed = store.claim_due_executions(conn, worker_id=worker_id, now=now, limit=slots, queues=None,
-                                             lease_seconds=lease[0], buffer_seconds=lease[1])
-    if not claimed:
-        return 0
-    started = []
-    with write_transaction(engine) as conn:
-        for item in claimed:
-            number = store.start_execution(conn, item.id, worker_id=worker_id, now=now)
-            if number is not None:
-                started.append((item, number))
-    outcome = store.Outcome(status=AttemptStatus.SUCCEEDED, exit_code=0, output="ok\n", error="", pid=0)
-    done = datetime.now(timezone.utc)
-    jobs = Job.__table__
-    with write_transaction(engine) as conn:
-        conn.execute(jobs.select().where(jobs.c.id.in_({item.job_id for item, _ in started}))).fetchall()
-        for item, number in started:
-            if store.complete_execution(conn, item.id, worker_id=worker_id, outcome=outcome, now=done, retry_at=None):
-                store.finish_attempt(conn, item.id, number, outcome, now=done)
-    return len(claimed)
+    def __init__(self, engine, worker_id: str, slots: int, lease: tuple[int, int]) -> None:
+        self.engine, self.worker_id, self.slots, self.lease = engine, worker_id, slots, lease
+        self.conn = engine.connect()
+        self.running: list[tuple[int, int]] = []
+
+    def turn(self) -> int:
+        """One turn; returns how many executions it started (0 once nothing is left)."""
+        from app.database import write_transaction_on
+        from app.domain.states import AttemptStatus
+        from app.store import executions as store
+
+        outcome = store.Outcome(status=AttemptStatus.SUCCEEDED, exit_code=0, output="ok\n", error="", pid=0)
+        finished = [store.Finished(execution_id, number, outcome, None) for execution_id, number in self.running]
+        with write_transaction_on(self.conn) as conn:
+            turn = store.record_and_claim(conn, finished, worker_id=self.worker_id, now=datetime.now(timezone.utc),
+                                          limit=self.slots, queues=None, lease_seconds=self.lease[0],
+                                          buffer_seconds=self.lease[1])
+        self.running = [(item.id, number) for item, number in turn.started]
+        return len(turn.started)
+
+    def drain(self) -> None:
+        while self.running:
+            self.turn()
 
 
 def run_dbpath(slots: int, worker_id: str) -> dict:
     from app.extensions import db
-    from app.store import executions as store
 
     app = _app()
     with app.app_context():
         lease = (app.config["LEASE_SECONDS"], app.config["LEASE_BUFFER_SECONDS"])
         with db.engine.connect():
             pass
+        path = DbPath(db.engine, worker_id, slots, lease)
         go = _ready_then_go()
         done = 0
         while True:
-            n = _db_batch(db.engine, store, worker_id, slots, lease)
+            n = path.turn()
             if not n:
                 break
             done += n
+        path.drain()
         end = time.time()
     return {"go": go, "end": end, "claimed": done, "succeeded": done}
 
 
 def run_claimloop(slots: int, worker_id: str, seconds: float, window: float) -> dict:
     from app.extensions import db
-    from app.store import executions as store
 
     app = _app()
     with app.app_context():
         lease = (app.config["LEASE_SECONDS"], app.config["LEASE_BUFFER_SECONDS"])
         with db.engine.connect():
             pass
+        path = DbPath(db.engine, worker_id, slots, lease)
         go = _ready_then_go()
         counts: list[int] = []
         latencies: list[list[float]] = []
@@ -137,7 +139,7 @@ def run_claimloop(slots: int, worker_id: str, seconds: float, window: float) -> 
                 counts.append(0)
                 latencies.append([])
             started = time.perf_counter()
-            n = _db_batch(db.engine, store, worker_id, slots, lease)
+            n = path.turn()
             latencies[index].append((time.perf_counter() - started) * 1000)
             if not n:
                 time.sleep(0.01)

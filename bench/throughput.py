@@ -3,8 +3,9 @@
 For 1 and 2 worker processes x 1/4/8 slots, with N pending `always_succeed` executions:
 - ours: real `Worker.run(burst=True)` processes (claim, start, fork a task process, record), from
   the go signal to the last `finished_at` in the database;
-- (a) the database path: the same store statements in the same three transactions per batch, no
-  executor, in a tight loop (`bench.child dbpath`), same process count and batch size;
+- (a) the database path: the worker's turn statement (record the last batch, claim and start
+  the next, one transaction) with no executor, in a tight loop (`bench.child dbpath`), same
+  process count and batch size;
 - (b) the fork path: fork + exit + waitpid with `slots` children in flight per process, in an
   interpreter the size of the warmed zygote (`bench.child fork`);
 - (c) diagnostic: the real worker loop with an executor that completes tasks instantly.

@@ -15,15 +15,17 @@ from __future__ import annotations
 import logging
 import select
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable, Sequence
+from typing import Callable, Iterator, Sequence
 
 from flask import Flask
+from sqlalchemy.engine import Connection
 
 from app import cache, metrics
 from app.clock import utcnow
-from app.database import write_transaction
+from app.database import write_transaction, write_transaction_on
 from app.domain.policies import retry_delay
 from app.domain.states import AttemptStatus
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
@@ -91,6 +93,7 @@ class Worker:
         # Results whose write failed (database unreachable): recorded on the next try, so a task
         # that finished during an outage is not later abandoned and run again.
         self._unrecorded: list[TaskResult] = []
+        self._conn: Connection | None = None  # kept across turns; see _transaction
         cfg = app.config
         self._lease = (cfg["LEASE_SECONDS"], cfg["LEASE_BUFFER_SECONDS"])
         self._context_base = {"artifact_dir": cfg["ARTIFACT_DIR"], "marker_dir": cfg["MARKER_DIR"],
@@ -145,6 +148,7 @@ class Worker:
                     delay = min(30.0, 0.5 * 2 ** min(failures, 6))
                     log.error("worker loop failed; retrying", extra={"event": "worker_loop_failed",
                                                                      "error": str(exc)[:300], "retry_in": delay})
+                    self._drop_connection()
                     self.engine.dispose()
                     listener.close()
                     time.sleep(delay)
@@ -188,6 +192,7 @@ class Worker:
                 heartbeats.remove(conn, self.id)
         except Exception:
             log.warning("could not remove heartbeat", extra={"event": "heartbeat_remove_failed"})
+        self._drop_connection(broken=False)
         self._flush_cache()
         echo(self.stats.line())
 
@@ -236,60 +241,86 @@ class Worker:
     def _settle_and_claim(self, results: list[TaskResult], free: int, now: datetime) -> tuple[int, int]:
         """One transaction: record `results`, claim up to `free` executions and start them.
 
-        Folding the three steps into one commit is what keeps the database path cheap per
-        execution. If it fails nothing is half-done: the claims roll back with it, and the
-        results are kept to be recorded on the next try (the executor will not hand them over
-        again). Returns (started, finished).
+        On PostgreSQL that is one statement (store.record_and_claim), which is what keeps the
+        database cost per execution low. If it fails nothing is half-done: the claims roll back
+        with it, and the results are kept to be recorded on the next try (the executor will not
+        hand them over again). Returns (started, finished).
         """
-        to_run: list[tuple[store.ClaimedExecution, int]] = []
+        finished = [self._finished(result, now) for result in results]
         try:
-            with write_transaction(self.engine) as conn:
-                for result in results:
-                    self._record_one(conn, result, now)
-                claimed = store.claim_due_executions(
-                    conn, worker_id=self.id, now=now, limit=free, queues=self.queues,
-                    lease_seconds=self._lease[0], buffer_seconds=self._lease[1]) if free > 0 else []
-                runnable = []
-                for item in claimed:
-                    if item.job_enabled:
-                        runnable.append(item)
-                    elif store.cancel_execution(conn, item.id, now=now, reason="job disabled before it could run"):
-                        # Disabled after this row was queued: cancel rather than run.
-                        metrics.observe_cancelled()
-                        self.stats.cancelled += 1
-                        self._dirty_jobs.add(item.job_id)
-                attempts = store.start_executions(conn, [item.id for item in runnable], worker_id=self.id,
-                                                  now=now) if runnable else {}
-                for item in runnable:
-                    if item.id in attempts:
-                        to_run.append((item, attempts[item.id]))
-                    else:
-                        self._lost(item.id, "start")
+            with self._transaction() as conn:
+                turn = store.record_and_claim(conn, finished, worker_id=self.id, now=now, limit=free,
+                                              queues=self.queues, lease_seconds=self._lease[0],
+                                              buffer_seconds=self._lease[1])
+                for item, result in zip(finished, results):
+                    if item.execution_id in turn.recorded:
+                        self._recorded(conn, self.running[item.execution_id], result, item.retry_at, now)
         except Exception:
             self._unrecorded = results
             raise
-        for result in results:
+        for item, result in zip(finished, results):
             run = self.running.pop(result.execution_id)
+            if item.execution_id not in turn.recorded:
+                self._lost(item.execution_id, "complete")
             self._dirty_jobs.add(run.job_id)
             self.stats.fork_ms.append(result.fork_ms)
             metrics.observe_task(result)
+        claimed = len(turn.started) + len(turn.cancelled)
         if claimed:
-            metrics.observe_claim(len(claimed))
-            self.stats.claimed += len(claimed)
-        metrics.observe_fire_lateness([(item.trigger, item.scheduled_for) for item, attempt in to_run if attempt == 1],
-                                      now)
-        for item, attempt in to_run:
-            self.running[item.id] = Running(item.id, item.job_id, item.job_name, attempt, item.max_attempts, now,
-                                            item.retry_backoff_seconds, item.alert_mode)
-            context = dict(self._context_base, execution_id=item.id, job_id=item.job_id, job_name=item.job_name,
-                           idempotency_key=item.idempotency_key, attempt=attempt)
-            self.executor.submit(TaskRequest(execution_id=item.id, task_name=item.task, config=item.config,
-                                             context=context, timeout_seconds=item.timeout_seconds))
-            log.info("execution started", extra={"event": "execution_started", "execution_id": item.id,
-                                                 "job_id": item.job_id, "worker_id": self.id, "task": item.task,
-                                                 "attempt": attempt})
+            metrics.observe_claim(claimed)
+            self.stats.claimed += claimed
+        for item in turn.cancelled:
+            metrics.observe_cancelled()
+            self.stats.cancelled += 1
             self._dirty_jobs.add(item.job_id)
-        return len(to_run), len(results)
+        metrics.observe_fire_lateness([(item.trigger, item.scheduled_for) for item, number in turn.started
+                                       if number == 1], now)
+        for item, number in turn.started:
+            self._submit(item, number, now)
+        started = len(turn.started)
+        if turn.recorded and free > claimed:
+            # A run recorded in this statement did not yet free its job for the claim in the same
+            # statement (one snapshot), so a queued successor would wait for the next wake-up.
+            started += self._settle_and_claim([], free - claimed, now)[0]
+        return started, len(results)
+
+    def _submit(self, item: store.ClaimedExecution, attempt: int, now: datetime) -> None:
+        self.running[item.id] = Running(item.id, item.job_id, item.job_name, attempt, item.max_attempts, now,
+                                        item.retry_backoff_seconds, item.alert_mode)
+        context = dict(self._context_base, execution_id=item.id, job_id=item.job_id, job_name=item.job_name,
+                       idempotency_key=item.idempotency_key, attempt=attempt)
+        self.executor.submit(TaskRequest(execution_id=item.id, task_name=item.task, config=item.config,
+                                         context=context, timeout_seconds=item.timeout_seconds))
+        log.info("execution started", extra={"event": "execution_started", "execution_id": item.id,
+                                             "job_id": item.job_id, "worker_id": self.id, "task": item.task,
+                                             "attempt": attempt})
+        self._dirty_jobs.add(item.job_id)
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        """A write transaction on the connection this worker keeps for its turns.
+
+        Keeping one connection spares each turn a pool checkout and its liveness ping; after
+        any error it is thrown away and the next turn opens a new one.
+        """
+        if self._conn is None:
+            self._conn = self.engine.connect()
+        try:
+            with write_transaction_on(self._conn) as conn:
+                yield conn
+        except Exception:
+            self._drop_connection()
+            raise
+
+    def _drop_connection(self, *, broken: bool = True) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                if broken:
+                    conn.invalidate()  # never back into the pool
+                conn.close()
+            except Exception:
+                pass
 
     # --- results ----------------------------------------------------------------------------
 
@@ -301,19 +332,16 @@ class Worker:
             return 0
         return self._settle_and_claim(results, 0, self.clock())[1]
 
-    def _record_one(self, conn, result: TaskResult, now: datetime) -> None:
+    def _finished(self, result: TaskResult, now: datetime) -> store.Finished:
         run = self.running[result.execution_id]
-        outcome = store.Outcome(status=AttemptStatus(result.status), exit_code=result.exit_code, output=result.output,
-                                error=result.error, pid=result.pid)
-        exhausted = run.attempt >= run.max_attempts
+        outcome = store.Outcome(status=AttemptStatus(result.status), exit_code=result.exit_code,
+                                output=result.output, error=result.error, pid=result.pid)
         retry_at = None
-        if result.status != "succeeded" and not exhausted:
+        if result.status != "succeeded" and run.attempt < run.max_attempts:
             retry_at = now + retry_delay(run.retry_backoff_seconds, run.attempt)
-        if not store.complete_execution(conn, run.execution_id, worker_id=self.id, outcome=outcome, now=now,
-                                        retry_at=retry_at):
-            self._lost(run.execution_id, "complete")
-            return
-        store.finish_attempt(conn, run.execution_id, run.attempt, outcome, now=now)
+        return store.Finished(run.execution_id, run.attempt, outcome, retry_at)
+
+    def _recorded(self, conn, run: Running, result: TaskResult, retry_at: datetime | None, now: datetime) -> None:
         metrics.observe_outcome(result.status, retried=retry_at is not None)
         log.info("execution finished", extra={"event": "execution_finished", "execution_id": run.execution_id,
                                               "job_id": run.job_id, "worker_id": self.id, "attempt": run.attempt,

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Iterable, Sequence
 
@@ -223,6 +223,127 @@ def claim_due_executions(conn: Connection, *, worker_id: str, now: datetime, lim
     return [_claimed(row) for row in rows]
 
 
+@dataclass(frozen=True)
+class Turn:
+    """What one worker turn (`record_and_claim`) did."""
+
+    recorded: set[int]  # finished attempts written; a missing id was lost meanwhile
+    started: list[tuple[ClaimedExecution, int]]  # claimed and now running, with the attempt number
+    cancelled: list[ClaimedExecution]  # claimed, but their job had been disabled: cancelled instead
+
+
+def record_and_claim(conn: Connection, finished: Sequence["Finished"], *, worker_id: str, now: datetime,
+                     limit: int, queues: Sequence[str] | None, lease_seconds: int,
+                     buffer_seconds: int) -> Turn:
+    """A worker's turn: record `finished`, claim up to `limit` due executions and start them.
+
+    PostgreSQL does all of it in one statement (`_TURN_POSTGRES`), so a turn costs one round
+    trip whatever the batch sizes. SQLite composes the same steps from the functions below
+    (it runs in-process, so statements are cheap; the write lock makes them atomic).
+    """
+    if conn.dialect.name != "postgresql":
+        recorded = record_finished(conn, finished, worker_id=worker_id, now=now)
+        claimed = claim_due_executions(conn, worker_id=worker_id, now=now, limit=limit, queues=queues,
+                                       lease_seconds=lease_seconds, buffer_seconds=buffer_seconds)
+        cancelled = [item for item in claimed if not item.job_enabled
+                     and cancel_execution(conn, item.id, now=now, reason=DISABLED_BEFORE_RUN)]
+        runnable = [item for item in claimed if item.job_enabled]
+        numbers = start_executions(conn, [item.id for item in runnable], worker_id=worker_id, now=now)
+        return Turn(recorded, [(item, numbers[item.id]) for item in runnable if item.id in numbers], cancelled)
+    params = dict(_finished_params(finished), worker_id=worker_id, now=now, limit=max(0, limit),
+                  lease_seconds=lease_seconds, buffer_seconds=buffer_seconds, disabled_reason=DISABLED_BEFORE_RUN)
+    if queues:
+        params["queues"] = list(queues)
+    recorded: set[int] = set()
+    started: list[tuple[ClaimedExecution, int]] = []
+    cancelled: list[ClaimedExecution] = []
+    for row in conn.execute(_TURN_POSTGRES[bool(queues)], params):
+        if row[0] == "recorded":
+            recorded.add(row[1])
+        elif row[0] == "started":
+            # RETURNING gives the row after the update: its attempts count is this attempt's number.
+            item = _claimed(row[1:])
+            started.append((replace(item, attempts=item.attempts - 1), item.attempts))
+        else:
+            cancelled.append(_claimed(row[1:]))
+    started.sort(key=lambda pair: pair[0].id)
+    return Turn(recorded, started, cancelled)
+
+
+DISABLED_BEFORE_RUN = "job disabled before it could run"
+
+# One worker turn on PostgreSQL, in one statement. Its parts, in order:
+#   result      the finished attempts handed in as arrays (a batch of any size, one statement text)
+#   recorded    running -> final status, or -> retry_scheduled; guarded by status and owner, so a
+#               worker whose lease was recovered writes nothing
+#   closed      the Attempt of each recorded execution
+#   candidates  due rows this worker may run, locked, skipping rows other workers hold (as in
+#               _CLAIM_POSTGRES)
+#   started     candidates of enabled jobs: -> running, lease stamped, attempts + 1
+#   opened      their Attempt rows
+#   cancelled   candidates whose job was disabled after the row was queued
+# All parts see the database as it was when the statement began: a run recorded here does not
+# yet free its job for `candidates`, so the worker claims again at once when it had results and
+# slots to spare (see Worker._settle_and_claim).
+_TURN_SQL = f"""
+WITH result AS (
+    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:numbers AS integer[]), CAST(:statuses AS text[]),
+                         CAST(:exit_codes AS integer[]), CAST(:pids AS integer[]), CAST(:outputs AS text[]),
+                         CAST(:errors AS text[]), CAST(:retry_ats AS timestamptz[]))
+        AS r(id, number, status, exit_code, pid, output, error, retry_at)
+), recorded AS (
+    UPDATE executions AS x
+    SET status = CASE WHEN r.retry_at IS NULL THEN r.status ELSE 'retry_scheduled' END,
+        finished_at = CASE WHEN r.retry_at IS NULL THEN CAST(:now AS timestamptz) END,
+        available_at = COALESCE(r.retry_at, x.available_at),
+        claimed_by = CASE WHEN r.retry_at IS NULL THEN x.claimed_by END,
+        exit_code = r.exit_code, output = r.output, error = r.error,
+        lease_expires_at = NULL, updated_at = :now
+    FROM result AS r
+    WHERE x.id = r.id AND x.status = 'running' AND x.claimed_by = :worker_id
+    RETURNING x.id
+), closed AS (
+    UPDATE attempts AS a
+    SET status = r.status, finished_at = :now, exit_code = r.exit_code, pid = r.pid,
+        output = r.output, error = r.error
+    FROM result AS r JOIN recorded AS m ON m.id = r.id
+    WHERE a.execution_id = r.id AND a.number = r.number AND a.status = 'running'
+), candidates AS (
+    SELECT e.id FROM executions AS e
+    WHERE {_CANDIDATE_WHERE}
+    ORDER BY e.priority, e.available_at, e.id
+    LIMIT :limit
+    FOR UPDATE OF e SKIP LOCKED
+), started AS (
+    UPDATE executions AS x
+    SET status = 'running', claimed_by = :worker_id, started_at = :now, attempts = x.attempts + 1,
+        updated_at = :now,
+        lease_expires_at = :now + make_interval(secs => GREATEST(:lease_seconds, j.timeout_seconds + :buffer_seconds))
+    FROM candidates AS c, jobs AS j
+    WHERE x.id = c.id AND j.id = x.job_id AND j.enabled
+    RETURNING {_RETURNING}
+), opened AS (
+    INSERT INTO attempts (execution_id, number, worker_id, status, started_at, output, error)
+    SELECT id, attempts, :worker_id, 'running', :now, '', '' FROM started
+), cancelled AS (
+    UPDATE executions AS x
+    SET status = 'cancelled', reason = :disabled_reason, finished_at = :now, updated_at = :now,
+        claimed_by = NULL, lease_expires_at = NULL
+    FROM candidates AS c, jobs AS j
+    WHERE x.id = c.id AND j.id = x.job_id AND NOT j.enabled
+    RETURNING {_RETURNING}
+)
+SELECT 'recorded', id, NULL, NULL, NULL, CAST(NULL AS jsonb), NULL, NULL, NULL, NULL, NULL,
+       CAST(NULL AS timestamptz), CAST(NULL AS timestamptz), NULL, NULL, NULL FROM recorded
+UNION ALL SELECT 'started', * FROM started
+UNION ALL SELECT 'cancelled', * FROM cancelled
+"""
+_TURN_POSTGRES = {
+    False: text(_TURN_SQL.format(queue_filter="")),
+    True: text(_TURN_SQL.format(queue_filter="AND e.queue = ANY(CAST(:queues AS text[]))")),
+}
+
+
 def _claimed(row) -> ClaimedExecution:
     # Rows from the PostgreSQL text() statement come straight from psycopg: jsonb as a dict and
     # timestamptz as an aware datetime, which is what the typed SQLite path yields too.
@@ -244,13 +365,17 @@ def _guarded(execution_id: int, allowed: Iterable[str], worker_id: str | None = 
 
 def start_executions(conn: Connection, execution_ids: Sequence[int], *, worker_id: str,
                      now: datetime) -> dict[int, int]:
-    """claimed -> running for a batch, opening one Attempt each (two statements in all).
+    """claimed -> running for a batch, opening one Attempt each.
 
     Returns {execution_id: attempt_number} for the rows this worker still owned; a missing id
-    was lost (cancelled or recovered) between the claim and now.
+    was lost (cancelled or recovered) between the claim and now. PostgreSQL does both in one
+    statement (a data-modifying CTE); SQLite in two.
     """
     if not execution_ids:
         return {}
+    if conn.dialect.name == "postgresql":
+        rows = conn.execute(_START_POSTGRES, {"ids": list(execution_ids), "worker_id": worker_id, "now": now})
+        return dict(rows.all())
     started = dict(conn.execute(
         update(executions)
         .where(executions.c.id.in_(list(execution_ids)), executions.c.status == S.CLAIMED.value,
@@ -264,6 +389,20 @@ def start_executions(conn: Connection, execution_ids: Sequence[int], *, worker_i
              "status": AttemptStatus.RUNNING.value, "started_at": now, "output": "", "error": ""}
             for execution_id, number in started.items()])
     return started
+
+
+_START_POSTGRES = text("""
+WITH started AS (
+    UPDATE executions
+    SET status = 'running', started_at = :now, attempts = attempts + 1, updated_at = :now
+    WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'claimed' AND claimed_by = :worker_id
+    RETURNING id, attempts
+), opened AS (
+    INSERT INTO attempts (execution_id, number, worker_id, status, started_at, output, error)
+    SELECT id, attempts, :worker_id, 'running', :now, '', '' FROM started
+)
+SELECT id, attempts FROM started
+""")
 
 
 def start_execution(conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> int | None:
@@ -310,6 +449,81 @@ def complete_execution(conn: Connection, execution_id: int, *, worker_id: str, o
         values.update(status=outcome.status.value, finished_at=now)
     result = conn.execute(_guarded(execution_id, [S.RUNNING.value], worker_id).values(**values))
     return result.rowcount == 1
+
+
+@dataclass(frozen=True)
+class Finished:
+    """One attempt that came back from the executor, ready to record."""
+
+    execution_id: int
+    attempt_number: int
+    outcome: Outcome
+    retry_at: datetime | None  # set: attempts remain, run again then; None: the outcome is final
+
+
+def record_finished(conn: Connection, finished: Sequence[Finished], *, worker_id: str, now: datetime) -> set[int]:
+    """Record a batch of finished attempts: each execution moves on (as `complete_execution`)
+    and its Attempt is closed (as `finish_attempt`). Returns the ids recorded; a missing id was
+    lost (recovered or cancelled meanwhile) and nothing of it was written.
+
+    PostgreSQL does the whole batch in one statement whatever its size, which is most of what
+    keeps the worker's database cost per execution low; SQLite takes two statements per row.
+    """
+    if not finished:
+        return set()
+    if conn.dialect.name != "postgresql":
+        recorded = set()
+        for item in finished:
+            if complete_execution(conn, item.execution_id, worker_id=worker_id, outcome=item.outcome, now=now,
+                                  retry_at=item.retry_at):
+                finish_attempt(conn, item.execution_id, item.attempt_number, item.outcome, now=now)
+                recorded.add(item.execution_id)
+        return recorded
+    params = dict(_finished_params(finished), worker_id=worker_id, now=now)
+    return {row[0] for row in conn.execute(_RECORD_FINISHED_POSTGRES, params)}
+
+
+def _finished_params(finished: Sequence[Finished]) -> dict:
+    return {
+        "ids": [item.execution_id for item in finished],
+        "numbers": [item.attempt_number for item in finished],
+        "statuses": [item.outcome.status.value for item in finished],
+        "exit_codes": [item.outcome.exit_code for item in finished],
+        "pids": [item.outcome.pid for item in finished],
+        "outputs": [truncate(item.outcome.output) for item in finished],
+        "errors": [truncate(item.outcome.error) for item in finished],
+        "retry_ats": [item.retry_at for item in finished],
+    }
+
+
+# The guard is the same as complete_execution's (still running, still ours); the Attempt is
+# closed only for executions that passed it, so a stale worker writes nothing at all.
+_RECORD_FINISHED_POSTGRES = text("""
+WITH result AS (
+    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:numbers AS integer[]), CAST(:statuses AS text[]),
+                         CAST(:exit_codes AS integer[]), CAST(:pids AS integer[]), CAST(:outputs AS text[]),
+                         CAST(:errors AS text[]), CAST(:retry_ats AS timestamptz[]))
+        AS r(id, number, status, exit_code, pid, output, error, retry_at)
+), moved AS (
+    UPDATE executions AS x
+    SET status = CASE WHEN r.retry_at IS NULL THEN r.status ELSE 'retry_scheduled' END,
+        finished_at = CASE WHEN r.retry_at IS NULL THEN CAST(:now AS timestamptz) END,
+        available_at = COALESCE(r.retry_at, x.available_at),
+        claimed_by = CASE WHEN r.retry_at IS NULL THEN x.claimed_by END,
+        exit_code = r.exit_code, output = r.output, error = r.error,
+        lease_expires_at = NULL, updated_at = :now
+    FROM result AS r
+    WHERE x.id = r.id AND x.status = 'running' AND x.claimed_by = :worker_id
+    RETURNING x.id
+), closed AS (
+    UPDATE attempts AS a
+    SET status = r.status, finished_at = :now, exit_code = r.exit_code, pid = r.pid,
+        output = r.output, error = r.error
+    FROM result AS r JOIN moved AS m ON m.id = r.id
+    WHERE a.execution_id = r.id AND a.number = r.number AND a.status = 'running'
+)
+SELECT id FROM moved
+""")
 
 
 def cancel_execution(conn: Connection, execution_id: int, *, now: datetime, reason: str) -> bool:

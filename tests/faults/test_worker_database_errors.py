@@ -34,17 +34,21 @@ def database_gone() -> OperationalError:
     return OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"))
 
 
-def fail_once(monkeypatch, target, name: str) -> list[int]:
+def fail_first_turn(monkeypatch, *, with_results: bool) -> list[int]:
+    """Make the first worker turn that has (or has no) results to record fail as a lost
+    connection would, after the statement ran: the transaction must roll back whole."""
     calls: list[int] = []
-    original = getattr(target, name)
+    original = store.record_and_claim
 
-    def flaky(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 1:
-            raise database_gone()
-        return original(*args, **kwargs)
+    def flaky(conn, finished, **kwargs):
+        turn = original(conn, finished, **kwargs)
+        if bool(finished) == with_results:
+            calls.append(1)
+            if len(calls) == 1:
+                raise database_gone()
+        return turn
 
-    monkeypatch.setattr(target, name, flaky)
+    monkeypatch.setattr(store, "record_and_claim", flaky)
     return calls
 
 
@@ -58,7 +62,7 @@ def settled(execution_id: int) -> tuple[Execution, list[Attempt]]:
 def test_a_result_whose_write_failed_is_recorded_on_the_next_pass(app, monkeypatch):
     job = make_job(now=utcnow(), every="1d", name="blip-on-complete")
     execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
-    calls = fail_once(monkeypatch, Worker, "_record_one")
+    calls = fail_first_turn(monkeypatch, with_results=True)
     worker = Worker(app, worker_id="blip", slots=1)
 
     stats = worker.run(burst=True)
@@ -72,20 +76,20 @@ def test_a_result_whose_write_failed_is_recorded_on_the_next_pass(app, monkeypat
 def test_claims_whose_start_failed_roll_back_and_run_on_the_next_pass(app, monkeypatch):
     job = make_job(now=utcnow(), every="1d", name="blip-on-start")
     execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
-    calls = fail_once(monkeypatch, store, "start_executions")
+    calls = fail_first_turn(monkeypatch, with_results=False)
     seen_after_failure = []
-    original_claim = store.claim_due_executions
+    flaky = store.record_and_claim
 
-    def claim(conn, **kwargs):
-        if len(calls) == 1:  # the pass after the failure sees the row pending, not claimed
+    def turn(conn, finished, **kwargs):
+        if len(calls) == 1:  # the pass after the failure sees the row pending, not claimed or running
             seen_after_failure.append(conn.execute(
                 select(Execution.status).where(Execution.id == execution.id)).scalar_one())
-        return original_claim(conn, **kwargs)
+        return flaky(conn, finished, **kwargs)
 
-    monkeypatch.setattr(store, "claim_due_executions", claim)
+    monkeypatch.setattr(store, "record_and_claim", turn)
     Worker(app, worker_id="blip", slots=1).run(burst=True)
 
     row, attempts = settled(execution.id)
     assert seen_after_failure[:1] == ["pending"]
-    assert len(calls) == 2
+    assert len(calls) >= 2  # the failed turn, then at least the one that claimed again
     assert (row.status, row.attempts, [a.status for a in attempts]) == ("succeeded", 1, ["succeeded"])
