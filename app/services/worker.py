@@ -278,10 +278,12 @@ class Worker:
         for item, number in turn.started:
             self._submit(item, number, now)
         started = len(turn.started)
-        if turn.recorded and free > claimed:
-            # A run recorded in this statement did not yet free its job for the claim in the same
-            # statement (one snapshot), so a queued successor would wait for the next wake-up.
-            started += self._settle_and_claim([], free - claimed, now)[0]
+        if free > started and (turn.recorded or turn.cancelled):
+            # Claim again at once, rather than at the next wake-up, when slots are still free and
+            # (a) a run recorded in this statement did not yet free its job for the claim in the
+            # same statement (one snapshot), so a queued successor would wait; or (b) claimed
+            # rows were cancelled (job disabled), which used up the claim without filling slots.
+            started += self._settle_and_claim([], free - started, now)[0]
         return started, len(results)
 
     def _submit(self, item: store.ClaimedExecution, attempt: int, now: datetime) -> None:

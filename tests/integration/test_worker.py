@@ -195,3 +195,24 @@ def test_terminal_rows_must_have_finished_at(app, status):
     with pytest.raises(Exception):
         with write_transaction(db.engine) as conn:
             conn.execute(db.text("UPDATE executions SET status = :s WHERE id = :id"), {"s": status, "id": execution.id})
+
+
+def test_rows_cancelled_at_claim_time_do_not_use_up_the_turn(app):
+    # Rows of a job disabled behind the service's back (or in a race with the disable) are
+    # cancelled when claimed; the worker must claim again at once, not leave the runnable row
+    # behind them waiting for the next poll.
+    disabled = make_job(now=now(), name="switched-off", overlap_policy="allow")
+    stale = [jobs.trigger_job(disabled.id, now=now(), actor="test").id for _ in range(5)]
+    db.session.rollback()
+    db.session.execute(db.text("UPDATE jobs SET enabled = false WHERE id = :id"), {"id": disabled.id})
+    db.session.commit()
+    wanted = jobs.trigger_job(make_job(now=now(), name="still-on").id, now=now(), actor="test")
+    worker = Worker(app, worker_id="one-turn", slots=2)
+    worker.start()
+    try:
+        worker.run_once(wait=0.0)
+        assert wanted.id in worker.running
+        assert {fresh(i).status for i in stale} == {"cancelled"}
+    finally:
+        worker.run(burst=True)
+    assert fresh(wanted.id).status == "succeeded"
