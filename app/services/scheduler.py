@@ -35,6 +35,7 @@ log = logging.getLogger("cronwell.scheduler")
 jobs = Job.__table__
 
 Clock = Callable[[], datetime]
+UPKEEP_EVERY = timedelta(seconds=1)
 
 
 @lru_cache(maxsize=4096)
@@ -73,6 +74,7 @@ class Scheduler:
         self.cap = app.config["MISFIRE_CATCH_UP_CAP"]
         self.started_at = clock()
         self.ticks = 0
+        self._last_upkeep: datetime | None = None
         self._last_housekeeping: datetime | None = None
         self._last_retention: datetime | None = None
 
@@ -83,20 +85,24 @@ class Scheduler:
     # --- one pass ---------------------------------------------------------------------------
 
     def tick(self, now: datetime | None = None) -> TickReport:
-        """Heartbeat, fire due jobs, recover expired leases, and do periodic housekeeping."""
+        """Fire due jobs; at most once a second also heartbeat, recover expired leases and do
+        periodic housekeeping (see _upkeep_due)."""
         started = time.perf_counter()
         now = now or self.clock()
         report = TickReport()
-        self._heartbeat(now)
+        upkeep = self._upkeep_due(now)
+        if upkeep:
+            self._heartbeat(now)
         while True:
             batch = self.schedule_due_jobs(now, report)
             if batch < self.batch_size:
                 break
-        recovered = recovery.recover_expired_leases(self.engine, now=now)
-        metrics.observe_recovery(recovered)
-        report.recovered = recovered.total
-        report.job_ids |= recovered.job_ids or set()
-        self._housekeeping(now, report)
+        if upkeep:
+            recovered = recovery.recover_expired_leases(self.engine, now=now)
+            metrics.observe_recovery(recovered)
+            report.recovered = recovered.total
+            report.job_ids |= recovered.job_ids or set()
+            self._housekeeping(now, report)
         if report.job_ids:
             cache.get_cache().delete(cache.keys_for_jobs(report.job_ids))
         metrics.refresh_database_gauges(self.engine, now)
@@ -171,6 +177,18 @@ class Scheduler:
                          note="late occurrences beyond MISFIRE_CATCH_UP_CAP are counted here, not recorded one by one")
         report.job_ids.add(job.id)
         return rows, plan.next_run_at
+
+    def _upkeep_due(self, now: datetime) -> bool:
+        """Heartbeat, lease recovery and housekeeping run at most once per UPKEEP_EVERY.
+
+        The loop wakes at each job's exact next_run_at, which with many jobs can be dozens of
+        times a second; only firing due jobs has to happen on every wake.
+        """
+        last = self._last_upkeep
+        if last is None or now - last >= UPKEEP_EVERY or now < last:
+            self._last_upkeep = now
+            return True
+        return False
 
     def forget_heartbeat(self) -> None:
         with write_transaction(self.engine) as conn:

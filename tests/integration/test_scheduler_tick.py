@@ -109,3 +109,25 @@ def test_tick_writes_a_scheduler_heartbeat(app, sql):
     tick(app)
     rows = sql("SELECT id, kind FROM heartbeats")
     assert [(r.id, r.kind) for r in rows] == [("test-scheduler", "scheduler")]
+
+
+def test_upkeep_runs_at_most_once_a_second_while_due_jobs_fire_on_every_tick(app):
+    # The loop wakes at every job's exact next_run_at; heartbeat and lease recovery must not
+    # ride along on each of those wakes, but must not be starved by them either.
+    from app.models import Heartbeat
+
+    first = make_due_job(next_run_at=NOW, every="1h", name="first")
+    second = make_due_job(next_run_at=NOW + timedelta(milliseconds=300), every="1h", name="second")
+    scheduler = Scheduler(app, scheduler_id="wakeful", clock=lambda: NOW)
+
+    scheduler.tick(NOW)
+    db.session.rollback()
+    beat = db.session.get(Heartbeat, "wakeful").last_seen
+    scheduler.tick(NOW + timedelta(milliseconds=300))
+    db.session.rollback()
+    assert db.session.get(Heartbeat, "wakeful").last_seen == beat  # no upkeep 0.3 s later
+    assert [len(executions_of(j.id)) for j in (first, second)] == [1, 1]  # but the due job fired
+
+    scheduler.tick(NOW + timedelta(seconds=1))
+    db.session.rollback()
+    assert db.session.get(Heartbeat, "wakeful").last_seen == NOW + timedelta(seconds=1)
