@@ -274,8 +274,8 @@ DISABLED_BEFORE_RUN = "job disabled before it could run"
 
 # One worker turn on PostgreSQL, in one statement. Its parts, in order:
 #   result      the finished attempts handed in as arrays (a batch of any size, one statement text)
-#   recorded    running -> final status, or -> retry_scheduled; guarded by status and owner, so a
-#               worker whose lease was recovered writes nothing
+#   recorded    running -> final status, or -> retry_scheduled; guarded by status and owner like
+#               complete_execution, so a worker whose lease was recovered writes nothing
 #   closed      the Attempt of each recorded execution
 #   candidates  due rows this worker may run, locked, skipping rows other workers hold (as in
 #               _CLAIM_POSTGRES)
@@ -365,17 +365,14 @@ def _guarded(execution_id: int, allowed: Iterable[str], worker_id: str | None = 
 
 def start_executions(conn: Connection, execution_ids: Sequence[int], *, worker_id: str,
                      now: datetime) -> dict[int, int]:
-    """claimed -> running for a batch, opening one Attempt each.
+    """claimed -> running for a batch, opening one Attempt each (two statements in all).
 
     Returns {execution_id: attempt_number} for the rows this worker still owned; a missing id
-    was lost (cancelled or recovered) between the claim and now. PostgreSQL does both in one
-    statement (a data-modifying CTE); SQLite in two.
+    was lost (cancelled or recovered) between the claim and now. The worker on PostgreSQL does
+    this inside its turn statement (`record_and_claim`); this is the step on its own.
     """
     if not execution_ids:
         return {}
-    if conn.dialect.name == "postgresql":
-        rows = conn.execute(_START_POSTGRES, {"ids": list(execution_ids), "worker_id": worker_id, "now": now})
-        return dict(rows.all())
     started = dict(conn.execute(
         update(executions)
         .where(executions.c.id.in_(list(execution_ids)), executions.c.status == S.CLAIMED.value,
@@ -389,20 +386,6 @@ def start_executions(conn: Connection, execution_ids: Sequence[int], *, worker_i
              "status": AttemptStatus.RUNNING.value, "started_at": now, "output": "", "error": ""}
             for execution_id, number in started.items()])
     return started
-
-
-_START_POSTGRES = text("""
-WITH started AS (
-    UPDATE executions
-    SET status = 'running', started_at = :now, attempts = attempts + 1, updated_at = :now
-    WHERE id = ANY(CAST(:ids AS bigint[])) AND status = 'claimed' AND claimed_by = :worker_id
-    RETURNING id, attempts
-), opened AS (
-    INSERT INTO attempts (execution_id, number, worker_id, status, started_at, output, error)
-    SELECT id, attempts, :worker_id, 'running', :now, '', '' FROM started
-)
-SELECT id, attempts FROM started
-""")
 
 
 def start_execution(conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> int | None:
@@ -462,25 +445,18 @@ class Finished:
 
 
 def record_finished(conn: Connection, finished: Sequence[Finished], *, worker_id: str, now: datetime) -> set[int]:
-    """Record a batch of finished attempts: each execution moves on (as `complete_execution`)
-    and its Attempt is closed (as `finish_attempt`). Returns the ids recorded; a missing id was
-    lost (recovered or cancelled meanwhile) and nothing of it was written.
-
-    PostgreSQL does the whole batch in one statement whatever its size, which is most of what
-    keeps the worker's database cost per execution low; SQLite takes two statements per row.
+    """Record finished attempts one by one: each execution moves on (`complete_execution`) and
+    its Attempt is closed (`finish_attempt`). Returns the ids recorded; a missing id was lost
+    (recovered or cancelled meanwhile) and nothing of it was written. The worker on PostgreSQL
+    records a whole batch inside its turn statement instead (`record_and_claim`).
     """
-    if not finished:
-        return set()
-    if conn.dialect.name != "postgresql":
-        recorded = set()
-        for item in finished:
-            if complete_execution(conn, item.execution_id, worker_id=worker_id, outcome=item.outcome, now=now,
-                                  retry_at=item.retry_at):
-                finish_attempt(conn, item.execution_id, item.attempt_number, item.outcome, now=now)
-                recorded.add(item.execution_id)
-        return recorded
-    params = dict(_finished_params(finished), worker_id=worker_id, now=now)
-    return {row[0] for row in conn.execute(_RECORD_FINISHED_POSTGRES, params)}
+    recorded = set()
+    for item in finished:
+        if complete_execution(conn, item.execution_id, worker_id=worker_id, outcome=item.outcome, now=now,
+                              retry_at=item.retry_at):
+            finish_attempt(conn, item.execution_id, item.attempt_number, item.outcome, now=now)
+            recorded.add(item.execution_id)
+    return recorded
 
 
 def _finished_params(finished: Sequence[Finished]) -> dict:
@@ -494,36 +470,6 @@ def _finished_params(finished: Sequence[Finished]) -> dict:
         "errors": [truncate(item.outcome.error) for item in finished],
         "retry_ats": [item.retry_at for item in finished],
     }
-
-
-# The guard is the same as complete_execution's (still running, still ours); the Attempt is
-# closed only for executions that passed it, so a stale worker writes nothing at all.
-_RECORD_FINISHED_POSTGRES = text("""
-WITH result AS (
-    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:numbers AS integer[]), CAST(:statuses AS text[]),
-                         CAST(:exit_codes AS integer[]), CAST(:pids AS integer[]), CAST(:outputs AS text[]),
-                         CAST(:errors AS text[]), CAST(:retry_ats AS timestamptz[]))
-        AS r(id, number, status, exit_code, pid, output, error, retry_at)
-), moved AS (
-    UPDATE executions AS x
-    SET status = CASE WHEN r.retry_at IS NULL THEN r.status ELSE 'retry_scheduled' END,
-        finished_at = CASE WHEN r.retry_at IS NULL THEN CAST(:now AS timestamptz) END,
-        available_at = COALESCE(r.retry_at, x.available_at),
-        claimed_by = CASE WHEN r.retry_at IS NULL THEN x.claimed_by END,
-        exit_code = r.exit_code, output = r.output, error = r.error,
-        lease_expires_at = NULL, updated_at = :now
-    FROM result AS r
-    WHERE x.id = r.id AND x.status = 'running' AND x.claimed_by = :worker_id
-    RETURNING x.id
-), closed AS (
-    UPDATE attempts AS a
-    SET status = r.status, finished_at = :now, exit_code = r.exit_code, pid = r.pid,
-        output = r.output, error = r.error
-    FROM result AS r JOIN moved AS m ON m.id = r.id
-    WHERE a.execution_id = r.id AND a.number = r.number AND a.status = 'running'
-)
-SELECT id FROM moved
-""")
 
 
 def cancel_execution(conn: Connection, execution_id: int, *, now: datetime, reason: str) -> bool:
