@@ -48,13 +48,10 @@ def register_logging(app: "Flask") -> None:
 
 def register_extensions(app: "Flask") -> None:
     from app import database
-    from app.extensions import csrf, db, login_manager, migrate
+    from app.extensions import csrf, db, login_manager
 
     db.init_app(app)
     database.init_app(app)
-    from config import BASE_DIR
-
-    migrate.init_app(app, db, directory=str(BASE_DIR / "migrations"))
     login_manager.init_app(app)
     csrf.init_app(app)
     from app.tasks import load_catalog

@@ -1,9 +1,10 @@
 """Extension singletons, bound to an app in create_app via init_app."""
 from flask_login import LoginManager
-from flask_migrate import Migrate
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
 from sqlalchemy import MetaData
+
+from config import BASE_DIR
 
 # Named constraints so Alembic migrations are deterministic on PostgreSQL and SQLite alike.
 NAMING_CONVENTION = {
@@ -14,7 +15,10 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
+# The Alembic migrations that build `db`'s schema. Read by `flask db` (cli/db.py) and the
+# readiness check, both of which import Alembic only when they run (see docs/adr/0007).
+MIGRATIONS_DIR = BASE_DIR / "migrations"
+
 db = SQLAlchemy(metadata=MetaData(naming_convention=NAMING_CONVENTION))
-migrate = Migrate()
 login_manager = LoginManager()
 csrf = CSRFProtect()

@@ -20,6 +20,7 @@ _COMMANDS: list[tuple[str, str]] = [
     ("ops", "ensure_dev_user_cli"),
     ("deploy", "check_deploy_cli"),
     ("deploy", "check_heartbeat_cli"),
+    ("db", "db_cli"),
 ]
 
 

@@ -1,44 +1,28 @@
+"""Alembic environment, run by `flask db ...` (cli/db.py) inside the app context.
+
+The engine and the metadata are the app's own `db` (app/extensions.py), so migrations run against
+exactly the database the app is configured for (DATABASE_URL) and autogenerate compares with the
+models.
+"""
 import logging
 from logging.config import fileConfig
 
-from flask import current_app
-
 from alembic import context
 
-# this is the Alembic Config object, which provides
-# access to the values within the .ini file in use.
+from app.extensions import db
+
 config = context.config
 
-# Interpret the config file for Python logging.
-# This line sets up loggers basically.
-# Keep the application's loggers alive when migrations run inside a configured process.
-fileConfig(config.config_file_name, disable_existing_loggers=False)
-logger = logging.getLogger('alembic.env')
+# Alembic's progress lines (INFO) on stderr; keep the application's loggers alive when migrations
+# run inside an already configured process (the tests, `flask db`).
+if config.config_file_name is not None:
+    fileConfig(config.config_file_name, disable_existing_loggers=False)
+logger = logging.getLogger("alembic.env")
 
-
-def get_engine():
-    return current_app.extensions['migrate'].db.engine
-
-
-def get_engine_url():
-    try:
-        return get_engine().url.render_as_string(hide_password=False).replace(
-            '%', '%%')
-    except AttributeError:
-        return str(get_engine().url).replace('%', '%%')
-
-
-# add your model's MetaData object here
-# for 'autogenerate' support
-# from myapp import mymodel
-# target_metadata = mymodel.Base.metadata
-config.set_main_option('sqlalchemy.url', get_engine_url())
-target_db = current_app.extensions['migrate'].db
-
-# other values from the config, defined by the needs of env.py,
-# can be acquired:
-# my_important_option = config.get_main_option("my_important_option")
-# ... etc.
+# For every backend, as Flask-Migrate used to do: compare column types in autogenerate, and render
+# ALTERs as batch operations, which SQLite needs (it rebuilds the table) and PostgreSQL runs as
+# plain ALTER TABLE. One style of migration file works on both.
+CONFIGURE_ARGS = {"compare_type": True, "render_as_batch": True}
 
 
 def render_item(type_, obj, autogen_context):
@@ -50,65 +34,26 @@ def render_item(type_, obj, autogen_context):
     return False
 
 
-def get_metadata():
-    if hasattr(target_db, 'metadatas'):
-        return target_db.metadatas[None]
-    return target_db.metadata
+def skip_empty_autogenerate(context, revision, directives):
+    """With --autogenerate and no schema change, write no (empty) revision file."""
+    if getattr(config.cmd_opts, "autogenerate", False) and directives[0].upgrade_ops.is_empty():
+        directives[:] = []
+        logger.info("No changes in schema detected.")
 
 
 def run_migrations_offline():
-    """Run migrations in 'offline' mode.
-
-    This configures the context with just a URL
-    and not an Engine, though an Engine is acceptable
-    here as well.  By skipping the Engine creation
-    we don't even need a DBAPI to be available.
-
-    Calls to context.execute() here emit the given string to the
-    script output.
-
-    """
-    url = config.get_main_option("sqlalchemy.url")
-    context.configure(
-        url=url, target_metadata=get_metadata(), literal_binds=True
-    )
-
+    """`--sql`: print the SQL for the database's dialect instead of running it."""
+    context.configure(url=db.engine.url, target_metadata=db.metadata, literal_binds=True,
+                      render_item=render_item, **CONFIGURE_ARGS)
     with context.begin_transaction():
         context.run_migrations()
 
 
 def run_migrations_online():
-    """Run migrations in 'online' mode.
-
-    In this scenario we need to create an Engine
-    and associate a connection with the context.
-
-    """
-
-    # this callback is used to prevent an auto-migration from being generated
-    # when there are no changes to the schema
-    # reference: http://alembic.zzzcomputing.com/en/latest/cookbook.html
-    def process_revision_directives(context, revision, directives):
-        if getattr(config.cmd_opts, 'autogenerate', False):
-            script = directives[0]
-            if script.upgrade_ops.is_empty():
-                directives[:] = []
-                logger.info('No changes in schema detected.')
-
-    conf_args = current_app.extensions['migrate'].configure_args
-    if conf_args.get("process_revision_directives") is None:
-        conf_args["process_revision_directives"] = process_revision_directives
-
-    connectable = get_engine()
-
-    with connectable.connect() as connection:
-        context.configure(
-            connection=connection,
-            target_metadata=get_metadata(),
-            render_item=render_item,
-            **conf_args
-        )
-
+    """Run the migrations on a connection from the app's engine, in one transaction."""
+    with db.engine.connect() as connection:
+        context.configure(connection=connection, target_metadata=db.metadata, render_item=render_item,
+                          process_revision_directives=skip_empty_autogenerate, **CONFIGURE_ARGS)
         with context.begin_transaction():
             context.run_migrations()
 

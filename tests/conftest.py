@@ -71,11 +71,13 @@ def require_postgres() -> None:
 
 
 def _migrate(url: str, instance_dir: Path) -> None:
-    from flask_migrate import upgrade
+    from alembic import command
+
+    from cli.db import alembic_config
 
     app = create_app(env=_env(url, instance_dir))
     with app.app_context():
-        upgrade()
+        command.upgrade(alembic_config(), "head")  # what `flask db upgrade` runs
         from app.extensions import db
 
         db.engine.dispose()
