@@ -82,10 +82,16 @@ class Execution(db.Model):
               postgresql_where=_CLAIMABLE_WHERE, sqlite_where=_CLAIMABLE_WHERE),
         Index("ix_executions_lease", "lease_expires_at",
               postgresql_where=_IN_FLIGHT_WHERE, sqlite_where=_IN_FLIGHT_WHERE),
-        Index("ix_executions_job_created", "job_id", "created_at"),
+        # The lists (newest first, by job or by status) and the per-status counts read these
+        # with index-only scans (migration 0002).
+        Index("ix_executions_job_id", "job_id", "id"),
         Index("ix_executions_job_status", "job_id", "status"),
-        Index("ix_executions_status_created", "status", "created_at"),
+        Index("ix_executions_status_id", "status", "id"),
         Index("ix_executions_created", "created_at"),
+        # Deleting an execution sets retry_of_id to NULL in its retries; without this index each
+        # deleted row scanned the whole table (retention, migration 0003). Partial: few rows are retries.
+        Index("ix_executions_retry_of_id", "retry_of_id", postgresql_where=text("retry_of_id IS NOT NULL"),
+              sqlite_where=text("retry_of_id IS NOT NULL")),
     )
 
     @property

@@ -44,6 +44,8 @@ class Alert(db.Model):
         CheckConstraint("(resolved_at IS NULL) = (resolved_by IS NULL)", name="resolved_pair"),
         Index("ix_alerts_open", "created_at", postgresql_where=text("resolved_at IS NULL"),
               sqlite_where=text("resolved_at IS NULL")),
+        # Deleting an execution sets its alerts' execution_id to NULL (retention, migration 0003).
+        Index("ix_alerts_execution_id", "execution_id"),
     )
 
 

@@ -4,7 +4,7 @@ Everything returned here is plain JSON data (instants as ISO 8601 UTC text), the
 came from the cache or from the database. Cached (SPEC section 10), each under a short TTL and
 deleted after commit by the services that change the underlying rows:
 
-    dashboard:summary       summary_counts()       job and execution counts
+    dashboard:summary       summary_counts()       job counts; execution counts (estimates > 50k)
     dashboard:queue_depth   queue_depth(now)       due work, waiting retries, in flight
     dashboard:upcoming      upcoming_runs(now)     the next runs across all enabled jobs
     tasks:catalog           task_catalog()         the registered tasks (expires only)
@@ -27,6 +27,7 @@ from app.domain.states import TERMINAL, ExecutionStatus, values
 from app.extensions import db
 from app.models import Alert, Execution, Heartbeat, Job
 from app.scheduling import ScheduleError
+from app.services import row_counts
 from app.services.serialize import heartbeat_to_dict, iso
 from app.tasks import all_tasks
 
@@ -44,17 +45,46 @@ def _ttl(name: str) -> int:
 
 
 def summary_counts() -> dict:
-    """Jobs (total, enabled) and executions by status, over all history."""
+    """Jobs (total, enabled) and executions by status, over all history.
+
+    `count_kinds` says how each execution count was obtained (see `app.services.row_counts`):
+    "exact", "estimate" (the planner's figure for a status with more than 50,000 rows) or
+    "more_than" (past 50,000, with statistics too old to say how far); `executions_total_kind`
+    likewise for the total. Pages must show the kind next to any count that is not exact.
+    """
 
     def compute() -> dict:
-        by_status = dict.fromkeys(values(ExecutionStatus), 0)
-        for status, count in db.session.execute(select(Execution.status, func.count()).group_by(Execution.status)):
-            by_status[status] = count
-        total, enabled = db.session.execute(select(func.count(), func.count().filter(Job.enabled))).one()
-        return {"jobs_total": total, "jobs_enabled": enabled or 0, "executions_by_status": by_status,
-                "executions_total": sum(by_status.values())}
+        by_status = execution_counts_by_status()
+        total = row_counts.settle_total(by_status.values())
+        jobs_total, enabled = db.session.execute(select(func.count(), func.count().filter(Job.enabled))).one()
+        return {"jobs_total": jobs_total, "jobs_enabled": enabled or 0,
+                "executions_by_status": {status: c.value for status, c in by_status.items()},
+                "count_kinds": {status: c.kind for status, c in by_status.items()},
+                "executions_total": total.value, "executions_total_kind": total.kind}
 
     return get_cache().get_or_compute(cache.SUMMARY, _ttl(cache.SUMMARY), compute)
+
+
+def execution_counts_by_status(cap: int | None = None) -> dict[str, row_counts.RowCount]:
+    """Executions per status: exact up to `cap` (COUNT_CAP) rows, a planner estimate above (PostgreSQL).
+
+    One statement counts every status up to cap + 1 rows (an index-only scan of ix_executions_status_id
+    each); only statuses that reach the cap cost an EXPLAIN more. SQLite, which has no planner
+    estimates, counts everything exactly with one GROUP BY.
+    """
+    cap = row_counts.COUNT_CAP if cap is None else cap
+    statuses = values(ExecutionStatus)
+    if db.session.get_bind().dialect.name != "postgresql":
+        exact = dict.fromkeys(statuses, 0)
+        exact.update(db.session.execute(select(Execution.status, func.count()).group_by(Execution.status)).all())
+        return {status: row_counts.RowCount(exact[status]) for status in statuses}
+    queries = {status: select(Execution.id).where(Execution.status == status) for status in statuses}
+    counted = row_counts.capped_counts(db.session, queries, cap)
+    found = {}
+    for status in statuses:
+        estimate = row_counts.planner_rows(db.session, queries[status]) if counted[status] > cap else None
+        found[status] = row_counts.settle(counted[status], estimate, cap)
+    return found
 
 
 def queue_depth(now: datetime) -> dict:

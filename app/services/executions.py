@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import select
-from sqlalchemy.orm import selectinload
+from sqlalchemy.orm import defer, selectinload
 
 from app import cache
 from app.database import begin_write
@@ -31,7 +31,8 @@ def list_query(*, status: str | None = None, job_id: int | None = None):
     """The executions query, newest first, for lists and pagination."""
     if status is not None and status not in values(ExecutionStatus):
         raise ValidationFailed({"status": f"must be one of {', '.join(values(ExecutionStatus))}, got {status!r}"})
-    query = select(Execution).order_by(Execution.id.desc())
+    # Lists never show output or error (each up to 20,000 characters): leave them in the table.
+    query = select(Execution).options(defer(Execution.output), defer(Execution.error)).order_by(Execution.id.desc())
     if status:
         query = query.where(Execution.status == status)
     if job_id is not None:
