@@ -95,3 +95,30 @@ def test_the_due_and_claim_queries_use_their_indexes(pg_app):
             plans.append("\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + sql)))
     assert "ix_jobs_due" in plans[0]
     assert "ix_executions_claimable" in plans[1]
+
+
+def test_the_schema_head_the_code_expects_is_the_newest_migration():
+    # The readiness check compares the database with SCHEMA_HEAD instead of asking Alembic
+    # (which would load Alembic into every web process); a new migration must move it.
+    from alembic.script import ScriptDirectory
+
+    from app.extensions import MIGRATIONS_DIR, SCHEMA_HEAD
+
+    assert ScriptDirectory(str(MIGRATIONS_DIR)).get_current_head() == SCHEMA_HEAD
+
+
+def test_readiness_says_when_the_database_is_behind_the_code(app):
+    from app.extensions import SCHEMA_HEAD
+    from app.services.health import readiness
+
+    assert readiness()["checks"]["migrations"] == {"ok": True}
+    with write_transaction(db.engine) as conn:
+        conn.execute(db.text("UPDATE alembic_version SET version_num = '0001'"))
+    try:
+        report = readiness()
+        assert not report["ready"]
+        assert report["checks"]["migrations"]["error"] == (
+            f"database at revision 0001, code expects {SCHEMA_HEAD}; run `flask db upgrade`")
+    finally:
+        with write_transaction(db.engine) as conn:
+            conn.execute(db.text("UPDATE alembic_version SET version_num = :head"), {"head": SCHEMA_HEAD})

@@ -64,8 +64,9 @@ def empty_env(tmp_path) -> dict:
     return _env(tmp_path, f"sqlite:///{tmp_path / 'empty.sqlite3'}")
 
 
-@pytest.mark.parametrize("args", [("worker", "run", "--once"), ("scheduler", "run", "--once"), ("--help",)],
-                         ids=["worker", "scheduler", "cli-startup"])
+@pytest.mark.parametrize("args", [("worker", "run", "--once"), ("scheduler", "run", "--once"), ("--help",),
+                                  ("health",)],
+                         ids=["worker", "scheduler", "cli-startup", "readiness-check"])
 def test_processes_do_not_import_alembic(migrated_env, args):
     assert imported_migration_modules(flask(migrated_env, *args, probe=True)) == []
 
