@@ -58,21 +58,18 @@ def is_sqlite(bind) -> bool:
 @contextmanager
 def write_transaction(engine: Engine) -> Iterator[Connection]:
     """A Core transaction that will write; commits on success, rolls back on error."""
-    token = _immediate.set(True)
-    try:
-        with engine.connect() as conn:
-            with conn.begin():
-                _immediate.reset(token)
-                token = None
-                yield conn
-    finally:
-        if token is not None:
-            _immediate.reset(token)
+    with engine.connect() as conn:
+        with write_transaction_on(conn):
+            yield conn
 
 
 @contextmanager
 def write_transaction_on(conn: Connection) -> Iterator[Connection]:
-    """`write_transaction` on a connection the caller keeps (the worker holds one for its loop)."""
+    """`write_transaction` on a connection the caller keeps (the worker holds one for its turns).
+
+    On SQLite the transaction starts with BEGIN IMMEDIATE (see the "begin" listener), so a
+    writer queues for the lock up front instead of failing when it first writes.
+    """
     token = _immediate.set(True)
     try:
         with conn.begin():
