@@ -393,13 +393,6 @@ def start_execution(conn: Connection, execution_id: int, *, worker_id: str, now:
     return start_executions(conn, [execution_id], worker_id=worker_id, now=now).get(execution_id)
 
 
-def release_claim(conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> bool:
-    """claimed -> pending: a stopping worker hands back work it never started."""
-    result = conn.execute(_guarded(execution_id, [S.CLAIMED.value], worker_id).values(
-        status=S.PENDING.value, claimed_by=None, lease_expires_at=None, updated_at=now))
-    return result.rowcount == 1
-
-
 @dataclass(frozen=True)
 class Outcome:
     """How one attempt ended, as the worker saw it."""

@@ -160,7 +160,10 @@ def test_a_stale_worker_finishing_after_recovery_cannot_overwrite_the_new_owner(
         assert store.complete_execution(conn, execution.id, worker_id="worker-a", outcome=outcome("failed", "A"),
                                         now=late, retry_at=late) is False
         assert store.start_execution(conn, execution.id, worker_id="worker-a", now=late) is None
-        assert store.release_claim(conn, execution.id, worker_id="worker-a", now=late) is False
+        turn = store.record_and_claim(conn, [store.Finished(execution.id, 1, outcome("succeeded", "A"), None)],
+                                      worker_id="worker-a", now=late, limit=0, queues=None, lease_seconds=60,
+                                      buffer_seconds=0)
+        assert turn.recorded == set()  # the worker's own turn statement refuses it too
     row = fresh(Execution, execution.id)
     assert (row.status, row.claimed_by, row.attempts, row.output) == ("running", "worker-b", 2, "")
     assert row.lease_expires_at == claim_b.lease_expires_at
