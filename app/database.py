@@ -81,6 +81,27 @@ def write_transaction_on(conn: Connection) -> Iterator[Connection]:
             _immediate.reset(token)
 
 
+@contextmanager
+def single_statement_on(conn: Connection) -> Iterator[Connection]:
+    """Run exactly one write statement on a kept PostgreSQL connection, in autocommit.
+
+    One statement is atomic on its own; leaving out BEGIN saves a round trip, which the worker
+    pays on every turn. Only for callers that issue a single statement: anything more would not
+    be one transaction.
+    """
+    if conn.dialect.name != "postgresql":
+        raise ValueError("single_statement_on is for PostgreSQL; use write_transaction_on")
+    conn.execution_options(isolation_level="AUTOCOMMIT")
+    try:
+        yield conn
+        conn.commit()  # ends SQLAlchemy's autobegun Transaction; the database already committed
+    except BaseException:
+        conn.rollback()
+        raise
+    finally:
+        conn.execution_options(isolation_level=conn.default_isolation_level)
+
+
 def begin_write(session: Session) -> Connection:
     """Make the session's current transaction a write transaction and return its connection.
 

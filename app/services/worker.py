@@ -25,7 +25,7 @@ from sqlalchemy.engine import Connection
 
 from app import cache, metrics
 from app.clock import utcnow
-from app.database import write_transaction, write_transaction_on
+from app.database import single_statement_on, write_transaction, write_transaction_on
 from app.domain.policies import retry_delay
 from app.domain.states import AttemptStatus
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
@@ -247,8 +247,11 @@ class Worker:
         hand them over again). Returns (started, finished).
         """
         finished = [self._finished(result, now) for result in results]
+        # Failures add statements (retry event, dead letter, alert) to the turn; without them the
+        # turn is the one statement and needs no BEGIN/COMMIT around it on PostgreSQL.
+        single = all(item.outcome.status is AttemptStatus.SUCCEEDED for item in finished)
         try:
-            with self._transaction() as conn:
+            with self._transaction(single_statement=single) as conn:
                 turn = store.record_and_claim(conn, finished, worker_id=self.id, now=now, limit=free,
                                               queues=self.queues, lease_seconds=self._lease[0],
                                               buffer_seconds=self._lease[1])
@@ -299,16 +302,18 @@ class Worker:
         self._dirty_jobs.add(item.job_id)
 
     @contextmanager
-    def _transaction(self) -> Iterator[Connection]:
+    def _transaction(self, *, single_statement: bool = False) -> Iterator[Connection]:
         """A write transaction on the connection this worker keeps for its turns.
 
         Keeping one connection spares each turn a pool checkout and its liveness ping; after
-        any error it is thrown away and the next turn opens a new one.
+        any error it is thrown away and the next turn opens a new one. A turn that is a single
+        statement (PostgreSQL, nothing but successes to record) runs it in autocommit.
         """
         if self._conn is None:
             self._conn = self.engine.connect()
+        one = single_statement and self._conn.dialect.name == "postgresql"
         try:
-            with write_transaction_on(self._conn) as conn:
+            with (single_statement_on if one else write_transaction_on)(self._conn) as conn:
                 yield conn
         except Exception:
             self._drop_connection()

@@ -1,12 +1,14 @@
-"""The worker's write (record results, claim, start: one transaction) failing once, as it does
-when the database restarts (deterministic versions of what test_database_outages.py provokes
-with a real restart).
+"""The worker's turn (record results, claim, start: one transaction, on PostgreSQL one
+statement) failing once, as it does when the database restarts (deterministic versions of what
+test_database_outages.py provokes with a real restart).
 
 - Recording a finished task fails: the result must be kept and recorded on the next pass, not
   dropped. Dropping it left the execution `running` until its lease expired, ran the task a
   second time, and held the worker's slot until shutdown.
-- Starting claimed executions fails: the claim rolls back with it, so the row is claimable again
-  at once instead of sitting `claimed` until its lease expires.
+- Claiming fails: nothing is claimed, so the row is claimable again at once instead of sitting
+  in flight until its lease expires.
+- The turn took effect but its acknowledgement was lost (the connection dropped after the
+  server committed): the worker's second try is refused by the guards, and nothing runs twice.
 """
 from __future__ import annotations
 
@@ -34,19 +36,22 @@ def database_gone() -> OperationalError:
     return OperationalError("COMMIT", {}, Exception("server closed the connection unexpectedly"))
 
 
-def fail_first_turn(monkeypatch, *, with_results: bool) -> list[int]:
+def fail_first_turn(monkeypatch, *, with_results: bool, after_commit: bool = False) -> list[int]:
     """Make the first worker turn that has (or has no) results to record fail as a lost
-    connection would, after the statement ran: the transaction must roll back whole."""
+    connection would: before the statement reached the database (nothing happened), or with
+    `after_commit` once it had taken effect (only the reply was lost)."""
     calls: list[int] = []
     original = store.record_and_claim
 
     def flaky(conn, finished, **kwargs):
-        turn = original(conn, finished, **kwargs)
         if bool(finished) == with_results:
             calls.append(1)
             if len(calls) == 1:
+                if after_commit:
+                    original(conn, finished, **kwargs)
+                    conn.commit()
                 raise database_gone()
-        return turn
+        return original(conn, finished, **kwargs)
 
     monkeypatch.setattr(store, "record_and_claim", flaky)
     return calls
@@ -93,3 +98,17 @@ def test_claims_whose_start_failed_roll_back_and_run_on_the_next_pass(app, monke
     assert seen_after_failure[:1] == ["pending"]
     assert len(calls) >= 2  # the failed turn, then at least the one that claimed again
     assert (row.status, row.attempts, [a.status for a in attempts]) == ("succeeded", 1, ["succeeded"])
+
+
+def test_a_recorded_result_whose_acknowledgement_was_lost_is_not_recorded_twice(app, monkeypatch):
+    job = make_job(now=utcnow(), every="1d", name="blip-after-commit")
+    execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
+    calls = fail_first_turn(monkeypatch, with_results=True, after_commit=True)
+    worker = Worker(app, worker_id="blip", slots=1)
+
+    stats = worker.run(burst=True)
+
+    row, attempts = settled(execution.id)
+    assert len(calls) == 2  # the turn that took effect, then the retry, which the guard refuses
+    assert (row.status, row.attempts, [a.status for a in attempts]) == ("succeeded", 1, ["succeeded"])
+    assert worker.running == {} and stats.discarded == 1 and stats.claimed == 1
