@@ -74,9 +74,12 @@ class DbPath:
     worker's: each turn records the previous batch as succeeded and claims + starts the next
     (`store.record_and_claim`, one statement on PostgreSQL), in a tight loop."""
 
-    def __init__(self, engine, worker_id: str, slots: int, lease: tuple[int, int]) -> None:
-        self.engine, self.worker_id, self.slots, self.lease = engine, worker_id, slots, lease
-        self.conn = engine.connect()
+    def __init__(self, app, worker_id: str, slots: int) -> None:
+        from app.extensions import db
+
+        self.worker_id, self.slots = worker_id, slots
+        self.lease = (app.config["LEASE_SECONDS"], app.config["LEASE_BUFFER_SECONDS"])
+        self.conn = db.engine.connect()  # opened before the go signal, like the worker's
         self.running: list[tuple[int, int]] = []
 
     def turn(self) -> int:
@@ -100,14 +103,9 @@ class DbPath:
 
 
 def run_dbpath(slots: int, worker_id: str) -> dict:
-    from app.extensions import db
-
     app = _app()
     with app.app_context():
-        lease = (app.config["LEASE_SECONDS"], app.config["LEASE_BUFFER_SECONDS"])
-        with db.engine.connect():
-            pass
-        path = DbPath(db.engine, worker_id, slots, lease)
+        path = DbPath(app, worker_id, slots)
         go = _ready_then_go()
         done = 0
         while True:
@@ -121,14 +119,9 @@ def run_dbpath(slots: int, worker_id: str) -> dict:
 
 
 def run_claimloop(slots: int, worker_id: str, seconds: float, window: float) -> dict:
-    from app.extensions import db
-
     app = _app()
     with app.app_context():
-        lease = (app.config["LEASE_SECONDS"], app.config["LEASE_BUFFER_SECONDS"])
-        with db.engine.connect():
-            pass
-        path = DbPath(db.engine, worker_id, slots, lease)
+        path = DbPath(app, worker_id, slots)
         go = _ready_then_go()
         counts: list[int] = []
         latencies: list[list[float]] = []

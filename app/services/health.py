@@ -7,7 +7,7 @@ from flask import current_app
 from sqlalchemy import select, text
 
 from app.cache import get_cache
-from app.extensions import db
+from app.extensions import SCHEMA_HEAD, db
 from app.models import Heartbeat
 
 
@@ -39,8 +39,6 @@ def readiness(now: datetime | None = None) -> dict:
 
 
 def _migrations_check() -> dict:
-    from app.extensions import SCHEMA_HEAD
-
     try:
         with db.engine.connect() as conn:
             current = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()

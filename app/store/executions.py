@@ -158,20 +158,24 @@ _RETURNING = """x.id, x.job_id, j.name, j.task, j.config, j.timeout_seconds, j.e
                 x.max_attempts, x.idempotency_key, x.lease_expires_at, x.scheduled_for, x.trigger,
                 j.retry_backoff_seconds, j.alert_mode"""
 
-# PostgreSQL: one round trip. The CTE picks and locks the batch (lower priority value first,
-# then oldest), skipping rows other workers hold; the UPDATE stamps the lease, which covers
-# the job's hard timeout so a healthy run is never recovered from under its worker.
-_CLAIM_POSTGRES = f"""
-WITH candidates AS (
+# PostgreSQL, shared by the claim below and the worker's turn (_TURN_SQL): pick and lock the
+# batch (lower priority value first, then oldest), skipping rows other workers hold.
+_CANDIDATES_POSTGRES = f"""
     SELECT e.id FROM executions AS e
     WHERE {_CANDIDATE_WHERE}
     ORDER BY e.priority, e.available_at, e.id
     LIMIT :limit
-    FOR UPDATE OF e SKIP LOCKED
+    FOR UPDATE OF e SKIP LOCKED"""
+# The lease covers the job's hard timeout, so a healthy run is never recovered from under its
+# worker (`j` is the execution's job).
+_LEASE_EXPIRES_AT = ":now + make_interval(secs => GREATEST(:lease_seconds, j.timeout_seconds + :buffer_seconds))"
+
+# PostgreSQL: one round trip, the candidates locked and stamped claimed with their lease.
+_CLAIM_POSTGRES = f"""
+WITH candidates AS ({_CANDIDATES_POSTGRES}
 )
 UPDATE executions AS x
-SET status = 'claimed', claimed_by = :worker_id, updated_at = :now,
-    lease_expires_at = :now + make_interval(secs => GREATEST(:lease_seconds, j.timeout_seconds + :buffer_seconds))
+SET status = 'claimed', claimed_by = :worker_id, updated_at = :now, lease_expires_at = {_LEASE_EXPIRES_AT}
 FROM candidates AS c, jobs AS j
 WHERE x.id = c.id AND j.id = x.job_id
 RETURNING {_RETURNING}
@@ -277,8 +281,8 @@ DISABLED_BEFORE_RUN = "job disabled before it could run"
 #   recorded    running -> final status, or -> retry_scheduled; guarded by status and owner like
 #               complete_execution, so a worker whose lease was recovered writes nothing
 #   closed      the Attempt of each recorded execution
-#   candidates  due rows this worker may run, locked, skipping rows other workers hold (as in
-#               _CLAIM_POSTGRES)
+#   candidates  due rows this worker may run, locked, skipping rows other workers hold
+#               (_CANDIDATES_POSTGRES, as in claim_due_executions)
 #   started     candidates of enabled jobs: -> running, lease stamped, attempts + 1
 #   opened      their Attempt rows
 #   cancelled   candidates whose job was disabled after the row was queued
@@ -308,17 +312,11 @@ WITH result AS (
         output = r.output, error = r.error
     FROM result AS r JOIN recorded AS m ON m.id = r.id
     WHERE a.execution_id = r.id AND a.number = r.number AND a.status = 'running'
-), candidates AS (
-    SELECT e.id FROM executions AS e
-    WHERE {_CANDIDATE_WHERE}
-    ORDER BY e.priority, e.available_at, e.id
-    LIMIT :limit
-    FOR UPDATE OF e SKIP LOCKED
+), candidates AS ({_CANDIDATES_POSTGRES}
 ), started AS (
     UPDATE executions AS x
     SET status = 'running', claimed_by = :worker_id, started_at = :now, attempts = x.attempts + 1,
-        updated_at = :now,
-        lease_expires_at = :now + make_interval(secs => GREATEST(:lease_seconds, j.timeout_seconds + :buffer_seconds))
+        updated_at = :now, lease_expires_at = {_LEASE_EXPIRES_AT}
     FROM candidates AS c, jobs AS j
     WHERE x.id = c.id AND j.id = x.job_id AND j.enabled
     RETURNING {_RETURNING}
