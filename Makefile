@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export FLASK_APP := app
 
-.PHONY: run test bench install install-dev clean
+.PHONY: run test lint bench install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -27,6 +27,10 @@ run: install
 	$(BIN)/flask db upgrade
 	$(BIN)/flask ensure-dev-user
 	$(BIN)/python scripts/run_all.py
+
+lint: install-dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 test: install-dev
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

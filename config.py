@@ -3,11 +3,12 @@
 Every setting is documented in README.md and .env.example. `load_settings(environ)` is a pure
 function of the environment so tests can build apps with any configuration.
 """
+
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 BASE_DIR = Path(__file__).resolve().parent
 DEV_SECRET_KEY = "dev-insecure-secret-key-change-me"
@@ -41,7 +42,7 @@ def normalise_database_url(url: str) -> str:
     """Accept postgres:// and postgresql:// as given and point them at psycopg 3."""
     for prefix in ("postgres://", "postgresql://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 
@@ -113,4 +114,5 @@ def refuse_insecure_start(settings: Mapping) -> None:
     if not debug and settings.get("SECRET_KEY") in (None, "", DEV_SECRET_KEY):
         raise InsecureSettings(
             "refusing to start: DEBUG=0 but SECRET_KEY is unset or the development default; set SECRET_KEY "
-            "to a long random value, e.g. python -c 'import secrets; print(secrets.token_urlsafe(48))'")
+            "to a long random value, e.g. python -c 'import secrets; print(secrets.token_urlsafe(48))'"
+        )

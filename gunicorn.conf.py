@@ -7,6 +7,7 @@ by environment variables (GUNICORN_*, see .env.example). Logs are Cronwell's own
 prometheus_client's multiprocess mode sums them through files in PROMETHEUS_MULTIPROC_DIR
 (a fresh temporary directory unless set; emptied at start-up).
 """
+
 import glob
 import os
 import shutil

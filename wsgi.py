@@ -1,4 +1,5 @@
 """WSGI entry point for gunicorn: `gunicorn --config gunicorn.conf.py wsgi:app`."""
+
 from app import create_app
 from config import refuse_insecure_start
 

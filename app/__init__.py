@@ -3,10 +3,12 @@
 `create_app()` builds the Flask app shared by the web UI, the CLI, the scheduler and the
 worker. Nothing happens at import time; everything is wired here as a readable list of steps.
 """
+
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -16,7 +18,7 @@ if TYPE_CHECKING:
 # is memory every fork copies and a slower fork.
 
 
-def create_app(overrides: Mapping | None = None, env: Mapping[str, str] | None = None) -> "Flask":
+def create_app(overrides: Mapping | None = None, env: Mapping[str, str] | None = None) -> Flask:
     """Application factory: settings from the environment, then `overrides` (tests)."""
     from flask import Flask
 
@@ -40,13 +42,13 @@ def create_app(overrides: Mapping | None = None, env: Mapping[str, str] | None =
     return app
 
 
-def register_logging(app: "Flask") -> None:
+def register_logging(app: Flask) -> None:
     from app.logs import configure_logging
 
     configure_logging(app.config["LOG_FORMAT"], app.config["LOG_LEVEL"])
 
 
-def register_extensions(app: "Flask") -> None:
+def register_extensions(app: Flask) -> None:
     from app import database
     from app.extensions import csrf, db, login_manager
 
@@ -62,13 +64,13 @@ def register_extensions(app: "Flask") -> None:
     cache.init_app(app)
 
 
-def register_blueprints(app: "Flask") -> None:
+def register_blueprints(app: Flask) -> None:
     from app.web import register_web
 
     register_web(app)
 
 
-def register_cli(app: "Flask") -> None:
+def register_cli(app: Flask) -> None:
     from cli import register_commands
 
     register_commands(app)

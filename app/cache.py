@@ -4,13 +4,15 @@ The cache is never authoritative. Every Redis error is logged and swallowed, and
 recomputes from the database. Invalidation deletes named keys only (never a flush) and waits for
 the writing transaction to commit, so a reader cannot re-cache pre-commit data.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import threading
 import time
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from flask import Flask, current_app
 
@@ -153,8 +155,12 @@ class Cache:
             return fn()
         except Exception:
             self._unavailable_until = time.monotonic() + self.RETRY_AFTER_SECONDS
-            log.warning("cache %s failed; carrying on without the cache", what,
-                        extra={"event": "cache_error", "operation": what, "keys": keys}, exc_info=True)
+            log.warning(
+                "cache %s failed; carrying on without the cache",
+                what,
+                extra={"event": "cache_error", "operation": what, "keys": keys},
+                exc_info=True,
+            )
             return default
 
     def get(self, key: str) -> Any:

@@ -7,11 +7,12 @@ A transaction that will write starts with BEGIN IMMEDIATE (see `begin_write`,
 process committed in between, and taking the lock up front is what serialises claims and ticks
 across processes on one machine. PostgreSQL needs none of this: row locks do the work there.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Iterator
 
 from flask import Flask
 from sqlalchemy import Engine, event

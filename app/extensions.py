@@ -1,4 +1,5 @@
 """Extension singletons, bound to an app in create_app via init_app."""
+
 from flask_login import LoginManager
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect

@@ -9,6 +9,7 @@ authorization, cookie) are replaced, the values of the secret settings (SECRET_K
 SCHEDULER_CLI_SECRET, METRICS_TOKEN, DEV_ADMIN_PASSWORD, passwords inside DATABASE_URL and
 REDIS_URL) are masked wherever they appear, and credentials in URLs are masked by pattern.
 """
+
 from __future__ import annotations
 
 import logging
@@ -16,8 +17,9 @@ import os
 import re
 import sys
 import threading
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
 from urllib.parse import urlsplit
 
 from gunicorn.glogging import Logger as _GunicornBaseLogger
@@ -70,7 +72,7 @@ class Redactor:
 
 
 def _iso_time(record: logging.LogRecord) -> str:
-    stamp = datetime.fromtimestamp(record.created, tz=timezone.utc)
+    stamp = datetime.fromtimestamp(record.created, tz=UTC)
     return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -78,9 +80,11 @@ class CronwellJsonFormatter(JsonFormatter):
     """`{"time", "level", "logger", "message", "event", "pid", ...extra}` on one line, secrets masked."""
 
     def __init__(self, redactor: Redactor) -> None:
-        super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s %(process)s",
-                         rename_fields={"asctime": "time", "levelname": "level", "name": "logger", "process": "pid"},
-                         json_ensure_ascii=False)
+        super().__init__(
+            "%(asctime)s %(levelname)s %(name)s %(message)s %(process)s",
+            rename_fields={"asctime": "time", "levelname": "level", "name": "logger", "process": "pid"},
+            json_ensure_ascii=False,
+        )
         self.redactor = redactor
 
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 (logging API)
@@ -103,8 +107,11 @@ class CronwellTextFormatter(logging.Formatter):
 
     def format(self, record: logging.LogRecord) -> str:
         base = super().format(record)
-        extras = {k: self.redactor.value(v, k) for k, v in record.__dict__.items()
-                  if k not in _STANDARD_ATTRS and not k.startswith("_")}
+        extras = {
+            k: self.redactor.value(v, k)
+            for k, v in record.__dict__.items()
+            if k not in _STANDARD_ATTRS and not k.startswith("_")
+        }
         if extras:
             base += " " + " ".join(f"{k}={v}" for k, v in extras.items())
         return self.redactor.text(base)
@@ -149,9 +156,12 @@ def _route_uncaught_exceptions() -> None:
         crash_log.critical("uncaught exception", exc_info=(exc_type, exc, tb), extra={"event": "uncaught_exception"})
 
     def log_thread_exception(args: threading.ExceptHookArgs) -> None:
-        crash_log.critical("uncaught exception in thread %s", getattr(args.thread, "name", "?"),
-                           exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
-                           extra={"event": "uncaught_exception"})
+        crash_log.critical(
+            "uncaught exception in thread %s",
+            getattr(args.thread, "name", "?"),
+            exc_info=(args.exc_type, args.exc_value, args.exc_traceback),
+            extra={"event": "uncaught_exception"},
+        )
 
     sys.excepthook = log_uncaught
     threading.excepthook = log_thread_exception
@@ -192,6 +202,7 @@ def _number(raw: str) -> Any:
 
 # --- gunicorn ---------------------------------------------------------------------------------
 
+
 class GunicornLogger(_GunicornBaseLogger):
     """gunicorn's error and access logs through Cronwell's formatters.
 
@@ -216,10 +227,21 @@ class GunicornLogger(_GunicornBaseLogger):
         duration_ms = round(request_time.total_seconds() * 1000, 3)
         method, path = environ.get("REQUEST_METHOD"), environ.get("PATH_INFO")
         try:
-            self.access_log.info("%s %s %s %sms", method, path, status, duration_ms, extra={
-                "event": "http_request", "method": method, "path": path, "status": int(status),
-                "duration_ms": duration_ms, "bytes": getattr(resp, "sent", None),
-                "remote": environ.get("REMOTE_ADDR"),
-            })
+            self.access_log.info(
+                "%s %s %s %sms",
+                method,
+                path,
+                status,
+                duration_ms,
+                extra={
+                    "event": "http_request",
+                    "method": method,
+                    "path": path,
+                    "status": int(status),
+                    "duration_ms": duration_ms,
+                    "bytes": getattr(resp, "sent", None),
+                    "remote": environ.get("REMOTE_ADDR"),
+                },
+            )
         except Exception:
             self.error("could not write the access log line", exc_info=True)

@@ -17,18 +17,20 @@ Where each figure comes from:
   gauges read from the database at scrape time. Under gunicorn set PROMETHEUS_MULTIPROC_DIR
   (gunicorn.conf.py does) so every worker's counters are summed.
 """
+
 from __future__ import annotations
 
 import logging
 import os
 import threading
 import time
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Iterable, Sequence
+from datetime import datetime
 
 from sqlalchemy import func, select
 
+from app.clock import utcnow
 from app.domain.states import CLAIMABLE, IN_FLIGHT
 
 log = logging.getLogger("cronwell.metrics")
@@ -68,62 +70,94 @@ class _Engine:
     def __init__(self) -> None:
         from prometheus_client import Counter
 
-        self.finished = Counter("cronwell_executions_finished_total",
-                                "Executions that reached a terminal status in this process, by status.", ["status"])
-        self.retries = Counter("cronwell_retries_scheduled_total",
-                               "Retries scheduled, by who scheduled them (worker after a failed attempt, "
-                               "or lease recovery).", ["source"])
-        self.dead_letters = Counter("cronwell_dead_letters_total",
-                                    "Executions dead-lettered (attempts exhausted), by their final status.",
-                                    ["status"])
-        self.recovered = Counter("cronwell_leases_recovered_total",
-                                 "Expired leases settled, by outcome (released, retried, dead_lettered).",
-                                 ["outcome"])
+        self.finished = Counter(
+            "cronwell_executions_finished_total",
+            "Executions that reached a terminal status in this process, by status.",
+            ["status"],
+        )
+        self.retries = Counter(
+            "cronwell_retries_scheduled_total",
+            "Retries scheduled, by who scheduled them (worker after a failed attempt, or lease recovery).",
+            ["source"],
+        )
+        self.dead_letters = Counter(
+            "cronwell_dead_letters_total",
+            "Executions dead-lettered (attempts exhausted), by their final status.",
+            ["status"],
+        )
+        self.recovered = Counter(
+            "cronwell_leases_recovered_total",
+            "Expired leases settled, by outcome (released, retried, dead_lettered).",
+            ["outcome"],
+        )
 
 
 class _Scheduler:
     def __init__(self) -> None:
         from prometheus_client import Counter, Histogram
 
-        self.tick = Histogram("cronwell_scheduler_tick_duration_seconds", "Duration of one scheduler tick.",
-                              buckets=TICK_BUCKETS)
-        self.created = Counter("cronwell_executions_created_total",
-                               "Occurrence rows written by the scheduler, by status (pending or missed).",
-                               ["status"])
-        self.coalesced = Counter("cronwell_misfires_coalesced_total",
-                                 "Missed occurrences collapsed into one run by the coalesce misfire policy.")
+        self.tick = Histogram(
+            "cronwell_scheduler_tick_duration_seconds", "Duration of one scheduler tick.", buckets=TICK_BUCKETS
+        )
+        self.created = Counter(
+            "cronwell_executions_created_total",
+            "Occurrence rows written by the scheduler, by status (pending or missed).",
+            ["status"],
+        )
+        self.coalesced = Counter(
+            "cronwell_misfires_coalesced_total",
+            "Missed occurrences collapsed into one run by the coalesce misfire policy.",
+        )
 
 
 class _Worker:
     def __init__(self) -> None:
         from prometheus_client import Histogram
 
-        self.claim_batch = Histogram("cronwell_worker_claim_batch_size", "Executions claimed per non-empty claim.",
-                                     buckets=BATCH_BUCKETS)
-        self.lateness = Histogram("cronwell_fire_lateness_seconds",
-                                  "started_at - scheduled_for of first attempts, by trigger.", ["trigger"],
-                                  buckets=LATENESS_BUCKETS)
-        self.duration = Histogram("cronwell_task_duration_seconds", "Task process run time, by attempt status.",
-                                  ["status"], buckets=DURATION_BUCKETS)
-        self.fork = Histogram("cronwell_executor_fork_seconds",
-                              "Time from the fork server receiving a request to the child being ready.",
-                              buckets=FORK_BUCKETS)
+        self.claim_batch = Histogram(
+            "cronwell_worker_claim_batch_size", "Executions claimed per non-empty claim.", buckets=BATCH_BUCKETS
+        )
+        self.lateness = Histogram(
+            "cronwell_fire_lateness_seconds",
+            "started_at - scheduled_for of first attempts, by trigger.",
+            ["trigger"],
+            buckets=LATENESS_BUCKETS,
+        )
+        self.duration = Histogram(
+            "cronwell_task_duration_seconds",
+            "Task process run time, by attempt status.",
+            ["status"],
+            buckets=DURATION_BUCKETS,
+        )
+        self.fork = Histogram(
+            "cronwell_executor_fork_seconds",
+            "Time from the fork server receiving a request to the child being ready.",
+            buckets=FORK_BUCKETS,
+        )
 
 
 class _Web:
     def __init__(self) -> None:
         from prometheus_client import Counter, Histogram
 
-        self.requests = Counter("cronwell_http_requests_total", "HTTP requests, by method, endpoint and status.",
-                                ["method", "endpoint", "status"])
-        self.latency = Histogram("cronwell_http_request_duration_seconds", "HTTP request latency, by endpoint.",
-                                 ["method", "endpoint"], buckets=HTTP_BUCKETS)
+        self.requests = Counter(
+            "cronwell_http_requests_total",
+            "HTTP requests, by method, endpoint and status.",
+            ["method", "endpoint", "status"],
+        )
+        self.latency = Histogram(
+            "cronwell_http_request_duration_seconds",
+            "HTTP request latency, by endpoint.",
+            ["method", "endpoint"],
+            buckets=HTTP_BUCKETS,
+        )
 
 
 _BUILDERS = {"engine": _Engine, "scheduler": _Scheduler, "worker": _Worker, "web": _Web}
 
 
 # --- recording: one call at each point in the services ----------------------------------------
+
 
 def observe_tick(report) -> None:
     """A finished scheduler tick (`TickReport`)."""
@@ -193,6 +227,7 @@ def observe_request(method: str, endpoint: str, status: int, seconds: float) -> 
 
 # --- database readings: gauges ----------------------------------------------------------------
 
+
 @dataclass
 class Snapshot:
     """What the gauges show, read from the database at `taken_at`."""
@@ -211,15 +246,20 @@ def read_snapshot(engine, now: datetime) -> Snapshot:
 
     e, h, a = Execution.__table__, Heartbeat.__table__, Alert.__table__
     with engine.connect() as conn:
-        depth, oldest = conn.execute(select(func.count(), func.min(e.c.available_at)).where(
-            e.c.status.in_([s.value for s in CLAIMABLE]), e.c.available_at <= now)).one()
+        depth, oldest = conn.execute(
+            select(func.count(), func.min(e.c.available_at)).where(
+                e.c.status.in_([s.value for s in CLAIMABLE]), e.c.available_at <= now
+            )
+        ).one()
         in_flight = conn.execute(select(func.count()).where(e.c.status.in_([s.value for s in IN_FLIGHT]))).scalar()
         open_alerts = conn.execute(select(func.count()).where(a.c.resolved_at.is_(None))).scalar()
         beats = conn.execute(select(h.c.kind, h.c.id, h.c.last_seen)).fetchall()
     return Snapshot(
-        taken_at=now, queue_depth=depth or 0,
+        taken_at=now,
+        queue_depth=depth or 0,
         oldest_pending_age=max(0.0, (now - oldest).total_seconds()) if oldest else 0.0,
-        in_flight=in_flight or 0, open_alerts=open_alerts or 0,
+        in_flight=in_flight or 0,
+        open_alerts=open_alerts or 0,
         heartbeats=[(kind, pid, max(0.0, (now - seen).total_seconds())) for kind, pid, seen in beats],
     )
 
@@ -246,32 +286,46 @@ class DatabaseGauges:
                 self.snapshot, self.readable = read_snapshot(engine, now), True
             except Exception:  # metrics must never break a tick or a scrape
                 self.readable = False
-                log.warning("could not read the metrics snapshot", exc_info=True,
-                            extra={"event": "metrics_snapshot_failed"})
+                log.warning(
+                    "could not read the metrics snapshot", exc_info=True, extra={"event": "metrics_snapshot_failed"}
+                )
 
     def collect(self) -> Iterable:
         from prometheus_client.core import GaugeMetricFamily
 
         if self.engine is not None and self.due():
-            self.refresh(self.engine, datetime.now(timezone.utc))
-        yield GaugeMetricFamily("cronwell_database_readable", "1 when the last metrics snapshot read succeeded.",
-                                value=1 if self.readable else 0)
+            self.refresh(self.engine, utcnow())
+        yield GaugeMetricFamily(
+            "cronwell_database_readable",
+            "1 when the last metrics snapshot read succeeded.",
+            value=1 if self.readable else 0,
+        )
         snap = self.snapshot
         if snap is None:
             return
         for name, doc, value in (
-            ("cronwell_queue_depth", "Executions due and claimable now (pending or due retry_scheduled).",
-             snap.queue_depth),
-            ("cronwell_queue_oldest_pending_age_seconds", "How long the oldest due claimable execution has waited.",
-             snap.oldest_pending_age),
+            (
+                "cronwell_queue_depth",
+                "Executions due and claimable now (pending or due retry_scheduled).",
+                snap.queue_depth,
+            ),
+            (
+                "cronwell_queue_oldest_pending_age_seconds",
+                "How long the oldest due claimable execution has waited.",
+                snap.oldest_pending_age,
+            ),
             ("cronwell_executions_in_flight", "Executions claimed or running.", snap.in_flight),
             ("cronwell_alerts_open", "Unresolved alerts.", snap.open_alerts),
-            ("cronwell_snapshot_timestamp_seconds", "When these gauges were read from the database (Unix time).",
-             snap.taken_at.timestamp()),
+            (
+                "cronwell_snapshot_timestamp_seconds",
+                "When these gauges were read from the database (Unix time).",
+                snap.taken_at.timestamp(),
+            ),
         ):
             yield GaugeMetricFamily(name, doc, value=value)
-        beats = GaugeMetricFamily("cronwell_heartbeat_age_seconds", "Seconds since each process's last heartbeat.",
-                                  labels=["kind", "process"])
+        beats = GaugeMetricFamily(
+            "cronwell_heartbeat_age_seconds", "Seconds since each process's last heartbeat.", labels=["kind", "process"]
+        )
         for kind, process_id, age in snap.heartbeats:
             beats.add_metric([kind, process_id], age)
         yield beats

@@ -5,6 +5,7 @@ not exist; with `METRICS_TOKEN` set a scraper must send `Authorization: Bearer <
 in constant time), otherwise 401. Without a token the endpoint is open: keep it on a private
 network (`flask check-deploy` warns).
 """
+
 from __future__ import annotations
 
 import hmac
@@ -47,8 +48,12 @@ def metrics_endpoint():
     if not current_app.config.get("METRICS_ENABLED"):
         abort(404)
     if not _authorized():
-        return Response("metrics need a bearer token\n", status=401, mimetype="text/plain",
-                        headers={"WWW-Authenticate": 'Bearer realm="metrics"'})
+        return Response(
+            "metrics need a bearer token\n",
+            status=401,
+            mimetype="text/plain",
+            headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
+        )
     from app import metrics
     from app.extensions import db
 

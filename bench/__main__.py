@@ -3,6 +3,7 @@
 Names: throughput, executor, fire, tick, dashboard, memory, degradation (default: all, in that
 order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -11,9 +12,9 @@ import json
 import sys
 import time
 import traceback
-from datetime import datetime, timezone
 from pathlib import Path
 
+from app.clock import utcnow
 from bench.harness import PROJECT_ROOT, BenchDatabase, machine_facts, server_facts
 from bench.report import print_table
 
@@ -31,29 +32,42 @@ RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.splitlines()[0])
-    parser.add_argument("names", nargs="*", metavar="NAME",
-                        help=f"benchmarks to run (default all): {', '.join(BENCHMARKS)}")
+    parser.add_argument(
+        "names", nargs="*", metavar="NAME", help=f"benchmarks to run (default all): {', '.join(BENCHMARKS)}"
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes and short durations (a smoke run)")
     parser.add_argument("--throughput-n", type=int, default=None, help="pending executions per run (default 3000)")
     parser.add_argument("--no-sqlite", dest="sqlite", action="store_false", help="skip the SQLite throughput row")
     parser.add_argument("--executor-tasks", type=int, default=None, help="fork-server tasks (default 1000)")
     parser.add_argument("--fresh-runs", type=int, default=None, help="fresh-interpreter runs (default 20)")
-    parser.add_argument("--fire-seconds", type=float, default=None,
-                        help="measured duration of the fire-time run (default 30; the issue's figure is 60)")
+    parser.add_argument(
+        "--fire-seconds",
+        type=float,
+        default=None,
+        help="measured duration of the fire-time run (default 30; the issue's figure is 60)",
+    )
     parser.add_argument("--fire-jobs", type=int, default=200, help="interval jobs in the fire-time run")
     parser.add_argument("--triggers", type=int, default=None, help="manual triggers timed (default 100)")
     parser.add_argument("--tick-sizes", default=None, help="comma-separated job counts (default 1000,10000,100000)")
     parser.add_argument("--rows", type=int, default=None, help="execution rows for the dashboard (default 1000000)")
-    parser.add_argument("--hold-seconds", type=float, default=None,
-                        help="how long the idle transaction is held in the degradation run (default 30)")
+    parser.add_argument(
+        "--hold-seconds",
+        type=float,
+        default=None,
+        help="how long the idle transaction is held in the degradation run (default 30)",
+    )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the benchmark database at the end")
     parser.add_argument("--output", type=Path, default=None, help="JSON file to write (default bench/results/...)")
     options = parser.parse_args(argv)
     quick = options.quick
     defaults = {
-        "throughput_n": 600 if quick else 3000, "executor_tasks": 200 if quick else 1000,
-        "fresh_runs": 6 if quick else 20, "fire_seconds": 10.0 if quick else 30.0, "triggers": 30 if quick else 100,
-        "tick_sizes": "1000,10000" if quick else "1000,10000,100000", "rows": 100_000 if quick else 1_000_000,
+        "throughput_n": 600 if quick else 3000,
+        "executor_tasks": 200 if quick else 1000,
+        "fresh_runs": 6 if quick else 20,
+        "fire_seconds": 10.0 if quick else 30.0,
+        "triggers": 30 if quick else 100,
+        "tick_sizes": "1000,10000" if quick else "1000,10000,100000",
+        "rows": 100_000 if quick else 1_000_000,
         "hold_seconds": 10.0 if quick else 30.0,
     }
     for key, value in defaults.items():
@@ -69,12 +83,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     options = parse_args(sys.argv[1:] if argv is None else argv)
-    started = datetime.now(timezone.utc)
+    started = utcnow()
     db = BenchDatabase()
     print(f"creating benchmark database {db.name} ...", flush=True)
     db.create()
-    results: dict = {"started_at": started.isoformat(), "machine": machine_facts(), "options": vars(options) | {
-        "output": str(options.output) if options.output else None}, "benchmarks": {}}
+    results: dict = {
+        "started_at": started.isoformat(),
+        "machine": machine_facts(),
+        "options": vars(options) | {"output": str(options.output) if options.output else None},
+        "benchmarks": {},
+    }
     figures = []
     failed: list[str] = []
     try:
@@ -98,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         if not options.keep_db:
             db.drop()
-    results["finished_at"] = datetime.now(timezone.utc).isoformat()
+    results["finished_at"] = utcnow().isoformat()
     print("\n== all results")
     print_table(figures)
     output = options.output or RESULTS_DIR / f"{started.strftime('%Y%m%dT%H%M%SZ')}.json"

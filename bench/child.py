@@ -17,6 +17,7 @@ JSON line with what it did. Modes:
   that imported what the zygote imports, so it is the size of the warmed parent.
 - `claimloop`: `dbpath` for `--seconds`, counting claims per `--windows`-second window.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,8 +26,9 @@ import os
 import resource
 import sys
 import time
-from datetime import datetime, timezone
 from pathlib import Path
+
+from app.clock import utcnow
 
 
 def _ready_then_go() -> float:
@@ -42,7 +44,7 @@ def _app():
 
 
 def run_worker(slots: int, worker_id: str, null: bool) -> dict:
-    from app.services.worker import Worker
+    from app.services.engine.worker import Worker
 
     app = _app()
     with app.app_context():
@@ -58,9 +60,16 @@ def run_worker(slots: int, worker_id: str, null: bool) -> dict:
         stats = worker.run(burst=True)  # returns after the zygote is stopped and reaped
         end = time.time()
         after = _cpu()
-    return {"go": go, "end": end, "claimed": stats.claimed, "succeeded": stats.succeeded,
-            "failed": stats.failed, "fork_ms": stats.fork_ms,
-            "cpu_parent_s": after[0] - before[0], "cpu_zygote_and_tasks_s": after[1] - before[1]}
+    return {
+        "go": go,
+        "end": end,
+        "claimed": stats.claimed,
+        "succeeded": stats.succeeded,
+        "failed": stats.failed,
+        "fork_ms": stats.fork_ms,
+        "cpu_parent_s": after[0] - before[0],
+        "cpu_zygote_and_tasks_s": after[1] - before[1],
+    }
 
 
 def _cpu() -> tuple[float, float]:
@@ -91,9 +100,16 @@ class DbPath:
         outcome = store.Outcome(status=AttemptStatus.SUCCEEDED, exit_code=0, output="ok\n", error="", pid=0)
         finished = [store.Finished(execution_id, number, outcome, None) for execution_id, number in self.running]
         with write_transaction_on(self.conn) as conn:
-            turn = store.record_and_claim(conn, finished, worker_id=self.worker_id, now=datetime.now(timezone.utc),
-                                          limit=self.slots, queues=None, lease_seconds=self.lease[0],
-                                          buffer_seconds=self.lease[1])
+            turn = store.record_and_claim(
+                conn,
+                finished,
+                worker_id=self.worker_id,
+                now=utcnow(),
+                limit=self.slots,
+                queues=None,
+                lease_seconds=self.lease[0],
+                buffer_seconds=self.lease[1],
+            )
         self.running = [(item.id, number) for item, number in turn.started]
         return len(turn.started)
 
@@ -137,14 +153,18 @@ def run_claimloop(slots: int, worker_id: str, seconds: float, window: float) -> 
             if not n:
                 time.sleep(0.01)
             counts[index] += n
-    return {"go": go, "end": time.time(), "window_seconds": window, "counts": counts,
-            "batch_ms_p50": [sorted(w)[len(w) // 2] if w else None for w in latencies]}
+    return {
+        "go": go,
+        "end": time.time(),
+        "window_seconds": window,
+        "counts": counts,
+        "batch_ms_p50": [sorted(w)[len(w) // 2] if w else None for w in latencies],
+    }
 
 
 def run_fork(inflight: int, count: int) -> dict:
     import app.executor.zygote  # noqa: F401 - the zygote's own imports
     import app.tasks.catalog  # noqa: F401 - and its preload
-
     from bench.harness import proc_status
 
     size = proc_status(os.getpid())
@@ -184,8 +204,19 @@ class InstantExecutor:
         from app.executor import TaskResult
 
         now = time.time()
-        self._results.append(TaskResult(execution_id=request.execution_id, status="succeeded", exit_code=0,
-                                        output="ok\n", error="", pid=0, started_at=now, finished_at=now, fork_ms=0.0))
+        self._results.append(
+            TaskResult(
+                execution_id=request.execution_id,
+                status="succeeded",
+                exit_code=0,
+                output="ok\n",
+                error="",
+                pid=0,
+                started_at=now,
+                finished_at=now,
+                fork_ms=0.0,
+            )
+        )
         os.write(self._w, b"x")
 
     def poll(self, timeout: float = 0.0):

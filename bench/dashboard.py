@@ -16,11 +16,12 @@ estimate is from the exact count the loader took. Lists count at most 50,000 row
 timed are the last counted page of each list (page 1000 of all executions, the last pages of a
 status and of a job).
 """
+
 from __future__ import annotations
 
 import time
-from datetime import datetime, timezone
 
+from app.clock import utcnow
 from bench import loaders
 from bench.harness import REDIS_URL, BenchDatabase, Figure, summary, timed
 
@@ -51,11 +52,12 @@ class NeverHitBackend:
 def _services(app, job_id: int) -> dict:
     """name -> zero-argument callable, each one read the pages make."""
     from app.extensions import db
-    from app.services import dashboard, executions
-    from app.services import jobs as job_service
+    from app.services.read import dashboard
+    from app.services.use_cases import executions
+    from app.services.use_cases import jobs as job_service
     from app.web.pagination import paginate
 
-    now = lambda: datetime.now(timezone.utc)  # noqa: E731
+    now = lambda: utcnow()  # noqa: E731
 
     def page(query, number=1, per_page=50):
         return lambda: paginate(query(), page=number, per_page=per_page)
@@ -85,12 +87,24 @@ def _services(app, job_id: int) -> dict:
 
 PAGES = [
     "/dashboard/",
-    "/dashboard/panels/summary", "/dashboard/panels/queue", "/dashboard/panels/upcoming",
-    "/dashboard/panels/activity", "/dashboard/panels/alerts", "/dashboard/panels/heartbeats",
+    "/dashboard/panels/summary",
+    "/dashboard/panels/queue",
+    "/dashboard/panels/upcoming",
+    "/dashboard/panels/activity",
+    "/dashboard/panels/alerts",
+    "/dashboard/panels/heartbeats",
     "/dashboard/panels/jobs",
-    "/jobs/", "/jobs/{job}", "/executions/", "/executions/?status=failed", "/executions/?job={job}",
-    "/executions/?page=1000", "/executions/?status=failed&page=100", "/executions/?job={job}&page=20",
-    "/executions/{execution}", "/alerts/", "/health/",
+    "/jobs/",
+    "/jobs/{job}",
+    "/executions/",
+    "/executions/?status=failed",
+    "/executions/?job={job}",
+    "/executions/?page=1000",
+    "/executions/?status=failed&page=100",
+    "/executions/?job={job}&page=20",
+    "/executions/{execution}",
+    "/alerts/",
+    "/health/",
 ]
 
 
@@ -100,9 +114,11 @@ def _time_services(app, job_id: int) -> dict:
     found = {}
     with app.app_context():
         for name, call in _services(app, job_id).items():
+
             def once():
                 call()
                 db.session.remove()
+
             found[name] = summary(timed(once, REPEAT, warmup=2))
     return found
 
@@ -128,12 +144,14 @@ def _time_pages(app, job_id: int, execution_id: int) -> dict:
 
 def _summary_as_shown(app) -> dict:
     """The summary's execution counts and how each was obtained (exact, estimate, more_than)."""
-    from app.services import dashboard
+    from app.services.read import dashboard
 
     with app.app_context():
         summary = dashboard.summary_counts()
-    return {status: {"value": value, "kind": summary["count_kinds"][status]}
-            for status, value in summary["executions_by_status"].items()}
+    return {
+        status: {"value": value, "kind": summary["count_kinds"][status]}
+        for status, value in summary["executions_by_status"].items()
+    }
 
 
 def _estimate_figures(shown: dict, exact: dict) -> list[Figure]:
@@ -142,14 +160,31 @@ def _estimate_figures(shown: dict, exact: dict) -> list[Figure]:
     for status, count in shown.items():
         if count["kind"] == "exact":
             if count["value"] != exact.get(status, 0):  # an exact count must be exact
-                figures.append(Figure(NAME, f"summary count {status} (exact)", count["value"], "rows",
-                                      "exact count", exact.get(status, 0), note="MISMATCH"))
+                figures.append(
+                    Figure(
+                        NAME,
+                        f"summary count {status} (exact)",
+                        count["value"],
+                        "rows",
+                        "exact count",
+                        exact.get(status, 0),
+                        note="MISMATCH",
+                    )
+                )
             continue
         truth = exact.get(status, 0)
         error = 100.0 * (count["value"] - truth) / truth if truth else None
-        figures.append(Figure(NAME, f"summary count {status} ({count['kind']})", count["value"], "rows",
-                              "exact count", truth,
-                              note=f"error {error:+.2f} %" if error is not None else "no such rows"))
+        figures.append(
+            Figure(
+                NAME,
+                f"summary count {status} ({count['kind']})",
+                count["value"],
+                "rows",
+                "exact count",
+                truth,
+                note=f"error {error:+.2f} %" if error is not None else "no such rows",
+            )
+        )
     return figures
 
 
@@ -175,22 +210,28 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     db.reset()
     began = time.perf_counter()
     with db.connect() as conn:
-        counts = loaders.load_history(conn, options.rows, JOBS, now=datetime.now(timezone.utc))
+        counts = loaders.load_history(conn, options.rows, JOBS, now=utcnow())
         execution_id = conn.execute("SELECT max(id) FROM executions WHERE status = 'failed'").fetchone()[0]
     load_seconds = time.perf_counter() - began
     job_id = 1 + JOBS // 2
     nocache = db.app(WEBUI_AUTH="0")
     nocache.extensions["cronwell_cache"].backend = NeverHitBackend()
     shown = _summary_as_shown(nocache)
-    results = {"rows": options.rows, "by_status": counts, "load_seconds": load_seconds, "summary_shown": shown,
-               "nocache": {"services": _time_services(nocache, job_id),
-                           "pages": _time_pages(nocache, job_id, execution_id)}}
+    results = {
+        "rows": options.rows,
+        "by_status": counts,
+        "load_seconds": load_seconds,
+        "summary_shown": shown,
+        "nocache": {"services": _time_services(nocache, job_id), "pages": _time_pages(nocache, job_id, execution_id)},
+    }
     prefix = f"{db.name}:"
     if _redis_available():
         cached = db.app(WEBUI_AUTH="0", REDIS_URL=REDIS_URL, CACHE_KEY_PREFIX=prefix)
         try:
-            results["redis"] = {"services": _time_services(cached, job_id),
-                                "pages": _time_pages(cached, job_id, execution_id)}
+            results["redis"] = {
+                "services": _time_services(cached, job_id),
+                "pages": _time_pages(cached, job_id, execution_id),
+            }
         finally:
             _drop_redis_keys(prefix)
     figures: list[Figure] = []
@@ -201,9 +242,15 @@ def run(db: BenchDatabase, options) -> list[Figure]:
                 figures.append(Figure(NAME, f"{kind[:-1]} {name}", None, "ms", note=stats["error"]))
                 continue
             warm = redis.get(kind, {}).get(name, {})
-            figure = Figure(NAME, f"{kind[:-1]} {name} p95, no cache", stats["p95"], "ms",
-                            "with Redis p95" if warm else None, warm.get("p95"),
-                            note=f"p50 {stats['p50']:.1f} ms; Redis p50 {warm.get('p50') or 0:.1f} ms")
+            figure = Figure(
+                NAME,
+                f"{kind[:-1]} {name} p95, no cache",
+                stats["p95"],
+                "ms",
+                "with Redis p95" if warm else None,
+                warm.get("p95"),
+                note=f"p50 {stats['p50']:.1f} ms; Redis p50 {warm.get('p50') or 0:.1f} ms",
+            )
             if kind == "pages":
                 figure.judge("<= 50")
             figures.append(figure)

@@ -15,14 +15,15 @@ is there: that is the trap); and that plus `idle_in_transaction_session_timeout 
 holder's session, which makes the server end the stuck session. The same-run limit is the
 baseline rate before the holder starts.
 """
+
 from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
 
 import psycopg
 
+from app.clock import utcnow
 from bench import loaders
 from bench.harness import BenchDatabase, Figure, run_children
 
@@ -73,9 +74,14 @@ def _sample(url: str, until: float, samples: list, vacuum: bool) -> None:
             row = conn.execute("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'executions'").fetchone()
             plan = conn.execute(sql).fetchone()[0][0]
             top = plan["Plan"]
-            samples.append({"t": time.time(), "dead_tuples": row[0] if row else None,
-                            "scan_ms": plan["Execution Time"],
-                            "buffers": top.get("Shared Hit Blocks", 0) + top.get("Shared Read Blocks", 0)})
+            samples.append(
+                {
+                    "t": time.time(),
+                    "dead_tuples": row[0] if row else None,
+                    "scan_ms": plan["Execution Time"],
+                    "buffers": top.get("Shared Hit Blocks", 0) + top.get("Shared Read Blocks", 0),
+                }
+            )
             time.sleep(WINDOW)
 
 
@@ -83,15 +89,20 @@ def _variant(db: BenchDatabase, hold: float, timeout_setting: str | None, vacuum
     total = BASELINE_SECONDS + hold + AFTER_SECONDS
     db.reset()
     with db.connect() as conn:
-        job = loaders.insert_job(conn, "degradation", now=datetime.now(timezone.utc), overlap_policy="allow")
-        loaders.insert_pending(conn, job, int(2500 * total), now=datetime.now(timezone.utc))
+        job = loaders.insert_job(conn, "degradation", now=utcnow(), overlap_policy="allow")
+        loaders.insert_pending(conn, job, int(2500 * total), now=utcnow())
         conn.execute("VACUUM ANALYZE executions")
     log: dict = {}
     samples: list = []
-    threads = [threading.Thread(target=_hold, args=(db.url, BASELINE_SECONDS, hold, timeout_setting, log), daemon=True),
-               threading.Thread(target=_sample, args=(db.url, time.time() + total, samples, vacuum), daemon=True)]
-    go, reports = run_children([["claimloop", "--slots", "4", "--seconds", str(total), "--windows", str(WINDOW)]],
-                               db.env(), before_go=lambda: [t.start() for t in threads])
+    threads = [
+        threading.Thread(target=_hold, args=(db.url, BASELINE_SECONDS, hold, timeout_setting, log), daemon=True),
+        threading.Thread(target=_sample, args=(db.url, time.time() + total, samples, vacuum), daemon=True),
+    ]
+    go, reports = run_children(
+        [["claimloop", "--slots", "4", "--seconds", str(total), "--windows", str(WINDOW)]],
+        db.env(),
+        before_go=lambda: [t.start() for t in threads],
+    )
     for thread in threads:
         thread.join(timeout=hold + 30)
     counts = reports[0]["counts"]
@@ -99,8 +110,13 @@ def _variant(db: BenchDatabase, hold: float, timeout_setting: str | None, vacuum
     held_from = (log.get("held_at", go) - go) / WINDOW
     held_to = (log.get("released_at", go) - go) / WINDOW
     phases = ["before" if i + 1 <= held_from else "held" if i < held_to else "after" for i in range(len(rates))]
-    return {"rates": rates, "phases": phases, "batch_ms_p50": reports[0]["batch_ms_p50"], "log": log,
-            "samples": [dict(x, t=round(x["t"] - go, 1)) for x in samples]}
+    return {
+        "rates": rates,
+        "phases": phases,
+        "batch_ms_p50": reports[0]["batch_ms_p50"],
+        "log": log,
+        "samples": [dict(x, t=round(x["t"] - go, 1)) for x in samples],
+    }
 
 
 def run(db: BenchDatabase, options) -> list[Figure]:
@@ -122,14 +138,34 @@ def run(db: BenchDatabase, options) -> list[Figure]:
         first_scan = scans[0] if scans else {}
         worst_scan = max(scans, key=lambda x: x["buffers"]) if scans else {}
         figures += [
-            Figure(NAME, f"one claim scan, worst sample ({label})", worst_scan.get("scan_ms"), "ms",
-                   "same scan before the holder", first_scan.get("scan_ms"),
-                   note=f"buffers {first_scan.get('buffers')} -> {worst_scan.get('buffers')}; dead tuples "
-                        f"{first_scan.get('dead_tuples')} -> {worst_scan.get('dead_tuples')}"),
-            Figure(NAME, f"claims/s, worst 5 s window while held ({label})", min(held), "/s",
-                   "baseline before the holder", baseline, note=f"windows (* = held): {windows}"),
-            Figure(NAME, f"claims/s, last window after release ({label})", after[-1], "/s",
-                   "baseline before the holder", baseline, note=f"holder ended by {result['log'].get('ended_by')}"),
+            Figure(
+                NAME,
+                f"one claim scan, worst sample ({label})",
+                worst_scan.get("scan_ms"),
+                "ms",
+                "same scan before the holder",
+                first_scan.get("scan_ms"),
+                note=f"buffers {first_scan.get('buffers')} -> {worst_scan.get('buffers')}; dead tuples "
+                f"{first_scan.get('dead_tuples')} -> {worst_scan.get('dead_tuples')}",
+            ),
+            Figure(
+                NAME,
+                f"claims/s, worst 5 s window while held ({label})",
+                min(held),
+                "/s",
+                "baseline before the holder",
+                baseline,
+                note=f"windows (* = held): {windows}",
+            ),
+            Figure(
+                NAME,
+                f"claims/s, last window after release ({label})",
+                after[-1],
+                "/s",
+                "baseline before the holder",
+                baseline,
+                note=f"holder ended by {result['log'].get('ended_by')}",
+            ),
         ]
     figures[0].extra = variants
     return figures

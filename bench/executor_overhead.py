@@ -9,6 +9,7 @@ server is compared with: ratio = fork cost / fresh-interpreter cost.
 
 Standalone (the original micro-benchmark): `python -m bench.executor_overhead [--tasks 1000]`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,8 +22,14 @@ from bench.harness import PROJECT_ROOT, Figure, summary
 
 NAME = "executor"
 CONTEXT = {
-    "execution_id": 0, "job_id": None, "job_name": "bench", "idempotency_key": "bench", "attempt": 1,
-    "artifact_dir": "/tmp", "database_url": "", "marker_dir": "/tmp",
+    "execution_id": 0,
+    "job_id": None,
+    "job_name": "bench",
+    "idempotency_key": "bench",
+    "attempt": 1,
+    "artifact_dir": "/tmp",
+    "database_url": "",
+    "marker_dir": "/tmp",
 }
 
 
@@ -52,9 +59,15 @@ def bench_fork_server(tasks: int, concurrency: int) -> dict:
         elapsed = time.perf_counter() - begin
     finally:
         server.stop()
-    return {"name": f"fork server, {concurrency} in flight", "runs": tasks, "failures": failures,
-            "setup_ms": warmup_ms, "start": summary(fork_ms), "latency": summary(latency_ms),
-            "per_second": tasks / elapsed}
+    return {
+        "name": f"fork server, {concurrency} in flight",
+        "runs": tasks,
+        "failures": failures,
+        "setup_ms": warmup_ms,
+        "start": summary(fork_ms),
+        "latency": summary(latency_ms),
+        "per_second": tasks / elapsed,
+    }
 
 
 def bench_fresh_interpreter(runs: int, concurrency: int) -> dict:
@@ -75,8 +88,15 @@ def bench_fresh_interpreter(runs: int, concurrency: int) -> dict:
                 failures += proc.returncode != 0
         time.sleep(0.001)
     elapsed = time.perf_counter() - begin
-    return {"name": f"fresh interpreter, {concurrency} in flight", "runs": runs, "failures": failures,
-            "setup_ms": 0.0, "start": summary(wall_ms), "latency": summary(wall_ms), "per_second": runs / elapsed}
+    return {
+        "name": f"fresh interpreter, {concurrency} in flight",
+        "runs": runs,
+        "failures": failures,
+        "setup_ms": 0.0,
+        "start": summary(wall_ms),
+        "latency": summary(wall_ms),
+        "per_second": runs / elapsed,
+    }
 
 
 def run(db, options) -> list[Figure]:
@@ -91,29 +111,55 @@ def run(db, options) -> list[Figure]:
         n = fork["name"].split(", ")[1]
         note = f"{fork['failures']} failures; zygote warm-up {fork['setup_ms']:.0f} ms once per worker"
         figures += [
-            Figure(NAME, f"fork start cost p50, {n}", fork["start"]["p50"], "ms", "fresh interpreter p50",
-                   fresh["start"]["p50"], note=note).judge("<= 5"),
-            Figure(NAME, f"fork start cost p95, {n}", fork["start"]["p95"], "ms", "fresh interpreter p95",
-                   fresh["start"]["p95"]).judge("<= 5"),
-            Figure(NAME, f"submit->result latency p50, {n}", fork["latency"]["p50"], "ms", "fresh interpreter p50",
-                   fresh["latency"]["p50"], note=f"p95 {fork['latency']['p95']:.2f} ms; "
-                                                 f"{fork['per_second']:.0f} tasks/s vs {fresh['per_second']:.1f}/s"),
+            Figure(
+                NAME,
+                f"fork start cost p50, {n}",
+                fork["start"]["p50"],
+                "ms",
+                "fresh interpreter p50",
+                fresh["start"]["p50"],
+                note=note,
+            ).judge("<= 5"),
+            Figure(
+                NAME,
+                f"fork start cost p95, {n}",
+                fork["start"]["p95"],
+                "ms",
+                "fresh interpreter p95",
+                fresh["start"]["p95"],
+            ).judge("<= 5"),
+            Figure(
+                NAME,
+                f"submit->result latency p50, {n}",
+                fork["latency"]["p50"],
+                "ms",
+                "fresh interpreter p50",
+                fresh["latency"]["p50"],
+                note=f"p95 {fork['latency']['p95']:.2f} ms; "
+                f"{fork['per_second']:.0f} tasks/s vs {fresh['per_second']:.1f}/s",
+            ),
         ]
     figures[0].extra = {"fork_1": fork1, "fork_4": fork4, "fresh_1": fresh1, "fresh_4": fresh4}
     return figures
 
 
 def print_table(rows: list[dict]) -> None:
-    header = (f"{'executor':<32} {'runs':>5} {'fail':>4} {'start ms p50':>12} {'p95':>8} "
-              f"{'latency ms p50':>14} {'p95':>8} {'tasks/s':>8}")
+    header = (
+        f"{'executor':<32} {'runs':>5} {'fail':>4} {'start ms p50':>12} {'p95':>8} "
+        f"{'latency ms p50':>14} {'p95':>8} {'tasks/s':>8}"
+    )
     print(header)
     print("-" * len(header))
     for row in rows:
-        print(f"{row['name']:<32} {row['runs']:>5} {row['failures']:>4} {row['start']['p50']:>12.2f} "
-              f"{row['start']['p95']:>8.2f} {row['latency']['p50']:>14.2f} {row['latency']['p95']:>8.2f} "
-              f"{row['per_second']:>8.1f}")
-    print(f"\nzygote start-up (once per worker): {rows[0]['setup_ms']:.0f} ms; cpus: {os.cpu_count()}; "
-          f"fork p99 {rows[0]['start']['p99']:.2f} ms")
+        print(
+            f"{row['name']:<32} {row['runs']:>5} {row['failures']:>4} {row['start']['p50']:>12.2f} "
+            f"{row['start']['p95']:>8.2f} {row['latency']['p50']:>14.2f} {row['latency']['p95']:>8.2f} "
+            f"{row['per_second']:>8.1f}"
+        )
+    print(
+        f"\nzygote start-up (once per worker): {rows[0]['setup_ms']:.0f} ms; cpus: {os.cpu_count()}; "
+        f"fork p99 {rows[0]['start']['p99']:.2f} ms"
+    )
 
 
 def main() -> None:
@@ -122,11 +168,13 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--fresh-runs", type=int, default=20)
     args = parser.parse_args()
-    print_table([
-        bench_fork_server(args.tasks, args.concurrency),
-        bench_fork_server(min(args.tasks, 300), 1),
-        bench_fresh_interpreter(args.fresh_runs, args.concurrency),
-    ])
+    print_table(
+        [
+            bench_fork_server(args.tasks, args.concurrency),
+            bench_fork_server(min(args.tasks, 300), 1),
+            bench_fresh_interpreter(args.fresh_runs, args.concurrency),
+        ]
+    )
 
 
 if __name__ == "__main__":

@@ -25,26 +25,36 @@ LISTEN/NOTIFY is measured on and, with LISTEN_NOTIFY=0 for the scheduler and wor
 (polling only). The same-run limit is the NOTIFY -> LISTEN
 delivery time between two connections on this server, the floor under any wake-up.
 """
+
 from __future__ import annotations
 
 import random
 import select
 import tempfile
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import psycopg
 
-from bench.harness import (BenchDatabase, Figure, children_of, flask_process, proc_status, stop_process, summary,
-                           wait_for)
+from app.clock import utcnow
+from bench.harness import (
+    BenchDatabase,
+    Figure,
+    children_of,
+    flask_process,
+    proc_status,
+    stop_process,
+    summary,
+    wait_for,
+)
 
 NAME = "fire"
 WARMUP_SECONDS = 5.0
 
 
 def _utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return utcnow()
 
 
 def notify_floor(url: str, samples: int = 200) -> dict:
@@ -70,7 +80,7 @@ def notify_floor(url: str, samples: int = 200) -> dict:
 def _create_jobs(app, count: int, layout: str, now: datetime, periods: tuple[int, ...] = (1, 2, 3, 4, 5)) -> datetime:
     """`count` always_succeed interval jobs, job i every periods[i % len] s; returns when the first may fire."""
     from app.extensions import db
-    from app.services.jobs import create_job
+    from app.services.use_cases.jobs import create_job
 
     start = now.replace(microsecond=0) + timedelta(seconds=2)
     rng = random.Random(7)
@@ -81,9 +91,20 @@ def _create_jobs(app, count: int, layout: str, now: datetime, periods: tuple[int
             if layout == "spread":
                 offset = timedelta(seconds=every * rng.random())
                 schedule["start_at"] = (start + offset).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-            create_job({"name": f"fire-{layout}-{i}", "task": "always_succeed", "schedule_type": "interval",
-                        "schedule": schedule, "max_attempts": 1, "alert_mode": "log_only", "retention_count": 0,
-                        "retention_days": 0}, now=_utcnow(), actor="bench")
+            create_job(
+                {
+                    "name": f"fire-{layout}-{i}",
+                    "task": "always_succeed",
+                    "schedule_type": "interval",
+                    "schedule": schedule,
+                    "max_attempts": 1,
+                    "alert_mode": "log_only",
+                    "retention_count": 0,
+                    "retention_days": 0,
+                },
+                now=_utcnow(),
+                actor="bench",
+            )
         db.session.remove()
     return start
 
@@ -95,34 +116,52 @@ def _lateness(db: BenchDatabase, since: datetime, until: datetime) -> dict:
                       extract(epoch FROM created_at - scheduled_for) * 1000,
                       extract(epoch FROM started_at - created_at) * 1000
                FROM executions WHERE trigger IN ('schedule', 'catch_up')
-                 AND scheduled_for >= %s AND scheduled_for < %s""", (since, until)).fetchall()
+                 AND scheduled_for >= %s AND scheduled_for < %s""",
+            (since, until),
+        ).fetchall()
         expected = conn.execute(
             """SELECT coalesce(sum(floor(extract(epoch FROM %(until)s::timestamptz - %(since)s::timestamptz)
                                          / extract(epoch FROM (schedule->>'every')::interval))), 0)
-               FROM jobs WHERE name LIKE 'fire-%%'""", {"since": since, "until": until}).fetchone()[0]
+               FROM jobs WHERE name LIKE 'fire-%%'""",
+            {"since": since, "until": until},
+        ).fetchone()[0]
     started = [r for r in rows if r[1] is not None]
     by_status: dict[str, int] = {}
     for row in rows:
         by_status[row[0]] = by_status.get(row[0], 0) + 1
-    return {"total": summary([float(r[1]) for r in started]), "scheduler": summary([float(r[2]) for r in rows]),
-            "worker": summary([float(r[3]) for r in started]), "rows": len(rows), "by_status": by_status,
-            "expected_about": int(expected)}
+    return {
+        "total": summary([float(r[1]) for r in started]),
+        "scheduler": summary([float(r[2]) for r in rows]),
+        "worker": summary([float(r[3]) for r in started]),
+        "rows": len(rows),
+        "by_status": by_status,
+        "expected_about": int(expected),
+    }
 
 
 def _triggers(app, db: BenchDatabase, count: int) -> dict:
     """Trigger an allow-overlap job `count` times with the worker idle; ms from now to started_at."""
     from app.extensions import db as sa_db
-    from app.services.jobs import create_job, trigger_job
+    from app.services.use_cases.jobs import create_job, trigger_job
 
     rng = random.Random(11)
     with db.connect() as conn:
         conn.execute("UPDATE jobs SET enabled = false WHERE name LIKE 'fire-%%'")
     ids = []
     with app.app_context():
-        job = create_job({"name": "fire-trigger", "task": "always_succeed", "schedule_type": "one_time",
-                          "schedule": {"run_at": (_utcnow() + timedelta(days=365)).strftime("%Y-%m-%dT%H:%M:%SZ")},
-                          "overlap_policy": "allow", "max_attempts": 1, "alert_mode": "log_only"},
-                         now=_utcnow(), actor="bench")
+        job = create_job(
+            {
+                "name": "fire-trigger",
+                "task": "always_succeed",
+                "schedule_type": "one_time",
+                "schedule": {"run_at": (_utcnow() + timedelta(days=365)).strftime("%Y-%m-%dT%H:%M:%SZ")},
+                "overlap_policy": "allow",
+                "max_attempts": 1,
+                "alert_mode": "log_only",
+            },
+            now=_utcnow(),
+            actor="bench",
+        )
         time.sleep(1.5)  # let the in-flight interval work drain
         for _ in range(count):
             ids.append(trigger_job(job.id, now=_utcnow(), actor="bench").id)
@@ -131,19 +170,29 @@ def _triggers(app, db: BenchDatabase, count: int) -> dict:
         sa_db.session.remove()
     wait_for(lambda: _all_started(db, ids), 30, what="triggered executions to start")
     with db.connect() as conn:
-        rows = conn.execute("SELECT extract(epoch FROM started_at - scheduled_for) * 1000 FROM executions "
-                            "WHERE id = ANY(%s)", (ids,)).fetchall()
+        rows = conn.execute(
+            "SELECT extract(epoch FROM started_at - scheduled_for) * 1000 FROM executions WHERE id = ANY(%s)", (ids,)
+        ).fetchall()
     return summary([float(r[0]) for r in rows])
 
 
 def _all_started(db: BenchDatabase, ids: list[int]) -> bool:
     with db.connect() as conn:
-        return conn.execute("SELECT count(*) FROM executions WHERE id = ANY(%s) AND started_at IS NOT NULL",
-                            (ids,)).fetchone()[0] == len(ids)
+        return conn.execute(
+            "SELECT count(*) FROM executions WHERE id = ANY(%s) AND started_at IS NOT NULL", (ids,)
+        ).fetchone()[0] == len(ids)
 
 
-def measure_layout(db: BenchDatabase, options, layout: str, *, jobs: int, periods: tuple[int, ...],
-                   with_triggers: bool, notify: bool = True) -> dict:
+def measure_layout(
+    db: BenchDatabase,
+    options,
+    layout: str,
+    *,
+    jobs: int,
+    periods: tuple[int, ...],
+    with_triggers: bool,
+    notify: bool = True,
+) -> dict:
     db.reset()
     app = db.app()
     first_fire = _create_jobs(app, jobs, layout, _utcnow(), periods)
@@ -163,10 +212,17 @@ def measure_layout(db: BenchDatabase, options, layout: str, *, jobs: int, period
             if scheduler.poll() is not None or worker.poll() is not None:
                 raise RuntimeError(f"scheduler or worker exited early; logs in {logs}")
         zygotes = children_of(worker.pid)
-        memory = {"scheduler": proc_status(scheduler.pid), "worker_parent": proc_status(worker.pid),
-                  "zygote": proc_status(zygotes[0]) if zygotes else {}}
-        result = {"lateness": _lateness(db, since, until), "window_seconds": options.fire_seconds,
-                  "logs": str(logs), "memory": memory}
+        memory = {
+            "scheduler": proc_status(scheduler.pid),
+            "worker_parent": proc_status(worker.pid),
+            "zygote": proc_status(zygotes[0]) if zygotes else {},
+        }
+        result = {
+            "lateness": _lateness(db, since, until),
+            "window_seconds": options.fire_seconds,
+            "logs": str(logs),
+            "memory": memory,
+        }
         if with_triggers:
             result["trigger"] = _triggers(app, db, options.triggers)
     finally:
@@ -179,42 +235,65 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     floor = notify_floor(db.url)
     jobs = options.fire_jobs
     runs = {
-        f"{jobs} jobs 1-5 s, aligned": measure_layout(db, options, "aligned", jobs=jobs, periods=(1, 2, 3, 4, 5),
-                                                      with_triggers=True),
-        f"{jobs} jobs 1-5 s, spread": measure_layout(db, options, "spread", jobs=jobs, periods=(1, 2, 3, 4, 5),
-                                                     with_triggers=False),
-        "100 jobs every 2 s, aligned": measure_layout(db, options, "aligned", jobs=100, periods=(2,),
-                                                      with_triggers=False),
-        "100 jobs every 2 s, spread": measure_layout(db, options, "spread", jobs=100, periods=(2,),
-                                                     with_triggers=False),
-        "100 jobs every 2 s, aligned, NOTIFY off": measure_layout(db, options, "aligned", jobs=100, periods=(2,),
-                                                                  with_triggers=True, notify=False),
+        f"{jobs} jobs 1-5 s, aligned": measure_layout(
+            db, options, "aligned", jobs=jobs, periods=(1, 2, 3, 4, 5), with_triggers=True
+        ),
+        f"{jobs} jobs 1-5 s, spread": measure_layout(
+            db, options, "spread", jobs=jobs, periods=(1, 2, 3, 4, 5), with_triggers=False
+        ),
+        "100 jobs every 2 s, aligned": measure_layout(
+            db, options, "aligned", jobs=100, periods=(2,), with_triggers=False
+        ),
+        "100 jobs every 2 s, spread": measure_layout(
+            db, options, "spread", jobs=100, periods=(2,), with_triggers=False
+        ),
+        "100 jobs every 2 s, aligned, NOTIFY off": measure_layout(
+            db, options, "aligned", jobs=100, periods=(2,), with_triggers=True, notify=False
+        ),
     }
     figures: list[Figure] = []
     for layout, result in runs.items():
         late = result["lateness"]
         total, sched, work = late["total"], late["scheduler"], late["worker"]
-        note = (f"{late['rows']} occurrences (~{late['expected_about']} expected) over {options.fire_seconds:g} s, "
-                f"{late['by_status']}; scheduler part p50 {sched['p50'] or 0:.1f} / p99 {sched['p99'] or 0:.1f} ms, "
-                f"worker part p50 {work['p50'] or 0:.1f} / p99 {work['p99'] or 0:.1f} ms")
+        note = (
+            f"{late['rows']} occurrences (~{late['expected_about']} expected) over {options.fire_seconds:g} s, "
+            f"{late['by_status']}; scheduler part p50 {sched['p50'] or 0:.1f} / p99 {sched['p99'] or 0:.1f} ms, "
+            f"worker part p50 {work['p50'] or 0:.1f} / p99 {work['p99'] or 0:.1f} ms"
+        )
         figures += [
-            Figure(NAME, f"lateness p50, {layout}", total["p50"], "ms", "NOTIFY delivery p50", floor["p50"],
-                   note=note).judge("<= 25"),
+            Figure(
+                NAME, f"lateness p50, {layout}", total["p50"], "ms", "NOTIFY delivery p50", floor["p50"], note=note
+            ).judge("<= 25"),
             Figure(NAME, f"lateness p95, {layout}", total["p95"], "ms", "NOTIFY delivery p95", floor["p95"]),
-            Figure(NAME, f"lateness p99, {layout}", total["p99"], "ms", "NOTIFY delivery p99",
-                   floor["p99"]).judge("<= 200"),
+            Figure(NAME, f"lateness p99, {layout}", total["p99"], "ms", "NOTIFY delivery p99", floor["p99"]).judge(
+                "<= 200"
+            ),
             Figure(NAME, f"lateness max, {layout}", total["max"], "ms", "NOTIFY delivery max", floor["max"]),
         ]
     trig = runs[f"{jobs} jobs 1-5 s, aligned"]["trigger"]
     figures += [
-        Figure(NAME, "manual trigger -> start p50", trig["p50"], "ms", "NOTIFY delivery p50", floor["p50"],
-               note=f"{trig['n']} triggers, worker idle; LISTEN/NOTIFY on").judge("<= 10"),
+        Figure(
+            NAME,
+            "manual trigger -> start p50",
+            trig["p50"],
+            "ms",
+            "NOTIFY delivery p50",
+            floor["p50"],
+            note=f"{trig['n']} triggers, worker idle; LISTEN/NOTIFY on",
+        ).judge("<= 10"),
         Figure(NAME, "manual trigger -> start p99", trig["p99"], "ms", "NOTIFY delivery p99", floor["p99"]),
     ]
     polled = runs["100 jobs every 2 s, aligned, NOTIFY off"]["trigger"]
     figures += [
-        Figure(NAME, "manual trigger -> start p50, NOTIFY off", polled["p50"], "ms", "with NOTIFY p50", trig["p50"],
-               note=f"{polled['n']} triggers; LISTEN_NOTIFY=0: the worker finds work by polling (WORKER_POLL_SECONDS)"),
+        Figure(
+            NAME,
+            "manual trigger -> start p50, NOTIFY off",
+            polled["p50"],
+            "ms",
+            "with NOTIFY p50",
+            trig["p50"],
+            note=f"{polled['n']} triggers; LISTEN_NOTIFY=0: the worker finds work by polling (WORKER_POLL_SECONDS)",
+        ),
         Figure(NAME, "manual trigger -> start p99, NOTIFY off", polled["p99"], "ms", "with NOTIFY p99", trig["p99"]),
     ]
     figures[0].extra = {"notify_floor": floor, "runs": runs}

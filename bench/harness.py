@@ -5,6 +5,7 @@ with the real `flask db upgrade`, hands out apps and environments pointing at it
 the end (also on Ctrl-C). A `Figure` is one measured number with the limit it is compared with
 and the target it is judged against; targets are reported, never asserted.
 """
+
 from __future__ import annotations
 
 import json
@@ -15,21 +16,24 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import psycopg
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 PG_ADMIN_URL = os.environ.get("CRONWELL_BENCH_PG_URL") or os.environ.get(
-    "CRONWELL_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
+    "CRONWELL_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
+)
 REDIS_URL = os.environ.get("CRONWELL_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
 TABLES = "users, jobs, executions, attempts, dead_letters, alerts, events, heartbeats"
 
 
 # --- figures ----------------------------------------------------------------------------------
+
 
 @dataclass
 class Figure:
@@ -52,7 +56,7 @@ class Figure:
             return None
         return self.value / self.limit_value
 
-    def judge(self, target: str) -> "Figure":
+    def judge(self, target: str) -> Figure:
         """Record `target` ("<= 25", ">= 300", "ratio >= 0.5", "ratio <= 1.5") and whether it is met."""
         self.target = target
         words = target.split()
@@ -80,8 +84,14 @@ def summary(values: Sequence[float]) -> dict:
     """p50/p95/p99/max/mean of `values` (None when empty)."""
     if not values:
         return {"n": 0, "p50": None, "p95": None, "p99": None, "max": None, "mean": None}
-    return {"n": len(values), "p50": percentile(values, 0.5), "p95": percentile(values, 0.95),
-            "p99": percentile(values, 0.99), "max": max(values), "mean": statistics.fmean(values)}
+    return {
+        "n": len(values),
+        "p50": percentile(values, 0.5),
+        "p95": percentile(values, 0.95),
+        "p99": percentile(values, 0.99),
+        "max": max(values),
+        "mean": statistics.fmean(values),
+    }
 
 
 def timed(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> list[float]:
@@ -98,6 +108,7 @@ def timed(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> list[float]:
 
 # --- the database -----------------------------------------------------------------------------
 
+
 class BenchDatabase:
     """A dedicated, migrated PostgreSQL database for one run of the suite."""
 
@@ -108,14 +119,20 @@ class BenchDatabase:
         self.instance_dir = Path("/tmp") / f"{self.name}_instance"
         self.created = False
 
-    def create(self) -> "BenchDatabase":
+    def create(self) -> BenchDatabase:
         with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=5) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
             conn.execute(f'CREATE DATABASE "{self.name}"')
         self.created = True
         self.instance_dir.mkdir(parents=True, exist_ok=True)
-        result = subprocess.run([str(VENV_BIN / "flask"), "db", "upgrade"], cwd=PROJECT_ROOT, env=self.env(),
-                                capture_output=True, text=True, timeout=120)
+        result = subprocess.run(
+            [str(VENV_BIN / "flask"), "db", "upgrade"],
+            cwd=PROJECT_ROOT,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         if result.returncode != 0:
             raise RuntimeError(f"flask db upgrade failed:\n{result.stdout}\n{result.stderr}")
         return self
@@ -130,11 +147,18 @@ class BenchDatabase:
     def env(self, **extra: str) -> dict:
         """The environment a Cronwell process (or `create_app(env=...)`) runs with here."""
         env = {k: v for k, v in os.environ.items() if k not in ("REDIS_URL", "DATABASE_URL")}
-        env.update({
-            "FLASK_APP": "app", "DATABASE_URL": self.url, "INSTANCE_DIR": str(self.instance_dir),
-            "DEBUG": "0", "LOG_FORMAT": "json", "LOG_LEVEL": "WARNING", "SECRET_KEY": "bench-secret-key",
-            "PYTHONPATH": str(PROJECT_ROOT),
-        })
+        env.update(
+            {
+                "FLASK_APP": "app",
+                "DATABASE_URL": self.url,
+                "INSTANCE_DIR": str(self.instance_dir),
+                "DEBUG": "0",
+                "LOG_FORMAT": "json",
+                "LOG_LEVEL": "WARNING",
+                "SECRET_KEY": "bench-secret-key",
+                "PYTHONPATH": str(PROJECT_ROOT),
+            }
+        )
         env.update(extra)
         return env
 
@@ -153,7 +177,7 @@ class BenchDatabase:
             conn.execute(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
             conn.execute("VACUUM ANALYZE")
 
-    def __enter__(self) -> "BenchDatabase":
+    def __enter__(self) -> BenchDatabase:
         return self.create()
 
     def __exit__(self, *exc) -> None:
@@ -164,16 +188,28 @@ def server_facts(url: str) -> dict:
     """The PostgreSQL settings that decide these numbers."""
     with psycopg.connect(url, autocommit=True) as conn:
         facts = {"version": conn.execute("SHOW server_version").fetchone()[0]}
-        for name in ("shared_buffers", "work_mem", "fsync", "synchronous_commit", "autovacuum", "max_connections",
-                     "idle_in_transaction_session_timeout", "jit"):
+        for name in (
+            "shared_buffers",
+            "work_mem",
+            "fsync",
+            "synchronous_commit",
+            "autovacuum",
+            "max_connections",
+            "idle_in_transaction_session_timeout",
+            "jit",
+        ):
             facts[name] = conn.execute(f"SHOW {name}").fetchone()[0]
     return facts
 
 
 def machine_facts() -> dict:
     """CPU, memory, kernel, Python: what a reader needs to compare runs."""
-    facts = {"nproc": os.cpu_count(), "python": platform.python_version(), "kernel": platform.release(),
-             "loadavg_at_start": os.getloadavg()}
+    facts = {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "kernel": platform.release(),
+        "loadavg_at_start": os.getloadavg(),
+    }
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
@@ -189,11 +225,19 @@ def machine_facts() -> dict:
 
 # --- processes --------------------------------------------------------------------------------
 
+
 def flask_process(args: list[str], env: dict, *, log_path: Path | None = None) -> subprocess.Popen:
     """Start `flask <args>` as its own process group, output to `log_path` (or discarded)."""
     out = open(log_path, "wb") if log_path else subprocess.DEVNULL
-    return subprocess.Popen([str(VENV_BIN / "flask"), *args], cwd=PROJECT_ROOT, env=env, stdout=out,
-                            stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True)
+    return subprocess.Popen(
+        [str(VENV_BIN / "flask"), *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdout=out,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def stop_process(proc: subprocess.Popen, timeout: float = 20.0) -> int:
@@ -247,16 +291,30 @@ def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.
     raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
 
 
-
-def run_children(specs: list[list[str]], env: dict, *, timeout: float = 600.0,
-                 before_go: Callable[[], None] | None = None, progress: Callable[[], Any] | None = None,
-                 stall_seconds: float = 90.0) -> tuple[float, list[dict]]:
+def run_children(
+    specs: list[list[str]],
+    env: dict,
+    *,
+    timeout: float = 600.0,
+    before_go: Callable[[], None] | None = None,
+    progress: Callable[[], Any] | None = None,
+    stall_seconds: float = 90.0,
+) -> tuple[float, list[dict]]:
     """Start `python -m bench.child ARGS` for each spec, wait until all are ready, release them at
     once; returns the go time (epoch seconds) and each child's JSON report. With `progress`, a
     run whose progress value has not changed for `stall_seconds` is killed (broken code must not
     hold the suite for the whole timeout)."""
-    procs = [subprocess.Popen([sys.executable, "-m", "bench.child", *spec], cwd=PROJECT_ROOT, env=env,
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for spec in specs]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "bench.child", *spec],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for spec in specs
+    ]
     try:
         for proc in procs:
             line = proc.stdout.readline()

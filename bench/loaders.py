@@ -4,6 +4,7 @@ Every row satisfies the schema's CHECK constraints and unique indexes (terminal 
 one occurrence per (job, scheduled_for), at most one exclusive run in flight per job), so what the
 benchmarks read and claim looks like real history.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,9 +18,18 @@ _JOB_COLUMNS = """(name, description, task, config, schedule_type, schedule, tim
                    updated_at)"""
 
 
-def insert_job(conn: psycopg.Connection, name: str, *, now: datetime, overlap_policy: str = "allow",
-               next_run_at: datetime | None = None, task: str = "always_succeed", max_attempts: int = 1,
-               schedule: dict | None = None, schedule_type: str = "interval") -> int:
+def insert_job(
+    conn: psycopg.Connection,
+    name: str,
+    *,
+    now: datetime,
+    overlap_policy: str = "allow",
+    next_run_at: datetime | None = None,
+    task: str = "always_succeed",
+    max_attempts: int = 1,
+    schedule: dict | None = None,
+    schedule_type: str = "interval",
+) -> int:
     """One job; with next_run_at None the scheduler never fires it (work is inserted directly)."""
     schedule = schedule or {"every": "1h", "start_at": "2026-01-01T00:00:00Z"}
     row = conn.execute(
@@ -28,14 +38,30 @@ def insert_job(conn: psycopg.Connection, name: str, *, now: datetime, overlap_po
                     %(overlap)s, 'coalesce', 60, %(max_attempts)s, 1, 30, 'log_only', 0, 0, 'default', 0,
                     %(now)s, %(now)s)
             RETURNING id""",
-        {"name": name, "task": task, "stype": schedule_type, "schedule": json.dumps(schedule), "next": next_run_at,
-         "overlap": overlap_policy, "max_attempts": max_attempts, "now": now},
+        {
+            "name": name,
+            "task": task,
+            "stype": schedule_type,
+            "schedule": json.dumps(schedule),
+            "next": next_run_at,
+            "overlap": overlap_policy,
+            "max_attempts": max_attempts,
+            "now": now,
+        },
     ).fetchone()
     return row[0]
 
 
-def insert_pending(conn: psycopg.Connection, job_id: int, count: int, *, now: datetime, exclusive: bool = False,
-                   max_attempts: int = 1, key_prefix: str = "bench") -> None:
+def insert_pending(
+    conn: psycopg.Connection,
+    job_id: int,
+    count: int,
+    *,
+    now: datetime,
+    exclusive: bool = False,
+    max_attempts: int = 1,
+    key_prefix: str = "bench",
+) -> None:
     """`count` due pending manual executions of `job_id`, oldest first."""
     conn.execute(
         """INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts, max_attempts,
@@ -70,9 +96,12 @@ def redue_jobs(conn: psycopg.Connection, due: int, *, now: datetime) -> None:
     """Make the first `due` jobs due again and forget what the last tick created (between timed ticks)."""
     anchor = (now - timedelta(seconds=1)).replace(microsecond=0)
     conn.execute("TRUNCATE executions, attempts, events RESTART IDENTITY CASCADE")
-    conn.execute("UPDATE jobs SET next_run_at = %(anchor)s, schedule = jsonb_set(schedule, '{start_at}', to_jsonb("
-                 "to_char(%(anchor)s::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'))) "
-                 "WHERE id <= %(due)s", {"anchor": anchor, "due": due})
+    conn.execute(
+        "UPDATE jobs SET next_run_at = %(anchor)s, schedule = jsonb_set(schedule, '{start_at}', to_jsonb("
+        "to_char(%(anchor)s::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'))) "
+        "WHERE id <= %(due)s",
+        {"anchor": anchor, "due": due},
+    )
 
 
 def load_history(conn: psycopg.Connection, rows: int, jobs: int, *, now: datetime) -> dict:
@@ -124,8 +153,8 @@ def load_history(conn: psycopg.Connection, rows: int, jobs: int, *, now: datetim
     conn.execute(
         """INSERT INTO alerts (job_id, execution_id, kind, message, created_at)
            SELECT job_id, id, 'dead_letter', 'dead-lettered after 3 attempts: RuntimeError: boom', finished_at
-           FROM executions WHERE status = 'dead_lettered' ORDER BY id DESC LIMIT 50""")
+           FROM executions WHERE status = 'dead_lettered' ORDER BY id DESC LIMIT 50"""
+    )
     conn.execute("VACUUM ANALYZE")
     counts = dict(conn.execute("SELECT status, count(*) FROM executions GROUP BY status").fetchall())
     return counts
-

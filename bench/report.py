@@ -1,4 +1,5 @@
 """The results table: each figure with its same-run limit, the ratio, and the target verdict."""
+
 from __future__ import annotations
 
 from bench.harness import Figure
@@ -32,8 +33,9 @@ def print_table(figures: list[Figure]) -> None:
     widths[-1] = min(widths[-1], 60)
 
     def line(cells) -> str:
-        return "  ".join(str(c)[: widths[i]].ljust(widths[i]) if i != 2 else str(c).rjust(widths[i])
-                         for i, c in enumerate(cells)).rstrip()
+        return "  ".join(
+            str(c)[: widths[i]].ljust(widths[i]) if i != 2 else str(c).rjust(widths[i]) for i, c in enumerate(cells)
+        ).rstrip()
 
     print(line(header))
     print(line(["-" * w for w in widths]))

@@ -13,16 +13,18 @@ Ours/(a) and ours/(b) are the figures to watch. The work belongs to an overlap-p
 so the one-run-in-flight rule does not serialise it. The same is repeated on SQLite (1 x 4),
 where claims serialise through the database write lock.
 """
+
 from __future__ import annotations
 
 import subprocess
 import tempfile
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
+from app.clock import utcnow
 from bench import loaders
-from bench.harness import VENV_BIN, PROJECT_ROOT, BenchDatabase, Figure, run_children, summary
+from bench.harness import PROJECT_ROOT, VENV_BIN, BenchDatabase, Figure, run_children, summary
 
 NAME = "throughput"
 CONFIGS = [(1, 1), (1, 4), (1, 8), (2, 1), (2, 4), (2, 8)]
@@ -30,7 +32,7 @@ CONFIGS = [(1, 1), (1, 4), (1, 8), (2, 1), (2, 4), (2, 8)]
 
 def _prepare_pg(db: BenchDatabase, count: int) -> None:
     db.reset()
-    now = datetime.now(timezone.utc)
+    now = utcnow()
     with db.connect() as conn:
         job = loaders.insert_job(conn, "throughput", now=now, overlap_policy="allow")
         loaders.insert_pending(conn, job, count, now=now)
@@ -46,8 +48,10 @@ def _measure(db_env: dict, mode: str, procs: int, slots: int, finished_sql) -> d
     elapsed = max(1e-6, last - go)
     fork_ms = [ms for r in reports for ms in r.get("fork_ms", [])]
     per = 1000 / max(1, done)
-    cpu = {"parent": sum(r.get("cpu_parent_s", 0) for r in reports) * per,
-           "zygote_and_tasks": sum(r.get("cpu_zygote_and_tasks_s", 0) for r in reports) * per}
+    cpu = {
+        "parent": sum(r.get("cpu_parent_s", 0) for r in reports) * per,
+        "zygote_and_tasks": sum(r.get("cpu_zygote_and_tasks_s", 0) for r in reports) * per,
+    }
     return {"rate": done / elapsed, "done": done, "seconds": elapsed, "fork_ms": summary(fork_ms), "cpu_ms": cpu}
 
 
@@ -65,6 +69,7 @@ def _pg_finished(db: BenchDatabase):
                 "SELECT count(*), extract(epoch FROM max(finished_at)) FROM executions WHERE status = 'succeeded'"
             ).fetchone()
         return done, float(last or 0)
+
     return query
 
 
@@ -110,26 +115,48 @@ def run(db: BenchDatabase, options) -> list[Figure]:
         limit_b = _fork_limit(env, procs, slots, count)
         details[label] = {"ours": ours, "db_path_a": limit_a, "null_executor_c": loop_c, "fork_b": limit_b}
         cpu = ours["cpu_ms"]
-        note = (f"{ours['done']}/{count} done; zygote fork p50 {ours['fork_ms']['p50'] or 0:.2f} ms; CPU per exec: "
-                f"worker {cpu['parent']:.2f} ms, zygote+task {cpu['zygote_and_tasks']:.2f} ms; "
-                f"{ours['commits_per_exec']:.2f} commits per exec")
-        main = Figure(NAME, f"{label}: execs/s vs fork limit (b)", ours["rate"], "/s", "fork+wait (b)",
-                      limit_b["rate"], note=note)
-        vs_a = Figure(NAME, f"{label}: execs/s vs DB path (a)", ours["rate"], "/s", "claim+start+complete (a)",
-                      limit_a["rate"])
-        diag = Figure(NAME, f"{label}: worker loop, no fork (c) vs (a)", loop_c["rate"], "/s",
-                      "claim+start+complete (a)", limit_a["rate"], note="diagnostic: the loop's cost without forks")
+        note = (
+            f"{ours['done']}/{count} done; zygote fork p50 {ours['fork_ms']['p50'] or 0:.2f} ms; CPU per exec: "
+            f"worker {cpu['parent']:.2f} ms, zygote+task {cpu['zygote_and_tasks']:.2f} ms; "
+            f"{ours['commits_per_exec']:.2f} commits per exec"
+        )
+        main = Figure(
+            NAME, f"{label}: execs/s vs fork limit (b)", ours["rate"], "/s", "fork+wait (b)", limit_b["rate"], note=note
+        )
+        vs_a = Figure(
+            NAME, f"{label}: execs/s vs DB path (a)", ours["rate"], "/s", "claim+start+complete (a)", limit_a["rate"]
+        )
+        diag = Figure(
+            NAME,
+            f"{label}: worker loop, no fork (c) vs (a)",
+            loop_c["rate"],
+            "/s",
+            "claim+start+complete (a)",
+            limit_a["rate"],
+            note="diagnostic: the loop's cost without forks",
+        )
         if (procs, slots) == (1, 4):
-            figures.append(Figure(NAME, f"{label}: execs/s (target)", ours["rate"], "/s", "fork+wait (b)",
-                                  limit_b["rate"], note=note).judge(">= 300"))
+            figures.append(
+                Figure(
+                    NAME, f"{label}: execs/s (target)", ours["rate"], "/s", "fork+wait (b)", limit_b["rate"], note=note
+                ).judge(">= 300")
+            )
             main.judge("ratio >= 0.5")
             vs_a.judge("ratio >= 0.5")
         figures += [main, vs_a, diag]
     commits = commit_latency(db)
     details["commit_latency_ms"] = commits
-    figures.append(Figure(NAME, "durable commit round trip p50 (fsync)", commits["on"]["p50"], "ms",
-                          "synchronous_commit=off", commits["off"]["p50"],
-                          note=f"p95 {commits['on']['p95']:.2f} ms; every worker transaction pays one"))
+    figures.append(
+        Figure(
+            NAME,
+            "durable commit round trip p50 (fsync)",
+            commits["on"]["p50"],
+            "ms",
+            "synchronous_commit=off",
+            commits["off"]["p50"],
+            note=f"p95 {commits['on']['p95']:.2f} ms; every worker transaction pays one",
+        )
+    )
     if options.sqlite:
         figures += _sqlite(options.throughput_n // 2, details)
     figures[0].extra = details
@@ -138,12 +165,19 @@ def run(db: BenchDatabase, options) -> list[Figure]:
 
 # --- SQLite -----------------------------------------------------------------------------------
 
+
 def _sqlite(count: int, details: dict) -> list[Figure]:
     with tempfile.TemporaryDirectory(prefix="cronwell_bench_sqlite_") as tmp:
         path = Path(tmp) / "bench.sqlite3"
         env = {**BenchDatabase().env(), "DATABASE_URL": f"sqlite:///{path}", "INSTANCE_DIR": tmp}
-        subprocess.run([str(VENV_BIN / "flask"), "db", "upgrade"], cwd=PROJECT_ROOT, env=env, check=True,
-                       capture_output=True, timeout=120)
+        subprocess.run(
+            [str(VENV_BIN / "flask"), "db", "upgrade"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            timeout=120,
+        )
 
         def prepare() -> None:
             import sqlite3
@@ -158,13 +192,15 @@ def _sqlite(count: int, details: dict) -> list[Figure]:
                                '{"every": "1h", "start_at": "2026-01-01T00:00:00Z"}', 'UTC', 1, 'allow', 'coalesce',
                                60, 1, 1, 30, 'log_only', 0, 0, 'default', 0, '2026-01-01 00:00:00.000000',
                                '2026-01-01 00:00:00.000000')""")
-            con.execute("""WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
+            con.execute(
+                """WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
                            INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts,
                                max_attempts, queue, priority, exclusive, available_at, output, error, created_at,
                                updated_at)
                            SELECT 1, t, 'manual', 'bench:' || n, 'pending', 0, 1, 'default', 0, 0, t, '', '', t, t
                            FROM (SELECT n, strftime('%Y-%m-%d %H:%M:%f000', 'now', '-10 seconds') AS t FROM g)""",
-                        (count,))
+                (count,),
+            )
             con.commit()
             con.close()
 
@@ -172,10 +208,11 @@ def _sqlite(count: int, details: dict) -> list[Figure]:
             import sqlite3
 
             con = sqlite3.connect(path)
-            done, last = con.execute("SELECT count(*), max(finished_at) FROM executions "
-                                     "WHERE status = 'succeeded'").fetchone()
+            done, last = con.execute(
+                "SELECT count(*), max(finished_at) FROM executions WHERE status = 'succeeded'"
+            ).fetchone()
             con.close()
-            stamp = datetime.fromisoformat(last).replace(tzinfo=timezone.utc).timestamp() if last else 0.0
+            stamp = datetime.fromisoformat(last).replace(tzinfo=UTC).timestamp() if last else 0.0
             return done, stamp
 
         prepare()
@@ -183,5 +220,14 @@ def _sqlite(count: int, details: dict) -> list[Figure]:
         prepare()
         limit_a = _measure(env, "dbpath", 1, 4, finished)
     details["sqlite 1 proc x 4 slots"] = {"ours": ours, "db_path_a": limit_a}
-    return [Figure(NAME, "SQLite 1 proc x 4 slots: execs/s vs DB path (a)", ours["rate"], "/s",
-                   "claim+start+complete (a)", limit_a["rate"], note=f"{ours['done']}/{count} done")]
+    return [
+        Figure(
+            NAME,
+            "SQLite 1 proc x 4 slots: execs/s vs DB path (a)",
+            ours["rate"],
+            "/s",
+            "claim+start+complete (a)",
+            limit_a["rate"],
+            note=f"{ours['done']}/{count} done",
+        )
+    ]

@@ -8,12 +8,14 @@ target <= 1.5). Between timed ticks the due jobs are made due again and the exec
 wrote are truncated, outside the timing. The first tick of each Scheduler is untimed: it also runs
 the hourly retention pass. Shows the EXPLAIN (ANALYZE, BUFFERS) of the due query at the largest size.
 """
+
 from __future__ import annotations
 
 import inspect
 import statistics
-from datetime import datetime, timezone
+from datetime import datetime
 
+from app.clock import utcnow
 from bench import loaders
 from bench.harness import BenchDatabase, Figure
 
@@ -28,29 +30,38 @@ def _due_query_sql(app) -> str:
 
     from app.extensions import db
     from app.models import Job
-
-    from app.services.scheduler import Scheduler
+    from app.services.engine.scheduler import Scheduler
 
     jobs = Job.__table__
-    now = datetime.now(timezone.utc)
+    now = utcnow()
     # Mirror the scheduler's statement as it is written today (its `enabled` test matters).
-    enabled = jobs.c.enabled.is_(True) if "enabled.is_(True)" in inspect.getsource(Scheduler.schedule_due_jobs) \
+    enabled = (
+        jobs.c.enabled.is_(True)
+        if "enabled.is_(True)" in inspect.getsource(Scheduler.schedule_due_jobs)
         else jobs.c.enabled
+    )
     with app.app_context():
-        stmt = (select(jobs).where(enabled, jobs.c.next_run_at <= now)
-                .order_by(jobs.c.next_run_at).limit(500).with_for_update(skip_locked=True))
+        stmt = (
+            select(jobs)
+            .where(enabled, jobs.c.next_run_at <= now)
+            .order_by(jobs.c.next_run_at)
+            .limit(500)
+            .with_for_update(skip_locked=True)
+        )
         compiled = stmt.compile(dialect=db.engine.dialect)
-    params = {k: (f"'{v.isoformat()}'::timestamptz" if isinstance(v, datetime) else repr(v))
-              for k, v in compiled.params.items()}
+    params = {
+        k: (f"'{v.isoformat()}'::timestamptz" if isinstance(v, datetime) else repr(v))
+        for k, v in compiled.params.items()
+    }
     return str(compiled) % params if "%(" in str(compiled) else str(compiled)
 
 
 def _measure(db: BenchDatabase, app, total: int, due: int) -> dict:
-    from app.services.scheduler import Scheduler
+    from app.services.engine.scheduler import Scheduler
 
     db.reset()
     with db.connect() as conn:
-        loaders.insert_scheduled_jobs(conn, total, due, now=datetime.now(timezone.utc))
+        loaders.insert_scheduled_jobs(conn, total, due, now=utcnow())
         conn.execute("VACUUM ANALYZE jobs")
     samples, created = [], []
     with app.app_context():
@@ -58,12 +69,11 @@ def _measure(db: BenchDatabase, app, total: int, due: int) -> dict:
         scheduler.tick()  # warm-up: caches, connection pool, the hourly retention pass
         for _ in range(REPEAT):
             with db.connect() as conn:
-                loaders.redue_jobs(conn, due, now=datetime.now(timezone.utc))
+                loaders.redue_jobs(conn, due, now=utcnow())
             report = scheduler.tick()
             samples.append(report.duration_ms)
             created.append(report.created)
-    return {"median_ms": statistics.median(samples), "min_ms": min(samples), "samples": samples,
-            "created": created}
+    return {"median_ms": statistics.median(samples), "min_ms": min(samples), "samples": samples, "created": created}
 
 
 def _explain(db: BenchDatabase, sql: str) -> list[str]:
@@ -88,8 +98,10 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     sizes = options.tick_sizes
     results: dict = {}
     for total in sizes:
-        results[total] = {"one_percent": _measure(db, app, total, max(1, total // 100)),
-                          "fixed": _measure(db, app, total, FIXED_DUE)}
+        results[total] = {
+            "one_percent": _measure(db, app, total, max(1, total // 100)),
+            "fixed": _measure(db, app, total, FIXED_DUE),
+        }
     # The database still holds the largest size with FIXED_DUE jobs due.
     due_sql = _due_query_sql(app)
     plan = _explain(db, due_sql)
@@ -100,7 +112,8 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     # boolean test can. Timing both says what the scheduler pays for the difference.
     index_sql = due_sql.replace("jobs.enabled IS true", "jobs.enabled")
     earliest_sql = "SELECT min(jobs.next_run_at) FROM jobs WHERE " + (
-        "jobs.enabled IS true" if "jobs.enabled IS true" in due_sql else "jobs.enabled")
+        "jobs.enabled IS true" if "jobs.enabled IS true" in due_sql else "jobs.enabled"
+    )
     due_ms, due_index_ms = _execution_ms(db, due_sql), _execution_ms(db, index_sql)
     earliest_ms = _execution_ms(db, earliest_sql)
     earliest_index_ms = _execution_ms(db, earliest_sql.replace("jobs.enabled IS true", "jobs.enabled"))
@@ -112,23 +125,62 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     for total in sizes:
         pct, fixed = results[total]["one_percent"], results[total]["fixed"]
         due = max(1, total // 100)
-        figures.append(Figure(NAME, f"tick, {total:,} jobs, {due:,} due (1%)", pct["median_ms"], "ms",
-                              f"per due job, vs {smallest:,}", None,
-                              note=f"{pct['median_ms'] / due:.2f} ms per due job (at {smallest:,}: {base_pct:.2f}); "
-                                   f"created {pct['created'][-1]}"))
-        figures.append(Figure(NAME, f"tick, {total:,} jobs, {FIXED_DUE} due", fixed["median_ms"], "ms",
-                              f"tick at {smallest:,} jobs", base_fixed,
-                              note=f"min {fixed['min_ms']:.1f} ms over {REPEAT} ticks"))
+        figures.append(
+            Figure(
+                NAME,
+                f"tick, {total:,} jobs, {due:,} due (1%)",
+                pct["median_ms"],
+                "ms",
+                f"per due job, vs {smallest:,}",
+                None,
+                note=f"{pct['median_ms'] / due:.2f} ms per due job (at {smallest:,}: {base_pct:.2f}); "
+                f"created {pct['created'][-1]}",
+            )
+        )
+        figures.append(
+            Figure(
+                NAME,
+                f"tick, {total:,} jobs, {FIXED_DUE} due",
+                fixed["median_ms"],
+                "ms",
+                f"tick at {smallest:,} jobs",
+                base_fixed,
+                note=f"min {fixed['min_ms']:.1f} ms over {REPEAT} ticks",
+            )
+        )
     figures[-1].name = f"tick({largest:,})/tick({smallest:,}), {FIXED_DUE} due each"
     figures[-1].judge("ratio <= 1.5")
     per_due = results[largest]["one_percent"]["median_ms"] / max(1, largest // 100)
-    figures.append(Figure(NAME, f"per due job at {largest:,} (1% due) vs {smallest:,}", per_due, "ms",
-                          f"per due job at {smallest:,}", base_pct, note="grows with due jobs, not total jobs"))
+    figures.append(
+        Figure(
+            NAME,
+            f"per due job at {largest:,} (1% due) vs {smallest:,}",
+            per_due,
+            "ms",
+            f"per due job at {smallest:,}",
+            base_pct,
+            note="grows with due jobs, not total jobs",
+        )
+    )
     figures += [
-        Figure(NAME, f"due query at {largest:,} jobs (server time)", due_ms, "ms", "same query, index-usable form",
-               due_index_ms, note="`enabled IS true` does not match the partial index ix_jobs_due (WHERE enabled)"),
-        Figure(NAME, f"earliest next_run_at at {largest:,} jobs", earliest_ms, "ms", "same query, index-usable form",
-               earliest_index_ms, note="Scheduler.seconds_until_due, before every sleep"),
+        Figure(
+            NAME,
+            f"due query at {largest:,} jobs (server time)",
+            due_ms,
+            "ms",
+            "same query, index-usable form",
+            due_index_ms,
+            note="`enabled IS true` does not match the partial index ix_jobs_due (WHERE enabled)",
+        ),
+        Figure(
+            NAME,
+            f"earliest next_run_at at {largest:,} jobs",
+            earliest_ms,
+            "ms",
+            "same query, index-usable form",
+            earliest_index_ms,
+            note="Scheduler.seconds_until_due, before every sleep",
+        ),
     ]
     figures[0].extra = {"results": results, "explain_due_query": plan, "explain_index_form": index_plan}
     return figures

@@ -1,4 +1,5 @@
 """The operator CLI: one Click group per noun, registered on the Flask CLI (`flask <noun> <verb>`)."""
+
 from __future__ import annotations
 
 import importlib

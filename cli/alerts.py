@@ -1,12 +1,14 @@
 """`flask alerts ...`: open alerts and dead letters, and resolving alerts."""
+
 from __future__ import annotations
 
 import click
 from flask.cli import AppGroup
 
-from app.services import alerts as alert_service
+from app.clock import utcnow
 from app.services.serialize import alert_to_dict, dead_letter_to_dict
-from cli.common import ACTOR, emit_json, fmt_utc, handle_errors, json_option, mutating, print_table, utc_now
+from app.services.use_cases import alerts as alert_service
+from cli.common import ACTOR, emit_json, fmt_utc, handle_errors, json_option, mutating, print_table
 
 alerts_cli = AppGroup("alerts", help="List and resolve alerts; list dead letters.")
 
@@ -26,21 +28,40 @@ def list_alerts(include_resolved, as_json):
     alerts = alert_service.list_alerts(include_resolved=include_resolved)
     dead_letters = alert_service.list_dead_letters()
     if as_json:
-        emit_json({"alerts": [alert_to_dict(a) for a in alerts],
-                   "dead_letters": [dead_letter_to_dict(d) for d in dead_letters]})
+        emit_json(
+            {
+                "alerts": [alert_to_dict(a) for a in alerts],
+                "dead_letters": [dead_letter_to_dict(d) for d in dead_letters],
+            }
+        )
         return
     click.echo("Alerts:" if include_resolved else "Open alerts:")
-    print_table(["ID", "CREATED (UTC)", "KIND", "JOB", "EXECUTION", "MESSAGE", "RESOLVED"],
-                [[a.id, fmt_utc(a.created_at), a.kind, f"{a.job_id} {a.job.name}" if a.job else a.job_id,
-                  a.execution_id, a.message,
-                  f"{fmt_utc(a.resolved_at)} by {a.resolved_by}" if a.resolved_at else None] for a in alerts],
-                empty="  (none)")
+    print_table(
+        ["ID", "CREATED (UTC)", "KIND", "JOB", "EXECUTION", "MESSAGE", "RESOLVED"],
+        [
+            [
+                a.id,
+                fmt_utc(a.created_at),
+                a.kind,
+                f"{a.job_id} {a.job.name}" if a.job else a.job_id,
+                a.execution_id,
+                a.message,
+                f"{fmt_utc(a.resolved_at)} by {a.resolved_by}" if a.resolved_at else None,
+            ]
+            for a in alerts
+        ],
+        empty="  (none)",
+    )
     click.echo()
     click.echo("Dead letters:")
-    print_table(["ID", "CREATED (UTC)", "JOB", "EXECUTION", "REASON"],
-                [[d.id, fmt_utc(d.created_at), f"{d.job_id} {d.job.name}" if d.job else d.job_id, d.execution_id,
-                  d.reason] for d in dead_letters],
-                empty="  (none)")
+    print_table(
+        ["ID", "CREATED (UTC)", "JOB", "EXECUTION", "REASON"],
+        [
+            [d.id, fmt_utc(d.created_at), f"{d.job_id} {d.job.name}" if d.job else d.job_id, d.execution_id, d.reason]
+            for d in dead_letters
+        ],
+        empty="  (none)",
+    )
 
 
 @alerts_cli.command("resolve")
@@ -56,6 +77,6 @@ def resolve(alert_ids):
       flask alerts resolve 4 5 9
     """
     ids = sorted(set(alert_ids))
-    changed = alert_service.resolve_alerts(ids, now=utc_now(), actor=ACTOR)
+    changed = alert_service.resolve_alerts(ids, now=utcnow(), actor=ACTOR)
     already = len(ids) - changed
     click.echo(f"Resolved {changed} alert(s)" + (f"; {already} already resolved" if already else ""))

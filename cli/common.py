@@ -6,13 +6,15 @@ A handled failure (ServiceError, ScheduleError) becomes one `Error: ...` line on
 code 1 (Click's ClickException), after rolling back so nothing is written. Click itself exits 2
 on usage errors.
 """
+
 from __future__ import annotations
 
 import functools
 import hmac
 import json
-from datetime import datetime, timezone
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from datetime import UTC, datetime
+from typing import Any
 
 import click
 from flask import current_app
@@ -23,11 +25,6 @@ from app.scheduling.timezones import parse_instant, resolve_timezone
 from app.services.errors import ServiceError
 
 ACTOR = "cli"
-
-
-def utc_now() -> datetime:
-    """The wall clock, read once per command and passed to the services."""
-    return datetime.now(timezone.utc)
 
 
 def _one_line(message: str) -> str:
@@ -76,8 +73,13 @@ def check_cli_secret(given: str | None) -> None:
 def mutating(func: Callable) -> Callable:
     """Add --cli-secret to a command that writes, and check it before anything else runs."""
 
-    @click.option("--cli-secret", "cli_secret", metavar="S", default=None,
-                  help="Shared secret; required when SCHEDULER_CLI_SECRET is set.")
+    @click.option(
+        "--cli-secret",
+        "cli_secret",
+        metavar="S",
+        default=None,
+        help="Shared secret; required when SCHEDULER_CLI_SECRET is set.",
+    )
     @functools.wraps(func)
     def wrapper(*args, cli_secret: str | None, **kwargs):
         check_cli_secret(cli_secret)
@@ -86,8 +88,9 @@ def mutating(func: Callable) -> Callable:
     return wrapper
 
 
-json_option = click.option("--json", "as_json", is_flag=True,
-                           help="Print exactly one JSON document on stdout instead of text.")
+json_option = click.option(
+    "--json", "as_json", is_flag=True, help="Print exactly one JSON document on stdout instead of text."
+)
 
 
 def emit_json(document: Any) -> None:
@@ -129,7 +132,7 @@ def fmt_utc(value: datetime | None) -> str | None:
     """`2026-06-01 12:00:00Z`, seconds precision, for human output."""
     if value is None:
         return None
-    return value.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def fmt_local(value: datetime | None, zone_name: str) -> str | None:

@@ -4,11 +4,13 @@ Alembic does the work (`alembic.command` with the configuration in migrations/).
 only inside the commands: with it come Mako and Pygments, about 10 MB that the worker, scheduler
 and web processes would otherwise carry for nothing (docs/adr/0007-own-db-command-over-alembic.md).
 """
+
 from __future__ import annotations
 
 import contextlib
 from argparse import Namespace
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import click
 from flask.cli import AppGroup
@@ -22,7 +24,7 @@ if TYPE_CHECKING:
 db_cli = AppGroup("db", help="Migrate the database schema (Alembic, migrations/).")
 
 
-def alembic_config(autogenerate: bool = False) -> "Config":
+def alembic_config(autogenerate: bool = False) -> Config:
     """The Alembic configuration for migrations/; env.py takes the database from the current app."""
     from alembic.config import Config
 
@@ -171,7 +173,7 @@ def revision_cli(message: str, autogenerate: bool, rev_id: str | None) -> None:
         command.revision(config, message=message, autogenerate=autogenerate, rev_id=rev_id or _next_rev_id(config))
 
 
-def _next_rev_id(config: "Config") -> str | None:
+def _next_rev_id(config: Config) -> str | None:
     """Our revisions are numbered (0001, 0002, ...): the next number; Alembic's random id otherwise."""
     from alembic.script import ScriptDirectory
 

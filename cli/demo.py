@@ -4,6 +4,7 @@ Each command works on the configured database with jobs of its own (named `demo-
 on queue `demo`), prints what it shows as it goes, removes its jobs, alerts and heartbeats at the
 end, and exits 1 with one line on stderr when what it set out to show does not hold.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,25 +14,27 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Iterator
 
 import click
 from flask import current_app
 from flask.cli import AppGroup
 from sqlalchemy import delete, func, select, update
 
+from app.clock import utcnow
 from app.database import write_transaction
-from app.domain.states import TERMINAL, ExecutionStatus as S
+from app.domain.states import TERMINAL
+from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.models import Alert, Attempt, DeadLetter, Event, Execution, Heartbeat, Job
-from app.services import jobs
-from app.services.scheduler import Scheduler, TickReport
-from app.services.worker import Worker
+from app.services.engine.scheduler import Scheduler, TickReport
+from app.services.engine.worker import Worker
+from app.services.use_cases import jobs
 from app.store import executions as store
-from cli.common import fmt_age, handle_errors, mutating, utc_now
+from cli.common import fmt_age, handle_errors, mutating
 
 demo_cli = AppGroup("demo", help="Self-checking demonstrations of the guarantees.")
 
@@ -40,7 +43,7 @@ ACTOR = "demo"
 QUEUE = "demo"
 PROCESS_SECONDS = 90.0  # how long a raced `flask ...` process may take before the demo gives up
 # The misfire demo's scheduler runs at this instant, where only the demo's own jobs can be due.
-MISFIRE_CLOCK = datetime(2000, 1, 1, tzinfo=timezone.utc)
+MISFIRE_CLOCK = datetime(2000, 1, 1, tzinfo=UTC)
 
 
 class DemoFailed(Exception):
@@ -72,19 +75,29 @@ def _clean_up(prefix: str) -> None:
             conn.execute(delete(Alert).where(Alert.job_id.in_(ids)))
         conn.execute(delete(Heartbeat).where(Heartbeat.id.like(f"{prefix}%")))
     for job_id in ids:
-        jobs.delete_job(job_id, now=utc_now(), actor=ACTOR)
+        jobs.delete_job(job_id, now=utcnow(), actor=ACTOR)
 
 
 def _create_job(name: str, *, now: datetime, **fields) -> Job:
-    data = {"name": name, "task": "always_succeed", "schedule_type": "interval", "schedule": {"every": "1m"},
-            "queue": QUEUE, "description": "Made by `flask demo`; removed when the demo ends.", **fields}
+    data = {
+        "name": name,
+        "task": "always_succeed",
+        "schedule_type": "interval",
+        "schedule": {"every": "1m"},
+        "queue": QUEUE,
+        "description": "Made by `flask demo`; removed when the demo ends.",
+        **fields,
+    }
     return jobs.create_job(data, now=now, actor=ACTOR)
 
 
 def _executions(job_ids: list[int]) -> list[Execution]:
     db.session.rollback()  # see what other processes committed
-    return list(db.session.scalars(select(Execution).where(Execution.job_id.in_(job_ids))
-                                   .order_by(Execution.job_id, Execution.scheduled_for)))
+    return list(
+        db.session.scalars(
+            select(Execution).where(Execution.job_id.in_(job_ids)).order_by(Execution.job_id, Execution.scheduled_for)
+        )
+    )
 
 
 def _wait_until_settled(job_ids: list[int], within: float) -> list[Execution]:
@@ -98,6 +111,7 @@ def _wait_until_settled(job_ids: list[int], within: float) -> list[Execution]:
 
 
 # --- single-fire ------------------------------------------------------------------------------
+
 
 @demo_cli.command("single-fire")
 @mutating
@@ -116,58 +130,89 @@ def single_fire() -> None:
     """
     postgres = db.engine.dialect.name == "postgresql"
     if postgres:
-        click.echo("PostgreSQL: schedulers lock due jobs and workers claim executions with FOR UPDATE SKIP "
-                   "LOCKED. Each group of processes is held at a starting gate (a brief table lock) and "
-                   "released at one instant, so they really race.")
+        click.echo(
+            "PostgreSQL: schedulers lock due jobs and workers claim executions with FOR UPDATE SKIP "
+            "LOCKED. Each group of processes is held at a starting gate (a brief table lock) and "
+            "released at one instant, so they really race."
+        )
     else:
-        click.echo("SQLite cannot show skip-locked: it has no row locks. Its processes take turns on the "
-                   "database write lock (BEGIN IMMEDIATE), so the race below is serialised. What it does show "
-                   "is the unique-key guarantee: one execution per (job, scheduled_for), whoever writes it.")
+        click.echo(
+            "SQLite cannot show skip-locked: it has no row locks. Its processes take turns on the "
+            "database write lock (BEGIN IMMEDIATE), so the race below is serialised. What it does show "
+            "is the unique-key guarantee: one execution per (job, scheduled_for), whoever writes it."
+        )
     with demo_run("single-fire") as prefix:
-        now = utc_now()
+        now = utcnow()
         # Every 10 minutes from 35 minutes ago: due 25, 15 and 5 minutes ago, next in 5 minutes, so
         # nothing new falls due while the demo runs.
-        made = [_create_job(f"{prefix}-{n}", now=now - timedelta(minutes=35), schedule={"every": "10m"},
-                            misfire_policy="catch_up", overlap_policy="allow") for n in range(1, 5)]
+        made = [
+            _create_job(
+                f"{prefix}-{n}",
+                now=now - timedelta(minutes=35),
+                schedule={"every": "10m"},
+                misfire_policy="catch_up",
+                overlap_policy="allow",
+            )
+            for n in range(1, 5)
+        ]
         job_ids = [job.id for job in made]
         due = {(job.id, at) for job in made for at in _occurrences(job, until=now)}
         click.echo(f"  {len(made)} jobs, {len(due)} occurrences due")
 
-        outputs = _race([["scheduler", "run", "--once", "--scheduler-id", f"{prefix}-scheduler-{n}"]
-                         for n in range(1, 4)], gate="jobs" if postgres else None)
+        outputs = _race(
+            [["scheduler", "run", "--once", "--scheduler-id", f"{prefix}-scheduler-{n}"] for n in range(1, 4)],
+            gate="jobs" if postgres else None,
+        )
         created = [_count(r"created=(\d+)", out) for out in outputs]
         rows = _executions(job_ids)
         keys = [(row.job_id, row.scheduled_for) for row in rows]
         expect(len(keys) == len(set(keys)), f"duplicate executions for one occurrence: {len(keys) - len(set(keys))}")
         expect(set(keys) == due, f"{len(set(keys))} executions for {len(due)} due occurrences")
-        click.echo(f"  3 schedulers ticking at once created {' + '.join(map(str, created))} = {sum(created)} "
-                   f"executions; the database holds exactly one per due occurrence")
+        click.echo(
+            f"  3 schedulers ticking at once created {' + '.join(map(str, created))} = {sum(created)} "
+            f"executions; the database holds exactly one per due occurrence"
+        )
         if postgres and sum(created) and max(created) == sum(created):
-            click.echo("  (one scheduler locked every due job in a single statement; the others skipped the "
-                       "locked rows rather than wait for them or fire them again)")
+            click.echo(
+                "  (one scheduler locked every due job in a single statement; the others skipped the "
+                "locked rows rather than wait for them or fire them again)"
+            )
 
         job_id, scheduled_for = min(due)
         job = db.session.get(Job, job_id)
         with write_transaction(db.engine) as conn:
-            again = store.insert_occurrence(conn, job, scheduled_for, trigger="schedule", status=S.PENDING,
-                                            now=utc_now())
+            again = store.insert_occurrence(
+                conn, job, scheduled_for, trigger="schedule", status=S.PENDING, now=utcnow()
+            )
         expect(again is None and len(_executions(job_ids)) == len(due), "a second insert of an occurrence was kept")
-        click.echo("  writing one of them again, as a late fourth scheduler would, creates nothing: the unique "
-                   "(job, scheduled_for) key")
+        click.echo(
+            "  writing one of them again, as a late fourth scheduler would, creates nothing: the unique "
+            "(job, scheduled_for) key"
+        )
 
-        outputs = _race([["worker", "run", "--once", "--workers", "2", "--queues", QUEUE,
-                          "--worker-id", f"{prefix}-worker-{n}"] for n in range(1, 4)],
-                        gate="executions" if postgres else None)
+        outputs = _race(
+            [
+                ["worker", "run", "--once", "--workers", "2", "--queues", QUEUE, "--worker-id", f"{prefix}-worker-{n}"]
+                for n in range(1, 4)
+            ],
+            gate="executions" if postgres else None,
+        )
         claimed = [_count(r"claimed=(\d+)", out) for out in outputs]
         expect(_count(r"discarded=(\d+)", "".join(outputs)) == 0, "a worker lost a claimed row to another worker")
         rows = _wait_until_settled(job_ids, within=30)
         attempts = _attempt_counts([row.id for row in rows])
-        expect(all(row.status == "succeeded" for row in rows),
-               "not every execution succeeded: " + ", ".join(sorted({row.status for row in rows})))
-        expect(all(attempts.get(row.id) == 1 and row.attempts == 1 for row in rows),
-               "an execution ran more than once (or not at all)")
-        click.echo(f"  3 workers racing claimed {' + '.join(map(str, claimed))} = {sum(claimed)}; every one of the "
-                   f"{len(rows)} executions succeeded with exactly one attempt")
+        expect(
+            all(row.status == "succeeded" for row in rows),
+            "not every execution succeeded: " + ", ".join(sorted({row.status for row in rows})),
+        )
+        expect(
+            all(attempts.get(row.id) == 1 and row.attempts == 1 for row in rows),
+            "an execution ran more than once (or not at all)",
+        )
+        click.echo(
+            f"  3 workers racing claimed {' + '.join(map(str, claimed))} = {sum(claimed)}; every one of the "
+            f"{len(rows)} executions succeeded with exactly one attempt"
+        )
     click.echo("OK: each due occurrence got exactly one execution, and each execution ran exactly once.")
 
 
@@ -180,8 +225,13 @@ def _occurrences(job: Job, *, until: datetime) -> list[datetime]:
 
 
 def _attempt_counts(execution_ids: list[int]) -> dict[int, int]:
-    return dict(db.session.execute(select(Attempt.execution_id, func.count()).where(
-        Attempt.execution_id.in_(execution_ids)).group_by(Attempt.execution_id)).all())
+    return dict(
+        db.session.execute(
+            select(Attempt.execution_id, func.count())
+            .where(Attempt.execution_id.in_(execution_ids))
+            .group_by(Attempt.execution_id)
+        ).all()
+    )
 
 
 def _count(pattern: str, output: str) -> int:
@@ -193,14 +243,27 @@ def _race(commands: list[list[str]], *, gate: str | None) -> list[str]:
 
     With `gate` (PostgreSQL), a table lock holds them until all are queued on it, then they go at once.
     """
-    env = dict(os.environ, FLASK_APP="app", LOG_LEVEL="WARNING", INSTANCE_DIR=current_app.config["INSTANCE_DIR"],
-               SECRET_KEY=current_app.config["SECRET_KEY"],
-               DATABASE_URL=db.engine.url.render_as_string(hide_password=False))
+    env = dict(
+        os.environ,
+        FLASK_APP="app",
+        LOG_LEVEL="WARNING",
+        INSTANCE_DIR=current_app.config["INSTANCE_DIR"],
+        SECRET_KEY=current_app.config["SECRET_KEY"],
+        DATABASE_URL=db.engine.url.render_as_string(hide_password=False),
+    )
     logs = [tempfile.TemporaryFile() for _ in commands]
     holder = _lock_table(gate) if gate else None
-    processes = [subprocess.Popen([sys.executable, "-m", "flask", *command], cwd=PROJECT_ROOT, env=env,
-                                  stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT)
-                 for command, log in zip(commands, logs)]
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "flask", *command],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+        for command, log in zip(commands, logs)
+    ]
     try:
         if holder is not None:
             _open_gate_when_queued(holder, gate, len(processes), within=30)
@@ -209,7 +272,9 @@ def _race(commands: list[list[str]], *, gate: str | None) -> list[str]:
             try:
                 process.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                raise DemoFailed(f"`flask {' '.join(process.args[3:])}` did not finish in {PROCESS_SECONDS:g} s")
+                raise DemoFailed(
+                    f"`flask {' '.join(process.args[3:])}` did not finish in {PROCESS_SECONDS:g} s"
+                ) from None
         outputs = []
         for process, log in zip(processes, logs):
             log.seek(0)
@@ -231,8 +296,9 @@ def _race(commands: list[list[str]], *, gate: str | None) -> list[str]:
 def _lock_table(table: str):
     import psycopg
 
-    conn = psycopg.connect(db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False),
-                           connect_timeout=5)
+    conn = psycopg.connect(
+        db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False), connect_timeout=5
+    )
     # EXCLUSIVE lets plain reads through but makes every FOR UPDATE / UPDATE on the table wait.
     conn.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
     return conn
@@ -245,7 +311,8 @@ def _open_gate_when_queued(conn, table: str, count: int, within: float) -> None:
         waiting = conn.execute(
             "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = %s "
             "AND NOT l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            (table,)).fetchone()[0]
+            (table,),
+        ).fetchone()[0]
         if waiting >= count:
             break
         time.sleep(0.05)
@@ -278,23 +345,34 @@ def misfire() -> None:
     """
     at = MISFIRE_CLOCK
     with demo_run("misfire") as prefix:
-        made = {policy: _create_job(f"{prefix}-{policy}", now=at - timedelta(minutes=5, seconds=30), enabled=False,
-                                    misfire_policy=policy, misfire_grace_seconds=60, overlap_policy="allow")
-                for policy in EXPECTED_MISFIRE}
+        made = {
+            policy: _create_job(
+                f"{prefix}-{policy}",
+                now=at - timedelta(minutes=5, seconds=30),
+                enabled=False,
+                misfire_policy=policy,
+                misfire_grace_seconds=60,
+                overlap_policy="allow",
+            )
+            for policy in EXPECTED_MISFIRE
+        }
         ids = [job.id for job in made.values()]
         # Created disabled and enabled in one quiet UPDATE, so a running scheduler is not woken for them.
         with write_transaction(db.engine) as conn:
             conn.execute(update(Job).where(Job.id.in_(ids)).values(enabled=True))
-        click.echo(f"Three jobs every 1m, misfire grace 60s, next run {fmt_age(270)} before a scheduler pass at "
-                   f"{at:%Y-%m-%d %H:%M}Z (an injected clock): occurrences at -4m30s, -3m30s, -2m30s, -1m30s, "
-                   "-30s; the first four are late.")
+        click.echo(
+            f"Three jobs every 1m, misfire grace 60s, next run {fmt_age(270)} before a scheduler pass at "
+            f"{at:%Y-%m-%d %H:%M}Z (an injected clock): occurrences at -4m30s, -3m30s, -2m30s, -1m30s, "
+            "-30s; the first four are late."
+        )
         scheduler = Scheduler(current_app._get_current_object(), scheduler_id=f"{prefix}-scheduler", clock=lambda: at)
         report = TickReport()
         scheduler.schedule_due_jobs(at, report)
         expect(report.due == 3, f"the scheduler pass found {report.due} due jobs instead of the demo's 3")
         rows = _executions(ids)
-        expect(all(row.created_at == at for row in rows),
-               "another scheduler fired the demo jobs first; run the demo again")
+        expect(
+            all(row.created_at == at for row in rows), "another scheduler fired the demo jobs first; run the demo again"
+        )
         for policy, job in made.items():
             _check_policy(policy, job, [row for row in rows if row.job_id == job.id], at)
         again = TickReport()
@@ -305,8 +383,10 @@ def misfire() -> None:
 
 
 def _check_policy(policy: str, job: Job, rows: list[Execution], at: datetime) -> None:
-    seen = [(int((at - row.scheduled_for).total_seconds()), "missed" if row.status == "missed" else row.trigger)
-            for row in rows]
+    seen = [
+        (int((at - row.scheduled_for).total_seconds()), "missed" if row.status == "missed" else row.trigger)
+        for row in rows
+    ]
     expect(seen == EXPECTED_MISFIRE[policy], f"{policy}: got {seen}, expected {EXPECTED_MISFIRE[policy]}")
     db.session.rollback()
     next_run_at = db.session.get(Job, job.id).next_run_at
@@ -314,10 +394,13 @@ def _check_policy(policy: str, job: Job, rows: list[Execution], at: datetime) ->
     runnable = [row for row in rows if row.status != "missed"]
     line = " ".join(f"-{fmt_age(ago)}" for ago, _ in seen)
     if policy == "coalesce":
-        folded = db.session.scalars(select(Event).where(Event.job_id == job.id,
-                                                        Event.type == "misfire_coalesced")).all()
-        expect(len(folded) == 1 and folded[0].payload.get("occurrences") == 4,
-               "coalesce: expected one misfire_coalesced event folding 4 occurrences")
+        folded = db.session.scalars(
+            select(Event).where(Event.job_id == job.id, Event.type == "misfire_coalesced")
+        ).all()
+        expect(
+            len(folded) == 1 and folded[0].payload.get("occurrences") == 4,
+            "coalesce: expected one misfire_coalesced event folding 4 occurrences",
+        )
         detail = f"1 run for the latest occurrence ({line}); 1 misfire event folds the other 4, no missed rows"
     elif policy == "catch_up":
         detail = f"{len(runnable)} runs, one per occurrence ({line}); 4 marked catch_up"
@@ -327,6 +410,7 @@ def _check_policy(policy: str, job: Job, rows: list[Execution], at: datetime) ->
 
 
 # --- timeout ----------------------------------------------------------------------------------
+
 
 @demo_cli.command("timeout")
 @mutating
@@ -339,34 +423,53 @@ def timeout() -> None:
       flask demo timeout
     """
     with demo_run("timeout") as prefix:
-        now = utc_now()
-        job = _create_job(prefix, now=now, task="sleep_for_seconds", config={"seconds": 30}, schedule={"every": "1d"},
-                          timeout_seconds=1, max_attempts=2, retry_backoff_seconds=0, alert_mode="web")
+        now = utcnow()
+        job = _create_job(
+            prefix,
+            now=now,
+            task="sleep_for_seconds",
+            config={"seconds": 30},
+            schedule={"every": "1d"},
+            timeout_seconds=1,
+            max_attempts=2,
+            retry_backoff_seconds=0,
+            alert_mode="web",
+        )
         execution = jobs.trigger_job(job.id, now=now, actor=ACTOR)
-        click.echo(f"Job {job.name}: sleep_for_seconds 30 with timeout_seconds=1, max_attempts=2, no retry backoff; "
-                   f"triggered execution {execution.id}, run by a worker with a fork-server on queue '{QUEUE}'.")
+        click.echo(
+            f"Job {job.name}: sleep_for_seconds 30 with timeout_seconds=1, max_attempts=2, no retry backoff; "
+            f"triggered execution {execution.id}, run by a worker with a fork-server on queue '{QUEUE}'."
+        )
         started = time.monotonic()
         Worker(current_app._get_current_object(), worker_id=f"{prefix}-worker", slots=1, queues=[QUEUE]).run(burst=True)
         [row] = _wait_until_settled([job.id], within=60)
-        attempts = list(db.session.scalars(select(Attempt).where(Attempt.execution_id == row.id)
-                                           .order_by(Attempt.number)))
+        attempts = list(
+            db.session.scalars(select(Attempt).where(Attempt.execution_id == row.id).order_by(Attempt.number))
+        )
         expect(row.status == "timed_out", f"execution ended {row.status}, expected timed_out")
-        expect([a.status for a in attempts] == ["timed_out", "timed_out"],
-               f"attempts ended {[a.status for a in attempts]}, expected two timed_out")
+        expect(
+            [a.status for a in attempts] == ["timed_out", "timed_out"],
+            f"attempts ended {[a.status for a in attempts]}, expected two timed_out",
+        )
         for attempt in attempts:
             took = (attempt.finished_at - attempt.started_at).total_seconds()
             expect(took < 10, f"attempt {attempt.number} took {took:.1f} s: the task was not killed at its timeout")
             expect(_process_gone(attempt.pid), f"task process {attempt.pid} of attempt {attempt.number} is still alive")
-            click.echo(f"  attempt {attempt.number}: timed_out after {took:.2f} s; task process {attempt.pid} "
-                       f"was killed (exit code {attempt.exit_code}) and is gone")
-        retries = db.session.scalars(select(Event).where(Event.execution_id == row.id,
-                                                          Event.type == "retry_scheduled")).all()
+            click.echo(
+                f"  attempt {attempt.number}: timed_out after {took:.2f} s; task process {attempt.pid} "
+                f"was killed (exit code {attempt.exit_code}) and is gone"
+            )
+        retries = db.session.scalars(
+            select(Event).where(Event.execution_id == row.id, Event.type == "retry_scheduled")
+        ).all()
         expect(len(retries) == 1, f"{len(retries)} retry_scheduled events, expected 1")
         dead = db.session.scalars(select(DeadLetter).where(DeadLetter.execution_id == row.id)).first()
         alert = db.session.scalars(select(Alert).where(Alert.execution_id == row.id)).first()
         expect(dead is not None and alert is not None, "no dead letter and alert after the last attempt")
-        click.echo(f"  retried once, then kept its truthful status timed_out and was dead-lettered with an alert: "
-                   f"{alert.message[:160]}")
+        click.echo(
+            f"  retried once, then kept its truthful status timed_out and was dead-lettered with an alert: "
+            f"{alert.message[:160]}"
+        )
         click.echo(f"  ({time.monotonic() - started:.1f} s in all, for a task that wanted 30 s per attempt)")
     click.echo("OK: the hard timeout killed the task, the retry ran, and the exhausted execution was flagged.")
 

@@ -1,14 +1,26 @@
 """`flask execution ...`: list, inspect, retry and cancel executions."""
+
 from __future__ import annotations
 
 import click
 from flask.cli import AppGroup
 
+from app.clock import utcnow
 from app.domain.states import ExecutionStatus, values
-from app.services import executions as execution_service
 from app.services.serialize import execution_to_dict
-from cli.common import (ACTOR, emit_json, fmt_both, fmt_duration, fmt_utc, handle_errors, json_option, mutating,
-                        print_fields, print_table, utc_now)
+from app.services.use_cases import executions as execution_service
+from cli.common import (
+    ACTOR,
+    emit_json,
+    fmt_both,
+    fmt_duration,
+    fmt_utc,
+    handle_errors,
+    json_option,
+    mutating,
+    print_fields,
+    print_table,
+)
 
 execution_cli = AppGroup("execution", help="List, inspect, retry and cancel executions.")
 
@@ -33,8 +45,19 @@ def list_executions(status, job_id, limit, as_json):
         return
     print_table(
         ["ID", "JOB", "STATUS", "TRIGGER", "SCHEDULED FOR (UTC)", "ATTEMPTS", "DURATION", "FINISHED (UTC)"],
-        [[e.id, f"{e.job_id} {e.job.name}", e.status, e.trigger, fmt_utc(e.scheduled_for),
-          f"{e.attempts}/{e.max_attempts}", fmt_duration(e.duration_seconds), fmt_utc(e.finished_at)] for e in rows],
+        [
+            [
+                e.id,
+                f"{e.job_id} {e.job.name}",
+                e.status,
+                e.trigger,
+                fmt_utc(e.scheduled_for),
+                f"{e.attempts}/{e.max_attempts}",
+                fmt_duration(e.duration_seconds),
+                fmt_utc(e.finished_at),
+            ]
+            for e in rows
+        ],
         empty="No executions match.",
     )
 
@@ -56,29 +79,45 @@ def inspect(execution_id, as_json):
         emit_json(execution_to_dict(execution, attempts=execution.attempt_rows))
         return
     zone = execution.job.timezone
-    print_fields([
-        ("execution", execution.id),
-        ("job", f"{execution.job_id} {execution.job.name!r} ({execution.job.task})"),
-        ("status", execution.status + (f" ({execution.reason})" if execution.reason else "")),
-        ("trigger", execution.trigger + (f" of execution {execution.retry_of_id}" if execution.retry_of_id else "")),
-        ("scheduled for", fmt_both(execution.scheduled_for, zone)),
-        ("available at", fmt_both(execution.available_at, zone)),
-        ("attempts", f"{execution.attempts} of {execution.max_attempts}"),
-        ("claimed by", execution.claimed_by),
-        ("lease expires", fmt_utc(execution.lease_expires_at)),
-        ("started", fmt_both(execution.started_at, zone)),
-        ("finished", fmt_both(execution.finished_at, zone)),
-        ("duration", fmt_duration(execution.duration_seconds)),
-        ("exit code", execution.exit_code),
-        ("key", execution.idempotency_key),
-    ])
+    print_fields(
+        [
+            ("execution", execution.id),
+            ("job", f"{execution.job_id} {execution.job.name!r} ({execution.job.task})"),
+            ("status", execution.status + (f" ({execution.reason})" if execution.reason else "")),
+            (
+                "trigger",
+                execution.trigger + (f" of execution {execution.retry_of_id}" if execution.retry_of_id else ""),
+            ),
+            ("scheduled for", fmt_both(execution.scheduled_for, zone)),
+            ("available at", fmt_both(execution.available_at, zone)),
+            ("attempts", f"{execution.attempts} of {execution.max_attempts}"),
+            ("claimed by", execution.claimed_by),
+            ("lease expires", fmt_utc(execution.lease_expires_at)),
+            ("started", fmt_both(execution.started_at, zone)),
+            ("finished", fmt_both(execution.finished_at, zone)),
+            ("duration", fmt_duration(execution.duration_seconds)),
+            ("exit code", execution.exit_code),
+            ("key", execution.idempotency_key),
+        ]
+    )
     click.echo()
     click.echo("Attempts:")
-    print_table(["#", "STATUS", "WORKER", "PID", "STARTED (UTC)", "DURATION", "EXIT"],
-                [[a.number, a.status, a.worker_id, a.pid, fmt_utc(a.started_at),
-                  fmt_duration((a.finished_at - a.started_at).total_seconds()) if a.finished_at else "running",
-                  a.exit_code] for a in execution.attempt_rows],
-                empty="  (none yet)")
+    print_table(
+        ["#", "STATUS", "WORKER", "PID", "STARTED (UTC)", "DURATION", "EXIT"],
+        [
+            [
+                a.number,
+                a.status,
+                a.worker_id,
+                a.pid,
+                fmt_utc(a.started_at),
+                fmt_duration((a.finished_at - a.started_at).total_seconds()) if a.finished_at else "running",
+                a.exit_code,
+            ]
+            for a in execution.attempt_rows
+        ],
+        empty="  (none yet)",
+    )
     for title, text in (("Output", execution.output), ("Error", execution.error)):
         click.echo()
         click.echo(f"{title}:")
@@ -97,7 +136,7 @@ def retry(execution_id, as_json):
     Example:
       flask execution retry 17
     """
-    execution = execution_service.retry_execution(execution_id, now=utc_now(), actor=ACTOR)
+    execution = execution_service.retry_execution(execution_id, now=utcnow(), actor=ACTOR)
     if as_json:
         emit_json(execution_to_dict(execution))
         return
@@ -116,7 +155,7 @@ def cancel(execution_id, as_json):
     Example:
       flask execution cancel 17
     """
-    execution = execution_service.cancel_execution(execution_id, now=utc_now(), actor=ACTOR)
+    execution = execution_service.cancel_execution(execution_id, now=utcnow(), actor=ACTOR)
     if as_json:
         emit_json(execution_to_dict(execution))
         return

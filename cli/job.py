@@ -1,4 +1,5 @@
 """`flask job ...`: create, change, inspect, run and remove jobs."""
+
 from __future__ import annotations
 
 import textwrap
@@ -6,39 +7,70 @@ import textwrap
 import click
 from flask.cli import AppGroup
 
+from app.clock import utcnow
 from app.domain.states import AlertMode, MisfirePolicy, OverlapPolicy, ScheduleType, values
 from app.scheduling import schedule_value_from_options
-from app.services import jobs as job_service
 from app.services.serialize import execution_to_dict, job_to_dict
+from app.services.use_cases import jobs as job_service
 from app.tasks import all_tasks
-from cli.common import (ACTOR, emit_json, fmt_both, fmt_local, fmt_utc, handle_errors, json_option, mutating,
-                        parse_after, print_table, utc_now)
+from cli.common import (
+    ACTOR,
+    emit_json,
+    fmt_both,
+    fmt_local,
+    fmt_utc,
+    handle_errors,
+    json_option,
+    mutating,
+    parse_after,
+    print_table,
+)
 
 job_cli = AppGroup("job", help="Create, change, inspect, run and remove jobs.")
 
 # Options shared by `add` and `edit`, mapped onto the job fields of the same name.
 POLICY_FIELDS = (
-    "description", "config", "timezone", "overlap_policy", "misfire_policy", "misfire_grace_seconds",
-    "max_attempts", "retry_backoff_seconds", "timeout_seconds", "alert_mode", "retention_count",
-    "retention_days", "queue", "priority",
+    "description",
+    "config",
+    "timezone",
+    "overlap_policy",
+    "misfire_policy",
+    "misfire_grace_seconds",
+    "max_attempts",
+    "retry_backoff_seconds",
+    "timeout_seconds",
+    "alert_mode",
+    "retention_count",
+    "retention_days",
+    "queue",
+    "priority",
 )
 
 
 def _job_options(func):
     """The schedule and policy options of `job add` and `job edit`."""
     options = [
-        click.option("--schedule-value", metavar="JSON",
-                     help='Schedule as JSON, e.g. \'{"every": "30s"}\' (instead of --every/--cron/--run-at).'),
+        click.option(
+            "--schedule-value",
+            metavar="JSON",
+            help='Schedule as JSON, e.g. \'{"every": "30s"}\' (instead of --every/--cron/--run-at).',
+        ),
         click.option("--run-at", metavar="ISO", help="one_time: when to run; no offset means --timezone local time."),
         click.option("--every", metavar="DURATION", help="interval: 30s, 5m, 2h, 1d, 1h30m."),
         click.option("--cron", metavar="EXPR", help="cron: 5-field expression or @hourly/@daily/..., in --timezone."),
         click.option("--timezone", metavar="TZ", help="IANA zone the schedule runs in (default UTC)."),
         click.option("--description", metavar="TEXT"),
         click.option("--config", metavar="JSON", help="Task config as a JSON object (see `flask job catalog`)."),
-        click.option("--overlap-policy", type=click.Choice(values(OverlapPolicy)),
-                     help="When a run is still active: skip (default), queue, allow."),
-        click.option("--misfire-policy", type=click.Choice(values(MisfirePolicy)),
-                     help="Runs missed beyond the grace: coalesce (default), catch_up, skip."),
+        click.option(
+            "--overlap-policy",
+            type=click.Choice(values(OverlapPolicy)),
+            help="When a run is still active: skip (default), queue, allow.",
+        ),
+        click.option(
+            "--misfire-policy",
+            type=click.Choice(values(MisfirePolicy)),
+            help="Runs missed beyond the grace: coalesce (default), catch_up, skip.",
+        ),
         click.option("--misfire-grace-seconds", type=int, metavar="N"),
         click.option("--max-attempts", type=int, metavar="N"),
         click.option("--retry-backoff-seconds", type=int, metavar="N", help="Base delay; doubles per attempt."),
@@ -68,8 +100,13 @@ def _schedule_given(options: dict) -> bool:
 
 
 def _schedule_value(schedule_type: str, options: dict) -> dict:
-    return schedule_value_from_options(schedule_type, every=options["every"], cron=options["cron"],
-                                       run_at=options["run_at"], schedule_value=options["schedule_value"])
+    return schedule_value_from_options(
+        schedule_type,
+        every=options["every"],
+        cron=options["cron"],
+        run_at=options["run_at"],
+        schedule_value=options["schedule_value"],
+    )
 
 
 def schedule_summary(job) -> str:
@@ -100,9 +137,15 @@ def add_job(name, task, schedule_type, disabled, as_json, **options):
       flask job add once always_succeed one_time --run-at 2026-01-01T12:00:00Z
       flask job add nap sleep_for_seconds interval --schedule-value '{"every": "5m"}' --config '{"seconds": 2}'
     """
-    data = {"name": name, "task": task, "schedule_type": schedule_type,
-            "schedule": _schedule_value(schedule_type, options), "enabled": not disabled, **_policy_fields(options)}
-    job = job_service.create_job(data, now=utc_now(), actor=ACTOR)
+    data = {
+        "name": name,
+        "task": task,
+        "schedule_type": schedule_type,
+        "schedule": _schedule_value(schedule_type, options),
+        "enabled": not disabled,
+        **_policy_fields(options),
+    }
+    job = job_service.create_job(data, now=utcnow(), actor=ACTOR)
     if as_json:
         emit_json(job_to_dict(job))
         return
@@ -114,8 +157,9 @@ def add_job(name, task, schedule_type, disabled, as_json, **options):
 @click.argument("job_id", type=int)
 @click.option("--name", metavar="TEXT", help="New unique name.")
 @click.option("--task", metavar="TASK", help="Another registered task; the config is checked against it.")
-@click.option("--schedule-type", type=click.Choice(values(ScheduleType)),
-              help="New schedule type; give the new schedule with it.")
+@click.option(
+    "--schedule-type", type=click.Choice(values(ScheduleType)), help="New schedule type; give the new schedule with it."
+)
 @_job_options
 @click.option("--enabled", "enable", is_flag=True, help="Enable the job.")
 @click.option("--disabled", "disable", is_flag=True, help="Disable the job (cancels its queued runs).")
@@ -134,8 +178,11 @@ def edit_job(job_id, name, task, schedule_type, enable, disable, as_json, **opti
     if enable and disable:
         raise click.ClickException("--enabled and --disabled cannot be used together")
     job = job_service.get_job(job_id)
-    data = {key: value for key, value in (("name", name), ("task", task), ("schedule_type", schedule_type))
-            if value is not None}
+    data = {
+        key: value
+        for key, value in (("name", name), ("task", task), ("schedule_type", schedule_type))
+        if value is not None
+    }
     data.update(_policy_fields(options))
     if _schedule_given(options):
         data["schedule"] = _schedule_value(schedule_type or job.schedule_type, options)
@@ -144,7 +191,7 @@ def edit_job(job_id, name, task, schedule_type, enable, disable, as_json, **opti
     if not data:
         raise click.ClickException("nothing to change; give at least one option (see --help)")
     before = job_to_dict(job)
-    job = job_service.update_job(job_id, data, now=utc_now(), actor=ACTOR)
+    job = job_service.update_job(job_id, data, now=utcnow(), actor=ACTOR)
     after = job_to_dict(job)
     if as_json:
         emit_json(after)
@@ -171,8 +218,19 @@ def list_jobs(as_json):
         return
     print_table(
         ["ID", "NAME", "TASK", "SCHEDULE", "TIMEZONE", "ENABLED", "NEXT RUN (UTC)", "NEXT RUN (LOCAL)"],
-        [[job.id, job.name, job.task, schedule_summary(job), job.timezone, job.enabled,
-          fmt_utc(job.next_run_at), fmt_local(job.next_run_at, job.timezone)] for job in jobs],
+        [
+            [
+                job.id,
+                job.name,
+                job.task,
+                schedule_summary(job),
+                job.timezone,
+                job.enabled,
+                fmt_utc(job.next_run_at),
+                fmt_local(job.next_run_at, job.timezone),
+            ]
+            for job in jobs
+        ],
         empty="No jobs yet. Add one with `flask job add` (see `flask job add --help`).",
     )
 
@@ -230,15 +288,18 @@ def preview(job_id, count, after, as_json):
       flask job preview 3 --after 2026-11-01T00:00 --json
     """
     job = job_service.get_job(job_id)
-    items = job_service.preview_job(job_id, after=parse_after(after, job.timezone, utc_now()), count=count)
+    items = job_service.preview_job(job_id, after=parse_after(after, job.timezone, utcnow()), count=count)
     if as_json:
         emit_json([item.to_json() for item in items])
         return
-    click.echo(f"Job {job.id} {job.name!r}: {job_service.schedule_of(job).describe()}"
-               + ("" if job.enabled else " (disabled)"))
-    print_table(["#", "UTC", f"LOCAL ({job.timezone})", "NOTE"],
-                [[n, fmt_utc(i.utc), f"{i.local:%Y-%m-%d %H:%M:%S %Z}", i.note] for n, i in enumerate(items, 1)],
-                empty="(no further runs)")
+    click.echo(
+        f"Job {job.id} {job.name!r}: {job_service.schedule_of(job).describe()}" + ("" if job.enabled else " (disabled)")
+    )
+    print_table(
+        ["#", "UTC", f"LOCAL ({job.timezone})", "NOTE"],
+        [[n, fmt_utc(i.utc), f"{i.local:%Y-%m-%d %H:%M:%S %Z}", i.note] for n, i in enumerate(items, 1)],
+        empty="(no further runs)",
+    )
 
 
 @job_cli.command("trigger")
@@ -254,12 +315,13 @@ def trigger(job_id, as_json):
       flask job trigger 3
       flask job trigger 3 --json | jq .id
     """
-    execution = job_service.trigger_job(job_id, now=utc_now(), actor=ACTOR)
+    execution = job_service.trigger_job(job_id, now=utcnow(), actor=ACTOR)
     if as_json:
         emit_json(execution_to_dict(execution))
         return
-    click.echo(f"Triggered job {execution.job_id} {execution.job.name!r}: "
-               f"execution {execution.id} is {execution.status}")
+    click.echo(
+        f"Triggered job {execution.job_id} {execution.job.name!r}: execution {execution.id} is {execution.status}"
+    )
     click.echo(f"Watch it with: flask execution inspect {execution.id}")
 
 
@@ -276,7 +338,7 @@ def enable(job_id, as_json):
       flask job enable 3
     """
     was_enabled = job_service.get_job(job_id).enabled
-    job = job_service.enable_job(job_id, now=utc_now(), actor=ACTOR)
+    job = job_service.enable_job(job_id, now=utcnow(), actor=ACTOR)
     if as_json:
         emit_json(job_to_dict(job))
         return
@@ -297,7 +359,7 @@ def disable(job_id, as_json):
       flask job disable 3
     """
     was_enabled = job_service.get_job(job_id).enabled
-    job, cancelled = job_service.disable_job(job_id, now=utc_now(), actor=ACTOR)
+    job, cancelled = job_service.disable_job(job_id, now=utcnow(), actor=ACTOR)
     if as_json:
         emit_json({**job_to_dict(job), "cancelled_executions": cancelled})
         return
@@ -321,8 +383,9 @@ def delete(job_id, yes):
     """
     job = job_service.get_job(job_id)
     if not yes:
-        raise click.ClickException(f"job {job.id} ({job.name!r}) and all its history would be deleted; "
-                                   "add --yes to confirm")
+        raise click.ClickException(
+            f"job {job.id} ({job.name!r}) and all its history would be deleted; add --yes to confirm"
+        )
     name = job.name
-    job_service.delete_job(job_id, now=utc_now(), actor=ACTOR)
+    job_service.delete_job(job_id, now=utcnow(), actor=ACTOR)
     click.echo(f"Deleted job {job_id} {name!r}")

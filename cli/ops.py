@@ -1,15 +1,27 @@
 """Top-level operations commands: `flask health`, `flask prune-history`, `flask ensure-dev-user`."""
+
 from __future__ import annotations
 
 import click
 from flask import current_app
 from flask.cli import with_appcontext
 
-from app.services.retention import prune_history
-from app.services.status import status_report
-from app.services.users import ensure_dev_user
-from cli.common import (ACTOR, check_cli_secret, emit_json, fmt_age, handle_errors, json_option, mutating,
-                        print_fields, print_table, utc_now, warn)
+from app.clock import utcnow
+from app.services.engine.retention import prune_history
+from app.services.read.status import status_report
+from app.services.use_cases.users import ensure_dev_user
+from cli.common import (
+    ACTOR,
+    check_cli_secret,
+    emit_json,
+    fmt_age,
+    handle_errors,
+    json_option,
+    mutating,
+    print_fields,
+    print_table,
+    warn,
+)
 
 
 @click.command("health")
@@ -27,14 +39,17 @@ def health_cli(as_json):
       flask health
       flask health --json | jq .queue.depth
     """
-    report = status_report(utc_now())
+    report = status_report(utcnow())
     if as_json:
         emit_json(report)
     else:
         _print_report(report)
     if not report["readiness"]["ready"]:
-        failing = [f"{name} ({check.get('error', 'failed')})"
-                   for name, check in report["readiness"]["checks"].items() if not check["ok"]]
+        failing = [
+            f"{name} ({check.get('error', 'failed')})"
+            for name, check in report["readiness"]["checks"].items()
+            if not check["ok"]
+        ]
         raise click.ClickException("not ready: " + ", ".join(failing))
 
 
@@ -46,28 +61,53 @@ def _print_report(report: dict) -> None:
     for title, rows in (("Schedulers", report["schedulers"]), ("Workers", report["workers"])):
         click.echo()
         click.echo(f"{title}:")
-        print_table(["ID", "HOST", "PID", "STARTED (UTC)", "LAST SEEN (UTC)", "AGE", "STATE"],
-                    [[p["id"], p["host"], p["pid"], p["started_at"], p["last_seen"], fmt_age(p["age_seconds"]),
-                      f"STALE (> {report['heartbeat_stale_seconds']}s)" if p["stale"] else "alive"] for p in rows],
-                    empty="  (none seen)")
+        print_table(
+            ["ID", "HOST", "PID", "STARTED (UTC)", "LAST SEEN (UTC)", "AGE", "STATE"],
+            [
+                [
+                    p["id"],
+                    p["host"],
+                    p["pid"],
+                    p["started_at"],
+                    p["last_seen"],
+                    fmt_age(p["age_seconds"]),
+                    f"STALE (> {report['heartbeat_stale_seconds']}s)" if p["stale"] else "alive",
+                ]
+                for p in rows
+            ],
+            empty="  (none seen)",
+        )
     queue = report["queue"]
     click.echo()
-    print_fields([
-        ("Queue depth", f"{queue['depth']} due now, {queue['retries_waiting']} retries waiting, "
-                        f"{queue['in_flight']} in flight"),
-        ("Oldest pending", f"{queue['oldest_pending_at']} ({fmt_age(queue['oldest_pending_age_seconds'])} ago)"
-                           if queue["oldest_pending_at"] else "none"),
-        ("Jobs", f"{report['jobs']['total']} ({report['jobs']['enabled']} enabled)"),
-        ("Open alerts", report["open_alerts"]),
-        ("Dead letters", report["dead_letters"]),
-        ("Executions", ", ".join(f"{status} {count}" for status, count in report["executions_by_status"].items())),
-    ])
+    print_fields(
+        [
+            (
+                "Queue depth",
+                f"{queue['depth']} due now, {queue['retries_waiting']} retries waiting, {queue['in_flight']} in flight",
+            ),
+            (
+                "Oldest pending",
+                f"{queue['oldest_pending_at']} ({fmt_age(queue['oldest_pending_age_seconds'])} ago)"
+                if queue["oldest_pending_at"]
+                else "none",
+            ),
+            ("Jobs", f"{report['jobs']['total']} ({report['jobs']['enabled']} enabled)"),
+            ("Open alerts", report["open_alerts"]),
+            ("Dead letters", report["dead_letters"]),
+            ("Executions", ", ".join(f"{status} {count}" for status, count in report["executions_by_status"].items())),
+        ]
+    )
 
 
 @click.command("prune-history")
 @click.option("--dry-run", is_flag=True, help="Only report what would be deleted (needs no secret).")
-@click.option("--cli-secret", "cli_secret", metavar="S", default=None,
-              help="Shared secret; required (except with --dry-run) when SCHEDULER_CLI_SECRET is set.")
+@click.option(
+    "--cli-secret",
+    "cli_secret",
+    metavar="S",
+    default=None,
+    help="Shared secret; required (except with --dry-run) when SCHEDULER_CLI_SECRET is set.",
+)
 @json_option
 @with_appcontext
 @handle_errors
@@ -83,13 +123,14 @@ def prune_history_cli(dry_run, cli_secret, as_json):
     """
     if not dry_run:
         check_cli_secret(cli_secret)
-    result = prune_history(now=utc_now(), dry_run=dry_run, actor=ACTOR)
+    result = prune_history(now=utcnow(), dry_run=dry_run, actor=ACTOR)
     if as_json:
         emit_json(result)
         return
     verb = "would delete" if dry_run else "deleted"
-    click.echo(f"Retention {verb} {result['deleted']} execution(s)"
-               + (" (dry run, nothing deleted)" if dry_run else ""))
+    click.echo(
+        f"Retention {verb} {result['deleted']} execution(s)" + (" (dry run, nothing deleted)" if dry_run else "")
+    )
     if result["by_job"]:
         print_table(["JOB", "EXECUTIONS"], sorted(result["by_job"].items(), key=lambda item: int(item[0])))
 
@@ -109,8 +150,13 @@ def ensure_dev_user_cli():
       DEV_ADMIN_PASSWORD='long random words' flask ensure-dev-user
     """
     config = current_app.config
-    result = ensure_dev_user(username=config["DEV_ADMIN_USERNAME"], password=config["DEV_ADMIN_PASSWORD"],
-                             debug=bool(config.get("CRONWELL_DEBUG", config["DEBUG"])), now=utc_now(), actor=ACTOR)
+    result = ensure_dev_user(
+        username=config["DEV_ADMIN_USERNAME"],
+        password=config["DEV_ADMIN_PASSWORD"],
+        debug=bool(config.get("CRONWELL_DEBUG", config["DEBUG"])),
+        now=utcnow(),
+        actor=ACTOR,
+    )
     for message in result.warnings:
         warn(message)
     if result.created:

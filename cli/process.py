@@ -1,10 +1,11 @@
 """What the long-running commands (`scheduler run`, `worker run`) share at start-up: the
 production-secret check, the optional metrics server, and where their status lines go.
 """
+
 from __future__ import annotations
 
 import logging
-from typing import Callable
+from collections.abc import Callable
 
 import click
 from flask import current_app
@@ -16,12 +17,20 @@ def metrics_options(port_envvar: str) -> Callable:
     """Add --metrics-port (env `port_envvar`) and --metrics-host (env METRICS_HOST) to a command."""
 
     def decorate(func: Callable) -> Callable:
-        func = click.option("--metrics-host", default="127.0.0.1", show_default=True, envvar="METRICS_HOST",
-                            help="Address the metrics server listens on (0.0.0.0 inside a container). "
-                                 "Env: METRICS_HOST.")(func)
-        return click.option("--metrics-port", type=click.IntRange(1, 65535), default=None, envvar=port_envvar,
-                            help=f"Serve Prometheus metrics on this port at /metrics (default: off). "
-                                 f"Env: {port_envvar}.")(func)
+        func = click.option(
+            "--metrics-host",
+            default="127.0.0.1",
+            show_default=True,
+            envvar="METRICS_HOST",
+            help="Address the metrics server listens on (0.0.0.0 inside a container). Env: METRICS_HOST.",
+        )(func)
+        return click.option(
+            "--metrics-port",
+            type=click.IntRange(1, 65535),
+            default=None,
+            envvar=port_envvar,
+            help=f"Serve Prometheus metrics on this port at /metrics (default: off). Env: {port_envvar}.",
+        )(func)
 
     return decorate
 

@@ -1,4 +1,5 @@
 """`flask schedule preview`: validate and explain a schedule before any job uses it."""
+
 from __future__ import annotations
 
 import json
@@ -6,8 +7,10 @@ import json
 import click
 from flask.cli import AppGroup
 
-from app.scheduling import ScheduleError, parse_schedule, preview as preview_schedule, schedule_value_from_options
-from cli.common import emit_json, fmt_utc, handle_errors, json_option, parse_after, print_table, utc_now
+from app.clock import utcnow
+from app.scheduling import ScheduleError, parse_schedule, schedule_value_from_options
+from app.scheduling import preview as preview_schedule
+from cli.common import emit_json, fmt_utc, handle_errors, json_option, parse_after, print_table
 
 schedule_cli = AppGroup("schedule", help="Validate and preview schedules (no job needed).")
 
@@ -24,8 +27,9 @@ def _schedule_type_of(text: str) -> str:
         raise ScheduleError(f"--schedule-value must be a JSON object, got {type(value).__name__}")
     types = {_TYPE_BY_KEY[key] for key in value if key in _TYPE_BY_KEY}
     if len(types) != 1:
-        raise ScheduleError('--schedule-value needs exactly one of "expression" (cron), "every" (interval) '
-                            'or "run_at" (one_time)')
+        raise ScheduleError(
+            '--schedule-value needs exactly one of "expression" (cron), "every" (interval) or "run_at" (one_time)'
+        )
     return types.pop()
 
 
@@ -49,18 +53,29 @@ def preview(cron, every, run_at, schedule_value, timezone, after, count, as_json
       flask schedule preview --cron "30 2 * * *" --timezone America/New_York --after 2026-03-07
       flask schedule preview --every 90m --count 3 --json
     """
-    given = [name for name, value in (("--cron", cron), ("--every", every), ("--run-at", run_at),
-                                      ("--schedule-value", schedule_value)) if value is not None]
+    given = [
+        name
+        for name, value in (
+            ("--cron", cron),
+            ("--every", every),
+            ("--run-at", run_at),
+            ("--schedule-value", schedule_value),
+        )
+        if value is not None
+    ]
     if len(given) != 1:
-        raise click.UsageError("give exactly one of --cron, --every, --run-at or --schedule-value"
-                               + (f" (got {', '.join(given)})" if given else ""))
+        raise click.UsageError(
+            "give exactly one of --cron, --every, --run-at or --schedule-value"
+            + (f" (got {', '.join(given)})" if given else "")
+        )
     if schedule_value is not None:
         schedule_type = _schedule_type_of(schedule_value)
     else:
         schedule_type = {"--cron": "cron", "--every": "interval", "--run-at": "one_time"}[given[0]]
-    value = schedule_value_from_options(schedule_type, every=every, cron=cron, run_at=run_at,
-                                        schedule_value=schedule_value)
-    start = parse_after(after, timezone, utc_now())
+    value = schedule_value_from_options(
+        schedule_type, every=every, cron=cron, run_at=run_at, schedule_value=schedule_value
+    )
+    start = parse_after(after, timezone, utcnow())
     # An interval without start_at is anchored like a job created at `start`.
     schedule = parse_schedule(schedule_type, value, timezone, anchor=start.replace(microsecond=0))
     items = preview_schedule(schedule, start, count)
@@ -69,6 +84,8 @@ def preview(cron, every, run_at, schedule_value, timezone, after, count, as_json
         return
     click.echo(f"Schedule: {schedule.describe()}")
     click.echo(f"After:    {fmt_utc(start)}")
-    print_table(["#", "UTC", f"LOCAL ({schedule.timezone})", "NOTE"],
-                [[n, fmt_utc(i.utc), f"{i.local:%Y-%m-%d %H:%M:%S %Z}", i.note] for n, i in enumerate(items, 1)],
-                empty="(no fire times after that instant)")
+    print_table(
+        ["#", "UTC", f"LOCAL ({schedule.timezone})", "NOTE"],
+        [[n, fmt_utc(i.utc), f"{i.local:%Y-%m-%d %H:%M:%S %Z}", i.note] for n, i in enumerate(items, 1)],
+        empty="(no fire times after that instant)",
+    )

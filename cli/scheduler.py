@@ -1,4 +1,5 @@
 """`flask scheduler run`: the process that decides what is due."""
+
 from __future__ import annotations
 
 import click
@@ -13,13 +14,18 @@ scheduler_cli = AppGroup("scheduler", help="Run the scheduler process.")
 
 @scheduler_cli.command("run")
 @click.option("--once", is_flag=True, help="Run a single tick and exit.")
-@click.option("--tick-seconds", type=click.FloatRange(min=0.1), default=None,
-              help="Longest sleep between ticks (default SCHEDULER_TICK_SECONDS). The scheduler also wakes "
-                   "at the earliest next run and when a job changes.")
+@click.option(
+    "--tick-seconds",
+    type=click.FloatRange(min=0.1),
+    default=None,
+    help="Longest sleep between ticks (default SCHEDULER_TICK_SECONDS). The scheduler also wakes "
+    "at the earliest next run and when a job changes.",
+)
 @click.option("--scheduler-id", default=None, help="Identity in heartbeats (default scheduler-HOST-PID).")
 @metrics_options("SCHEDULER_METRICS_PORT")
-def run_scheduler(once: bool, tick_seconds: float | None, scheduler_id: str | None, metrics_port: int | None,
-                  metrics_host: str) -> None:
+def run_scheduler(
+    once: bool, tick_seconds: float | None, scheduler_id: str | None, metrics_port: int | None, metrics_host: str
+) -> None:
     """Create due executions, apply misfire and overlap policies, recover expired leases.
 
     \b
@@ -28,7 +34,7 @@ def run_scheduler(once: bool, tick_seconds: float | None, scheduler_id: str | No
       flask scheduler run --once          # one tick, print its summary
     Several schedulers may run at once (on PostgreSQL): they share the work safely.
     """
-    from app.services.scheduler import Scheduler
+    from app.services.engine.scheduler import Scheduler
 
     refuse_insecure("scheduler")
     scheduler = Scheduler(current_app._get_current_object(), scheduler_id=scheduler_id)
@@ -40,6 +46,8 @@ def run_scheduler(once: bool, tick_seconds: float | None, scheduler_id: str | No
         return
     stop = StopFlag().install()
     tick = tick_seconds or current_app.config["SCHEDULER_TICK_SECONDS"]
-    echo(f"scheduler {scheduler.id} started (tick <= {tick:g}s, database {current_app.extensions['sqlalchemy'].engine.dialect.name})")
+    echo(
+        f"scheduler {scheduler.id} started (tick <= {tick:g}s, database {current_app.extensions['sqlalchemy'].engine.dialect.name})"
+    )
     scheduler.run_forever(tick_seconds=tick, should_stop=stop, echo=echo)
     echo(f"scheduler {scheduler.id} stopped")

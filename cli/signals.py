@@ -1,4 +1,5 @@
 """Graceful stop for the long-running commands: SIGTERM and SIGINT set a flag the loops read."""
+
 from __future__ import annotations
 
 import signal
@@ -11,7 +12,7 @@ class StopFlag:
     def __init__(self) -> None:
         self._event = threading.Event()
 
-    def install(self) -> "StopFlag":
+    def install(self) -> StopFlag:
         for sig in (signal.SIGTERM, signal.SIGINT):
             signal.signal(sig, self._handle)
         return self

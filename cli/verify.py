@@ -1,11 +1,13 @@
 """`flask verify`: the ledger check (is every occurrence accounted for, exactly once?)."""
+
 from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
 
 import click
+
+from app.clock import utcnow
 
 
 @click.command("verify")
@@ -20,15 +22,17 @@ def verify_command(as_json: bool) -> None:
       flask verify
       flask verify --json | jq .violations
     """
-    from app.services.ledger import verify
+    from app.services.read.ledger import verify
 
-    report = verify(now=datetime.now(timezone.utc))
+    report = verify(now=utcnow())
     if as_json:
         click.echo(json.dumps(report.to_dict()))
     else:
-        click.echo(f"jobs={report.jobs} occurrences={report.occurrences} executions={report.executions} "
-                   f"coalesced_or_skipped={report.coalesced_or_skipped} excused_disabled={report.excused_disabled} "
-                   f"in_flight={report.in_flight} violations={len(report.violations)}")
+        click.echo(
+            f"jobs={report.jobs} occurrences={report.occurrences} executions={report.executions} "
+            f"coalesced_or_skipped={report.coalesced_or_skipped} excused_disabled={report.excused_disabled} "
+            f"in_flight={report.in_flight} violations={len(report.violations)}"
+        )
         for warning in report.warnings:
             click.echo(f"warning: {warning}")
         for violation in report.violations:

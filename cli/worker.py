@@ -1,4 +1,5 @@
 """`flask worker run`: the process that claims due executions and runs their tasks."""
+
 from __future__ import annotations
 
 import click
@@ -21,14 +22,21 @@ def _queues(value: str | None) -> list[str] | None:
 
 
 @worker_cli.command("run")
-@click.option("--workers", "slots", type=click.IntRange(1, 256), default=4, show_default=True,
-              help="How many tasks run at once (each in its own process).")
+@click.option(
+    "--workers",
+    "slots",
+    type=click.IntRange(1, 256),
+    default=4,
+    show_default=True,
+    help="How many tasks run at once (each in its own process).",
+)
 @click.option("--once", is_flag=True, help="Drain what is due now, wait for it to finish, and exit.")
 @click.option("--worker-id", default=None, help="Identity in claims and heartbeats (default worker-HOST-PID).")
 @click.option("--queues", default=None, help="Comma-separated queues to serve (default: all).")
 @metrics_options("WORKER_METRICS_PORT")
-def run_worker(slots: int, once: bool, worker_id: str | None, queues: str | None, metrics_port: int | None,
-               metrics_host: str) -> None:
+def run_worker(
+    slots: int, once: bool, worker_id: str | None, queues: str | None, metrics_port: int | None, metrics_host: str
+) -> None:
     """Claim due executions under a lease and run each task in its own process.
 
     \b
@@ -39,7 +47,7 @@ def run_worker(slots: int, once: bool, worker_id: str | None, queues: str | None
     On SIGTERM/Ctrl-C it stops claiming, lets running tasks finish within
     WORKER_SHUTDOWN_GRACE_SECONDS, settles the rest, and exits 0.
     """
-    from app.services.worker import Worker
+    from app.services.engine.worker import Worker
 
     refuse_insecure("worker")
     worker = Worker(current_app._get_current_object(), worker_id=worker_id, slots=slots, queues=_queues(queues))

@@ -4,6 +4,7 @@ The engine and the metadata are the app's own `db` (app/extensions.py), so migra
 exactly the database the app is configured for (DATABASE_URL) and autogenerate compares with the
 models.
 """
+
 import logging
 from logging.config import fileConfig
 
@@ -43,8 +44,9 @@ def skip_empty_autogenerate(context, revision, directives):
 
 def run_migrations_offline():
     """`--sql`: print the SQL for the database's dialect instead of running it."""
-    context.configure(url=db.engine.url, target_metadata=db.metadata, literal_binds=True,
-                      render_item=render_item, **CONFIGURE_ARGS)
+    context.configure(
+        url=db.engine.url, target_metadata=db.metadata, literal_binds=True, render_item=render_item, **CONFIGURE_ARGS
+    )
     with context.begin_transaction():
         context.run_migrations()
 
@@ -52,8 +54,13 @@ def run_migrations_offline():
 def run_migrations_online():
     """Run the migrations on a connection from the app's engine, in one transaction."""
     with db.engine.connect() as connection:
-        context.configure(connection=connection, target_metadata=db.metadata, render_item=render_item,
-                          process_revision_directives=skip_empty_autogenerate, **CONFIGURE_ARGS)
+        context.configure(
+            connection=connection,
+            target_metadata=db.metadata,
+            render_item=render_item,
+            process_revision_directives=skip_empty_autogenerate,
+            **CONFIGURE_ARGS,
+        )
         with context.begin_transaction():
             context.run_migrations()
 

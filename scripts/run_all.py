@@ -3,6 +3,7 @@
 Ctrl-C (or SIGTERM) stops all three gracefully; if one of them exits, the others are stopped
 too, so a half-running product never pretends to be whole.
 """
+
 from __future__ import annotations
 
 import os
@@ -38,8 +39,9 @@ def main() -> int:
     for name, command in PROCESSES.items():
         # Own process groups: Ctrl-C reaches only us, and we stop the children in order.
         children[name] = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
-    print(f"Cronwell is running: http://{HOST}:{PORT}/  (sign in as admin/admin in development; Ctrl-C stops)",
-          flush=True)
+    print(
+        f"Cronwell is running: http://{HOST}:{PORT}/  (sign in as admin/admin in development; Ctrl-C stops)", flush=True
+    )
     exit_code = 0
     while not stopping:
         for name, child in children.items():

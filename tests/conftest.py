@@ -7,11 +7,12 @@ Every test that asks for `app` runs twice, once per backend. Isolation:
   tests need committed rows visible to other processes.
 When CI=true a PostgreSQL that cannot be reached fails the run instead of skipping it.
 """
+
 from __future__ import annotations
 
 import os
 import shutil
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
@@ -200,11 +201,11 @@ class FakeClock:
 
 @pytest.fixture
 def clock() -> FakeClock:
-    return FakeClock(datetime(2026, 6, 1, 12, 0, 0, tzinfo=timezone.utc))
+    return FakeClock(datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC))
 
 
 def utc(*args) -> datetime:
-    return datetime(*args, tzinfo=timezone.utc)
+    return datetime(*args, tzinfo=UTC)
 
 
 @pytest.fixture

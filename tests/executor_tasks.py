@@ -3,6 +3,7 @@
 Preloaded into the zygote by `ForkServer(preload=("tests.executor_tasks",))`. Names start with
 `test_exec_` so they can never collide with the built-in catalog.
 """
+
 from __future__ import annotations
 
 import ctypes

@@ -1,4 +1,5 @@
 """The alerts page's resolve form: selected alert ids plus the CSRF token."""
+
 from __future__ import annotations
 
 from flask_wtf import FlaskForm

@@ -2,22 +2,21 @@
 
 Resolving from the dashboard's alerts panel is an HTMX POST; it answers with the refreshed panel.
 """
+
 from __future__ import annotations
 
-
-from app.clock import utcnow
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from app.alerts.forms import ResolveAlertsForm
-from app.services import alerts as alert_service
-from app.services import dashboard
+from app.clock import utcnow
 from app.services.errors import ServiceError
+from app.services.read import dashboard
+from app.services.use_cases import alerts as alert_service
 from app.web.access import current_actor, is_htmx, operator_required, signin_required
 
 bp = Blueprint("alerts", __name__, url_prefix="/alerts")
 
 LIST_LIMIT = 200
-
 
 
 @bp.get("/")
@@ -26,8 +25,11 @@ def index():
     """Open alerts (or all, with ?show=all) and recent dead letters."""
     show_all = request.args.get("show") == "all"
     return render_template(
-        "alerts/list.html", alerts=alert_service.list_alerts(include_resolved=show_all, limit=LIST_LIMIT),
-        dead_letters=alert_service.list_dead_letters(limit=50), show_all=show_all, form=ResolveAlertsForm(),
+        "alerts/list.html",
+        alerts=alert_service.list_alerts(include_resolved=show_all, limit=LIST_LIMIT),
+        dead_letters=alert_service.list_dead_letters(limit=50),
+        show_all=show_all,
+        form=ResolveAlertsForm(),
         limit=LIST_LIMIT,
     )
 
@@ -57,8 +59,14 @@ def _resolve(ids: list[int]):
         message, category = str(exc), "error"
     if is_htmx():
         alerts, total = dashboard.open_alerts()
-        return render_template("dashboard/_alerts.html", alerts=alerts, alerts_total=total, poll_seconds=5,
-                               message=message, category=category)
+        return render_template(
+            "dashboard/_alerts.html",
+            alerts=alerts,
+            alerts_total=total,
+            poll_seconds=5,
+            message=message,
+            category=category,
+        )
     flash(message, category)
     target = url_for("alerts.index", show="all") if request.args.get("show") == "all" else url_for("alerts.index")
     return redirect(target, code=303)

@@ -1,4 +1,5 @@
 """Sign-in and sign-out forms (both carry the CSRF token)."""
+
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
@@ -7,10 +8,14 @@ from wtforms.validators import DataRequired, Length
 
 
 class SignInForm(FlaskForm):
-    username = StringField("Username", validators=[DataRequired(), Length(max=150)],
-                           render_kw={"autocomplete": "username", "autocapitalize": "none", "spellcheck": "false"})
-    password = PasswordField("Password", validators=[DataRequired(), Length(max=1000)],
-                             render_kw={"autocomplete": "current-password"})
+    username = StringField(
+        "Username",
+        validators=[DataRequired(), Length(max=150)],
+        render_kw={"autocomplete": "username", "autocapitalize": "none", "spellcheck": "false"},
+    )
+    password = PasswordField(
+        "Password", validators=[DataRequired(), Length(max=1000)], render_kw={"autocomplete": "current-password"}
+    )
     next = HiddenField()
 
 

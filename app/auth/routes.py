@@ -1,4 +1,5 @@
 """Sign in (rate limited, session rotated, same-site `next=` only) and sign out (POST only)."""
+
 from __future__ import annotations
 
 import logging
@@ -7,7 +8,7 @@ from flask import Blueprint, current_app, flash, redirect, render_template, requ
 from flask_login import login_user, logout_user
 
 from app.auth.forms import SignInForm, SignOutForm
-from app.services import users
+from app.services.use_cases import users
 from app.web.access import auth_enabled, is_signed_in, safe_next
 from app.web.ratelimit import register_login_attempt
 

@@ -4,21 +4,21 @@ Each panel is one partial (`templates/dashboard/_<panel>.html`) rendered by the 
 `/dashboard/panels/<panel>`; the partial carries its own `hx-get`/`hx-trigger`, so a refresh swaps
 the panel for a fresh copy of itself.
 """
+
 from __future__ import annotations
 
 from datetime import datetime
 
-from app.clock import utcnow
 from flask import Blueprint, abort, current_app, render_template
 
-from app.services import dashboard
+from app.clock import utcnow
+from app.services.read import dashboard
 from app.web.access import signin_required
 
 bp = Blueprint("dashboard", __name__)
 
 PANELS = ("summary", "queue", "upcoming", "activity", "alerts", "heartbeats", "jobs")
 POLL_SECONDS = 5
-
 
 
 def panel_context(name: str, now: datetime) -> dict:

@@ -1,9 +1,10 @@
 """Retry, lease and misfire rules as pure functions of their inputs."""
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable, Iterable
 
 from app.domain.states import MisfirePolicy
 
@@ -49,7 +50,9 @@ class OccurrencePlan:
 NextAfter = Callable[[datetime], "datetime | None"]
 
 
-def _collect(first: datetime, next_after: NextAfter, until: datetime, limit: int) -> tuple[list[datetime], datetime | None]:
+def _collect(
+    first: datetime, next_after: NextAfter, until: datetime, limit: int
+) -> tuple[list[datetime], datetime | None]:
     """Occurrences from `first` up to `until` inclusive, at most `limit`, and the one after them."""
     found: list[datetime] = []
     current: datetime | None = first

@@ -4,6 +4,7 @@ Each status says who moves an execution out of it. Transitions not listed in ALL
 the store enforces them with guarded UPDATEs (`WHERE status IN (...)`) and the database enforces
 the status vocabulary and the finished_at rule with CHECK constraints.
 """
+
 from __future__ import annotations
 
 from enum import Enum
@@ -26,8 +27,8 @@ class ExecutionStatus(str, Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     TIMED_OUT = "timed_out"
-    MISSED = "missed"            # never ran: misfire policy skip, or overlap policy skip
-    CANCELLED = "cancelled"      # an operator cancelled it, or its job was disabled
+    MISSED = "missed"  # never ran: misfire policy skip, or overlap policy skip
+    CANCELLED = "cancelled"  # an operator cancelled it, or its job was disabled
     DEAD_LETTERED = "dead_lettered"  # abandoned (expired lease) with no attempts left
 
     def __str__(self) -> str:

@@ -1,4 +1,5 @@
 """Forms on the execution pages: the list filters (GET, no token) and the action forms (POST)."""
+
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
@@ -10,9 +11,12 @@ from app.domain.states import ExecutionStatus, values
 class ExecutionFilterForm(Form):
     """Filters read from the query string; plain WTForms (a GET changes nothing, so no token)."""
 
-    status = SelectField("Status", validate_choice=False,
-                         choices=[SelectChoice("", "any status")]
-                         + [SelectChoice(s, s.replace("_", " ")) for s in values(ExecutionStatus)])
+    status = SelectField(
+        "Status",
+        validate_choice=False,
+        choices=[SelectChoice("", "any status")]
+        + [SelectChoice(s, s.replace("_", " ")) for s in values(ExecutionStatus)],
+    )
     job = StringField("Job ID", render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "any job"})
 
 

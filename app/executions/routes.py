@@ -1,22 +1,21 @@
-"""Execution pages and actions: thin adapters over `app.services.executions`."""
+"""Execution pages and actions: thin adapters over `app.services.use_cases.executions`."""
+
 from __future__ import annotations
 
-
-from app.clock import utcnow
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
+from app.clock import utcnow
 from app.domain.states import CANCELLABLE, RETRYABLE, ExecutionStatus
 from app.executions.forms import ExecutionActionForm, ExecutionFilterForm
-from app.services import executions as execution_service
-from app.services import jobs as job_service
 from app.services.errors import NotFound, ServiceError, ValidationFailed
+from app.services.use_cases import executions as execution_service
+from app.services.use_cases import jobs as job_service
 from app.web.access import current_actor, is_htmx, operator_required, public_read, signin_required
 from app.web.pagination import Page, page_number, paginate
 
 bp = Blueprint("executions", __name__, url_prefix="/executions")
 
 PER_PAGE = 50
-
 
 
 @bp.get("/")
@@ -41,13 +40,15 @@ def index():
     page = Page(items=[], page=1, per_page=PER_PAGE, total=0)
     if not errors:
         try:
-            page = paginate(execution_service.list_query(status=status, job_id=job_id),
-                            page=page_number(), per_page=PER_PAGE)
+            page = paginate(
+                execution_service.list_query(status=status, job_id=job_id), page=page_number(), per_page=PER_PAGE
+            )
         except ValidationFailed as exc:
             errors.extend(exc.errors.values())
     query = {k: v for k, v in (("status", status or ""), ("job", job_text)) if v}
-    return render_template("executions/list.html", page=page, filters=filters, filter_errors=errors, job=job,
-                           query=query), (400 if errors else 200)
+    return render_template(
+        "executions/list.html", page=page, filters=filters, filter_errors=errors, job=job, query=query
+    ), (400 if errors else 200)
 
 
 @bp.get("/<int:execution_id>")
@@ -56,9 +57,12 @@ def detail(execution_id: int):
     """Everything about one execution: attempts, output and error. While it is in flight the
     body is an HTMX fragment that refreshes itself until the execution ends."""
     execution = execution_service.get_execution(execution_id, with_attempts=True)
-    context = {"execution": execution, "action_form": ExecutionActionForm(),
-               "can_retry": ExecutionStatus(execution.status) in RETRYABLE,
-               "can_cancel": ExecutionStatus(execution.status) in CANCELLABLE}
+    context = {
+        "execution": execution,
+        "action_form": ExecutionActionForm(),
+        "can_retry": ExecutionStatus(execution.status) in RETRYABLE,
+        "can_cancel": ExecutionStatus(execution.status) in CANCELLABLE,
+    }
     if is_htmx():
         return render_template("executions/_detail_body.html", **context)
     return render_template("executions/detail.html", **context)

@@ -8,6 +8,7 @@ The names below are loaded on first use (PEP 562) rather than imported here: the
 this package too, and client.py brings `subprocess` and with it `threading`, whose after-fork
 hook runs in every forked child; without them a fork of the zygote costs about 0.3 ms less.
 """
+
 from __future__ import annotations
 
 __all__ = ["ExecutorCrashed", "ForkServer", "TaskRequest", "TaskResult"]

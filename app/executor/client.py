@@ -15,6 +15,7 @@ If the zygote dies unexpectedly, `poll` (or `submit`) raises `ExecutorCrashed`, 
 report every request that was running as failed (plus any results received just before); the
 executor is then stopped and `start()` may be called again.
 """
+
 from __future__ import annotations
 
 import math
@@ -81,11 +82,17 @@ class ForkServer:
             raise RuntimeError("ForkServer is already started")
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         command = [
-            self.python, "-m", "app.executor.zygote",
-            "--control-fd", str(theirs.fileno()),
-            "--parent-pid", str(os.getpid()),
-            "--output-limit", str(self.output_limit),
-            "--kill-grace-seconds", str(self.kill_grace_seconds),
+            self.python,
+            "-m",
+            "app.executor.zygote",
+            "--control-fd",
+            str(theirs.fileno()),
+            "--parent-pid",
+            str(os.getpid()),
+            "--output-limit",
+            str(self.output_limit),
+            "--kill-grace-seconds",
+            str(self.kill_grace_seconds),
         ]
         for module in self.preload:
             command += ["--preload", module]
@@ -147,7 +154,7 @@ class ForkServer:
         self._discard_zygote()
         return results
 
-    def __enter__(self) -> "ForkServer":
+    def __enter__(self) -> ForkServer:
         self.start()
         return self
 
@@ -264,11 +271,19 @@ class ForkServer:
                     os.killpg(pending.pid, signal.SIGKILL)
                 except (ProcessLookupError, PermissionError):
                     pass
-            results.append(TaskResult(
-                execution_id=execution_id, status="failed", exit_code=None, output="",
-                error=f"executor zygote died ({how}) while the task was running",
-                pid=pending.pid or 0, started_at=pending.submitted_at, finished_at=now, fork_ms=0.0,
-            ))
+            results.append(
+                TaskResult(
+                    execution_id=execution_id,
+                    status="failed",
+                    exit_code=None,
+                    output="",
+                    error=f"executor zygote died ({how}) while the task was running",
+                    pid=pending.pid or 0,
+                    started_at=pending.submitted_at,
+                    finished_at=now,
+                    fork_ms=0.0,
+                )
+            )
         self._pending.clear()
         raise ExecutorCrashed(f"executor zygote died unexpectedly ({how})", results)
 

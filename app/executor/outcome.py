@@ -6,6 +6,7 @@ A signal the zygote sent wins over everything else: a task killed at its timeout
 even if it caught SIGTERM and raised. Otherwise the child's own report decides, and a child that
 died without a report (os._exit, a signal such as SIGSEGV) is described by its exit status.
 """
+
 from __future__ import annotations
 
 import json
@@ -32,7 +33,7 @@ def parse_result_pipe(data: bytes) -> tuple[float | None, dict | None]:
         return None, None
     (ready_at,) = READY_STAMP.unpack_from(data)
     try:
-        report = json.loads(data[READY_STAMP.size:]) if len(data) > READY_STAMP.size else None
+        report = json.loads(data[READY_STAMP.size :]) if len(data) > READY_STAMP.size else None
     except ValueError:  # cut short by a kill mid-write
         report = None
     return ready_at, report if isinstance(report, dict) else None

@@ -7,6 +7,7 @@ is at most `limit` characters, truncation marker included, so it fits the execut
 
 Pure logic: no I/O here.
 """
+
 from __future__ import annotations
 
 # UTF-8 needs at most 4 bytes per character, so this many bytes always decode to >= limit chars.

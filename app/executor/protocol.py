@@ -10,6 +10,7 @@ Zygote -> client ("type"):   ready {pid}, fatal {error}, started {execution_id, 
 
 No I/O here beyond bytes in, bytes out: both ends of the socket share this module.
 """
+
 from __future__ import annotations
 
 import json
@@ -73,7 +74,7 @@ class TaskResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> "TaskResult":
+    def from_dict(cls, data: dict[str, Any]) -> TaskResult:
         return cls(**{name: data[name] for name in cls.__dataclass_fields__})
 
 
@@ -99,7 +100,7 @@ class MessageReader:
             end = _HEADER.size + length
             if len(self._buffer) < end:
                 break
-            body = bytes(self._buffer[_HEADER.size:end])
+            body = bytes(self._buffer[_HEADER.size : end])
             del self._buffer[:end]
             messages.append(json.loads(body))
         return messages

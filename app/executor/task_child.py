@@ -8,6 +8,7 @@ result pipe receives an 8-byte "ready" timestamp followed by one JSON object, {"
 {"ok": false, "error": traceback}. A child that dies without writing that object (os._exit, a
 signal) is described by its exit status instead.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -33,7 +34,10 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 def set_parent_death_signal(signum: int) -> None:
     """Ask the kernel to send `signum` to this process when its parent thread dies (Linux prctl)."""
-    if _libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signum), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
+    if (
+        _libc.prctl(PR_SET_PDEATHSIG, ctypes.c_ulong(signum), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+        != 0
+    ):
         errno = ctypes.get_errno()
         raise OSError(errno, f"prctl(PR_SET_PDEATHSIG) failed: {os.strerror(errno)}")
 
@@ -111,7 +115,7 @@ def _flush_quietly(*streams: io.TextIOBase) -> None:
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def _max_fd() -> int:

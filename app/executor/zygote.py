@@ -24,6 +24,7 @@ closes.
 Why bounded output. Pipes are drained continuously (a task never blocks on a full pipe) but only
 the first bytes that could be shown are kept; see `app.executor.output`.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -36,8 +37,8 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 from app.executor.outcome import classify_exit, parse_result_pipe
 from app.executor.output import BoundedCapture, truncate_text
@@ -269,9 +270,16 @@ class Zygote:
         timeout = request.get("timeout_seconds")
         timeout = timeout if timeout and timeout > 0 else None
         child = TaskChild(
-            execution_id=execution_id, pid=pid, pidfd=os.pidfd_open(pid), out_fd=out_r, res_fd=res_r,
-            received_at=received_at, forked_at=forked_at, started_at=started_at,
-            timeout_seconds=timeout, deadline=forked_at + timeout if timeout else None,
+            execution_id=execution_id,
+            pid=pid,
+            pidfd=os.pidfd_open(pid),
+            out_fd=out_r,
+            res_fd=res_r,
+            received_at=received_at,
+            forked_at=forked_at,
+            started_at=started_at,
+            timeout_seconds=timeout,
+            deadline=forked_at + timeout if timeout else None,
             output=BoundedCapture(self.output_limit),
         )
         self.children[execution_id] = child
@@ -282,10 +290,22 @@ class Zygote:
 
     def _reject(self, execution_id: int, error: str) -> None:
         now = time.time()
-        self.send({"type": "result", **TaskResult(
-            execution_id=execution_id, status="failed", exit_code=None, output="", error=error,
-            pid=0, started_at=now, finished_at=now, fork_ms=0.0,
-        ).to_dict()})
+        self.send(
+            {
+                "type": "result",
+                **TaskResult(
+                    execution_id=execution_id,
+                    status="failed",
+                    exit_code=None,
+                    output="",
+                    error=error,
+                    pid=0,
+                    started_at=now,
+                    finished_at=now,
+                    fork_ms=0.0,
+                ).to_dict(),
+            }
+        )
 
     def _read_output(self, child: TaskChild) -> None:
         if _read_into(child.out_fd, child.output.add) == "eof":
@@ -335,9 +355,15 @@ class Zygote:
         fork_ms = ((ready_at if ready_at is not None else child.forked_at) - child.received_at) * 1000
         status, error = classify_exit(child.kill_reason, child.timeout_seconds, exit_code, report)
         return TaskResult(
-            execution_id=child.execution_id, status=status, exit_code=exit_code,
-            output=child.output.text(), error=truncate_text(error, self.output_limit, what="error"),
-            pid=child.pid, started_at=child.started_at, finished_at=finished_at, fork_ms=round(fork_ms, 3),
+            execution_id=child.execution_id,
+            status=status,
+            exit_code=exit_code,
+            output=child.output.text(),
+            error=truncate_text(error, self.output_limit, what="error"),
+            pid=child.pid,
+            started_at=child.started_at,
+            finished_at=finished_at,
+            fork_ms=round(fork_ms, 3),
         )
 
 

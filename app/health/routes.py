@@ -1,12 +1,12 @@
 """Liveness and readiness endpoints for load balancers, and the health page for operators."""
-from __future__ import annotations
 
-from datetime import datetime, timezone
+from __future__ import annotations
 
 from flask import Blueprint, jsonify, render_template
 
 from app.cache import get_cache
-from app.services import health
+from app.clock import utcnow
+from app.services.read import health
 from app.web.access import signin_required
 
 bp = Blueprint("health", __name__)
@@ -29,15 +29,21 @@ def readyz():
 @signin_required
 def page():
     """Readiness checks, scheduler and worker heartbeats, queue depth and the cache, for people."""
-    from app.services.dashboard import summary_counts
-    from app.services.status import status_report
+    from app.services.read.dashboard import summary_counts
+    from app.services.read.status import status_report
 
-    now = datetime.now(timezone.utc)
+    now = utcnow()
     cache = get_cache()
     # Execution counts come from the dashboard's cached summary: a full count per page view
     # costs about 100 ms at a million rows, and the summary's counts past 50,000 are estimates,
     # which the page labels as such (count_kinds).
     summary = summary_counts()
     report = status_report(now, executions_by_status=summary["executions_by_status"])
-    return render_template("health/page.html", report=report, now=now, count_kinds=summary.get("count_kinds") or {},
-                           cache_backend=cache.backend_name, cache_ok=cache.ping())
+    return render_template(
+        "health/page.html",
+        report=report,
+        now=now,
+        count_kinds=summary.get("count_kinds") or {},
+        cache_backend=cache.backend_name,
+        cache_ok=cache.ping(),
+    )

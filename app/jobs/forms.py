@@ -3,6 +3,7 @@
 Fields are read as text and handed to the job service, which owns validation (the CLI and the web
 give the same messages); the service's per-field errors are then shown next to each field.
 """
+
 from __future__ import annotations
 
 import json
@@ -13,13 +14,29 @@ from wtforms.validators import Length
 
 from app.domain.states import MisfirePolicy, OverlapPolicy, ScheduleType, values
 from app.scheduling import ScheduleError, format_interval, parse_interval
-from app.services.jobs import DEFAULTS
+from app.services.use_cases.jobs import DEFAULTS
 
 SCHEDULE_INPUTS = {"interval": "every", "cron": "cron", "one_time": "run_at"}
-NUMBER_FIELDS = ("misfire_grace_seconds", "max_attempts", "retry_backoff_seconds", "timeout_seconds",
-                 "retention_count", "retention_days", "priority")
-TEXT_FIELDS = ("name", "description", "task", "schedule_type", "timezone", "overlap_policy", "misfire_policy",
-               "alert_mode", "queue")
+NUMBER_FIELDS = (
+    "misfire_grace_seconds",
+    "max_attempts",
+    "retry_backoff_seconds",
+    "timeout_seconds",
+    "retention_count",
+    "retention_days",
+    "priority",
+)
+TEXT_FIELDS = (
+    "name",
+    "description",
+    "task",
+    "schedule_type",
+    "timezone",
+    "overlap_policy",
+    "misfire_policy",
+    "alert_mode",
+    "queue",
+)
 _NUMBER = {"inputmode": "numeric", "pattern": "-?[0-9]*"}
 _SCHEDULE = {"class": "schedule-input", "autocomplete": "off", "spellcheck": "false"}
 
@@ -33,28 +50,39 @@ class JobForm(FlaskForm):
     description = TextAreaField("Description", validators=[Length(max=2000)], render_kw={"rows": 2})
     task = SelectField("Task", choices=[])
     config = TextAreaField("Task config (JSON object)", render_kw={"rows": 4, "spellcheck": "false"})
-    schedule_type = SelectField("Schedule type", choices=_choices(ScheduleType), default="interval",
-                                render_kw={**_SCHEDULE, "data-schedule-type": ""})
+    schedule_type = SelectField(
+        "Schedule type",
+        choices=_choices(ScheduleType),
+        default="interval",
+        render_kw={**_SCHEDULE, "data-schedule-type": ""},
+    )
     every = StringField("Every", render_kw={**_SCHEDULE, "placeholder": "30s, 5m, 2h or 1d"})
     cron = StringField("Cron expression", render_kw={**_SCHEDULE, "placeholder": "0 9 * * 1-5"})
     run_at = StringField("Run at", render_kw={**_SCHEDULE, "placeholder": "2026-01-01T12:00:00Z"})
-    timezone = StringField("Timezone (IANA)", default="UTC",
-                           render_kw={**_SCHEDULE, "placeholder": "UTC", "list": "timezones"})
+    timezone = StringField(
+        "Timezone (IANA)", default="UTC", render_kw={**_SCHEDULE, "placeholder": "UTC", "list": "timezones"}
+    )
     overlap_policy = SelectField("Overlap policy", choices=_choices(OverlapPolicy), default=DEFAULTS["overlap_policy"])
     misfire_policy = SelectField("Misfire policy", choices=_choices(MisfirePolicy), default=DEFAULTS["misfire_policy"])
-    misfire_grace_seconds = StringField("Misfire grace (seconds)", default=str(DEFAULTS["misfire_grace_seconds"]),
-                                        render_kw=_NUMBER)
+    misfire_grace_seconds = StringField(
+        "Misfire grace (seconds)", default=str(DEFAULTS["misfire_grace_seconds"]), render_kw=_NUMBER
+    )
     max_attempts = StringField("Max attempts", default=str(DEFAULTS["max_attempts"]), render_kw=_NUMBER)
-    retry_backoff_seconds = StringField("Retry backoff (seconds)", default=str(DEFAULTS["retry_backoff_seconds"]),
-                                        render_kw=_NUMBER)
+    retry_backoff_seconds = StringField(
+        "Retry backoff (seconds)", default=str(DEFAULTS["retry_backoff_seconds"]), render_kw=_NUMBER
+    )
     timeout_seconds = StringField("Timeout (seconds)", default=str(DEFAULTS["timeout_seconds"]), render_kw=_NUMBER)
-    alert_mode = SelectField("Alert mode",
-                             choices=[SelectChoice("web", "web (alert row + log)"), SelectChoice("log_only", "log only")],
-                             default=DEFAULTS["alert_mode"])
-    retention_count = StringField("Keep at most N executions (0 = no limit)", default=str(DEFAULTS["retention_count"]),
-                                  render_kw=_NUMBER)
-    retention_days = StringField("Keep executions for N days (0 = no limit)", default=str(DEFAULTS["retention_days"]),
-                                 render_kw=_NUMBER)
+    alert_mode = SelectField(
+        "Alert mode",
+        choices=[SelectChoice("web", "web (alert row + log)"), SelectChoice("log_only", "log only")],
+        default=DEFAULTS["alert_mode"],
+    )
+    retention_count = StringField(
+        "Keep at most N executions (0 = no limit)", default=str(DEFAULTS["retention_count"]), render_kw=_NUMBER
+    )
+    retention_days = StringField(
+        "Keep executions for N days (0 = no limit)", default=str(DEFAULTS["retention_days"]), render_kw=_NUMBER
+    )
     queue = StringField("Queue", default=DEFAULTS["queue"])
     priority = StringField("Priority (lower runs first)", default=str(DEFAULTS["priority"]), render_kw=_NUMBER)
     enabled = BooleanField("Enabled", default=True)
@@ -114,5 +142,6 @@ class ConfirmForm(FlaskForm):
 
 
 class DeleteJobForm(FlaskForm):
-    confirm_name = StringField("Type the job's name to confirm", render_kw={"autocomplete": "off",
-                                                                            "spellcheck": "false"})
+    confirm_name = StringField(
+        "Type the job's name to confirm", render_kw={"autocomplete": "off", "spellcheck": "false"}
+    )

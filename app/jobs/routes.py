@@ -1,4 +1,5 @@
-"""Job pages and actions: thin adapters over `app.services.jobs` and `app.services.dashboard`."""
+"""Job pages and actions: thin adapters over `app.services.use_cases.jobs` and `app.services.read.dashboard`."""
+
 from __future__ import annotations
 
 import json
@@ -6,14 +7,15 @@ from datetime import datetime
 from functools import lru_cache
 from zoneinfo import available_timezones
 
-from app.clock import utcnow
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
+from app.clock import utcnow
 from app.jobs.forms import NUMBER_FIELDS, SCHEDULE_INPUTS, ConfirmForm, DeleteJobForm, JobForm, initial_values
 from app.scheduling import ScheduleError, parse_schedule, preview, schedule_value_from_options
-from app.services import dashboard, executions
-from app.services import jobs as job_service
 from app.services.errors import ServiceError, ValidationFailed
+from app.services.read import dashboard
+from app.services.use_cases import executions
+from app.services.use_cases import jobs as job_service
 from app.web.access import can_view_private, current_actor, operator_required, public_read, signin_required
 from app.web.pagination import page_number, paginate
 
@@ -21,7 +23,6 @@ bp = Blueprint("jobs", __name__, url_prefix="/jobs")
 
 JOBS_PER_PAGE = 50
 EXECUTIONS_PER_PAGE = 30
-
 
 
 @lru_cache(maxsize=1)
@@ -49,8 +50,14 @@ def detail(job_id: int):
     now = utcnow()
     runs = paginate(executions.list_query(job_id=job.id), page=page_number(), per_page=EXECUTIONS_PER_PAGE)
     return render_template(
-        "jobs/detail.html", job=job, stats=dashboard.job_stats(job.id), upcoming=dashboard.job_upcoming(job, now),
-        runs=runs, schedule_text=_describe(job), action_form=ConfirmForm(), now=now,
+        "jobs/detail.html",
+        job=job,
+        stats=dashboard.job_stats(job.id),
+        upcoming=dashboard.job_upcoming(job, now),
+        runs=runs,
+        schedule_text=_describe(job),
+        action_form=ConfirmForm(),
+        now=now,
     )
 
 
@@ -62,8 +69,9 @@ def _describe(job) -> str:
 
 
 def _form_page(form: JobForm, *, job=None, status: int = 200):
-    return render_template("jobs/form.html", form=form, job=job, catalog=dashboard.task_catalog(),
-                           timezones=timezone_names()), status
+    return render_template(
+        "jobs/form.html", form=form, job=job, catalog=dashboard.task_catalog(), timezones=timezone_names()
+    ), status
 
 
 @bp.route("/new", methods=["GET", "POST"])
@@ -131,8 +139,10 @@ def changed_fields(form: JobForm, initial: dict) -> dict:
     if _json_or_text(submitted["config"]) != _json_or_text(initial["config"]):
         changes["config"] = submitted["config"]
     schedule_input = SCHEDULE_INPUTS.get(submitted["schedule_type"], "every")
-    if (submitted["schedule_type"] != initial["schedule_type"]
-            or (form[schedule_input].data or "").strip() != (initial[schedule_input] or "").strip()):
+    if (
+        submitted["schedule_type"] != initial["schedule_type"]
+        or (form[schedule_input].data or "").strip() != (initial[schedule_input] or "").strip()
+    ):
         changes["schedule_type"] = submitted["schedule_type"]
         changes["schedule"] = submitted["schedule"]
     if submitted["timezone"] != (initial["timezone"] or "UTC"):
@@ -163,9 +173,11 @@ def schedule_preview():
     if option is None:
         error = f"unknown schedule type {schedule_type!r}; use one_time, interval or cron"
     elif not text:
-        error = {"interval": "Type an interval such as 30s, 5m or 1h.",
-                 "cron": "Type a cron expression such as 0 9 * * 1-5.",
-                 "one_time": "Type a date and time such as 2026-01-01T12:00:00Z."}[schedule_type]
+        error = {
+            "interval": "Type an interval such as 30s, 5m or 1h.",
+            "cron": "Type a cron expression such as 0 9 * * 1-5.",
+            "one_time": "Type a date and time such as 2026-01-01T12:00:00Z.",
+        }[schedule_type]
     else:
         try:
             value = schedule_value_from_options(schedule_type, **{option: text})
@@ -194,8 +206,11 @@ def enable(job_id: int):
 def disable(job_id: int):
     try:
         job, cancelled = job_service.disable_job(job_id, now=utcnow(), actor=current_actor())
-        flash(f"Job {job.name!r} disabled; {cancelled} queued execution(s) cancelled. "
-              "Runs already in progress finish on their own.", "success")
+        flash(
+            f"Job {job.name!r} disabled; {cancelled} queued execution(s) cancelled. "
+            "Runs already in progress finish on their own.",
+            "success",
+        )
     except ServiceError as exc:
         flash(str(exc), "error")
     return _see_job(job_id)

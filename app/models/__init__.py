@@ -3,6 +3,7 @@
 Invariants live in the database (unique keys, CHECK constraints, partial indexes), not only in
 Python, so that several schedulers and workers cannot break them between them.
 """
+
 from app.models.execution import Attempt, Execution
 from app.models.job import Job
 from app.models.operations import Alert, DeadLetter, Event, Heartbeat

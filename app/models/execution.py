@@ -1,4 +1,5 @@
 """Executions (one per occurrence or manual run) and their attempts."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -6,9 +7,9 @@ from datetime import datetime
 from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from app.clock import utcnow
 from app.domain.states import TERMINAL, AttemptStatus, ExecutionStatus, Trigger, values
 from app.extensions import db
-from app.clock import utcnow
 from app.models.types import UTCDateTime
 
 _TERMINAL_SQL = ", ".join(repr(s.value) for s in sorted(TERMINAL, key=lambda s: s.value))
@@ -54,7 +55,10 @@ class Execution(db.Model):
 
     job = relationship("Job", lazy="joined", innerjoin=True)
     attempt_rows = relationship(
-        "Attempt", order_by="Attempt.number", cascade="all, delete-orphan", passive_deletes=True,
+        "Attempt",
+        order_by="Attempt.number",
+        cascade="all, delete-orphan",
+        passive_deletes=True,
         back_populates="execution",
     )
 
@@ -62,26 +66,36 @@ class Execution(db.Model):
         CheckConstraint(f"status IN ({_STATUS_SQL})", name="status"),
         CheckConstraint(f"trigger IN ({_TRIGGER_SQL})", name="trigger"),
         # finished_at is set exactly for terminal statuses.
-        CheckConstraint(
-            f"(status IN ({_TERMINAL_SQL})) = (finished_at IS NOT NULL)", name="finished_at_iff_terminal"
-        ),
+        CheckConstraint(f"(status IN ({_TERMINAL_SQL})) = (finished_at IS NOT NULL)", name="finished_at_iff_terminal"),
         CheckConstraint("attempts >= 0 AND attempts <= max_attempts", name="attempts_within_max"),
         # At most one execution per scheduled occurrence, even with several schedulers racing.
         Index(
-            "uq_executions_occurrence", "job_id", "scheduled_for", unique=True,
+            "uq_executions_occurrence",
+            "job_id",
+            "scheduled_for",
+            unique=True,
             postgresql_where=text("trigger IN ('schedule', 'catch_up')"),
             sqlite_where=text("trigger IN ('schedule', 'catch_up')"),
         ),
         # At most one run in flight for jobs whose overlap policy is not `allow`.
         Index(
-            "uq_executions_one_in_flight", "job_id", unique=True,
+            "uq_executions_one_in_flight",
+            "job_id",
+            unique=True,
             postgresql_where=text("exclusive AND status IN ('claimed', 'running')"),
             sqlite_where=text("exclusive AND status IN ('claimed', 'running')"),
         ),
-        Index("ix_executions_claimable", "priority", "available_at", "id",
-              postgresql_where=_CLAIMABLE_WHERE, sqlite_where=_CLAIMABLE_WHERE),
-        Index("ix_executions_lease", "lease_expires_at",
-              postgresql_where=_IN_FLIGHT_WHERE, sqlite_where=_IN_FLIGHT_WHERE),
+        Index(
+            "ix_executions_claimable",
+            "priority",
+            "available_at",
+            "id",
+            postgresql_where=_CLAIMABLE_WHERE,
+            sqlite_where=_CLAIMABLE_WHERE,
+        ),
+        Index(
+            "ix_executions_lease", "lease_expires_at", postgresql_where=_IN_FLIGHT_WHERE, sqlite_where=_IN_FLIGHT_WHERE
+        ),
         # The lists (newest first, by job or by status) and the per-status counts read these
         # with index-only scans (migration 0002).
         Index("ix_executions_job_id", "job_id", "id"),
@@ -90,8 +104,12 @@ class Execution(db.Model):
         Index("ix_executions_created", "created_at"),
         # Deleting an execution sets retry_of_id to NULL in its retries; without this index each
         # deleted row scanned the whole table (retention, migration 0003). Partial: few rows are retries.
-        Index("ix_executions_retry_of_id", "retry_of_id", postgresql_where=text("retry_of_id IS NOT NULL"),
-              sqlite_where=text("retry_of_id IS NOT NULL")),
+        Index(
+            "ix_executions_retry_of_id",
+            "retry_of_id",
+            postgresql_where=text("retry_of_id IS NOT NULL"),
+            sqlite_where=text("retry_of_id IS NOT NULL"),
+        ),
     )
 
     @property

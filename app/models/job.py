@@ -1,4 +1,5 @@
 """A job: a registered task + its config + a schedule + policies."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -6,9 +7,9 @@ from datetime import datetime
 from sqlalchemy import Boolean, CheckConstraint, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column
 
+from app.clock import utcnow
 from app.domain.states import AlertMode, MisfirePolicy, OverlapPolicy, ScheduleType, values
 from app.extensions import db
-from app.clock import utcnow
 from app.models.types import JSONType, UTCDateTime
 
 

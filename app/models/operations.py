@@ -1,4 +1,5 @@
 """Operational records: dead letters, alerts, the event log and process heartbeats."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -6,8 +7,8 @@ from datetime import datetime
 from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from app.extensions import db
 from app.clock import utcnow
+from app.extensions import db
 from app.models.types import JSONType, UTCDateTime
 
 
@@ -42,8 +43,12 @@ class Alert(db.Model):
 
     __table_args__ = (
         CheckConstraint("(resolved_at IS NULL) = (resolved_by IS NULL)", name="resolved_pair"),
-        Index("ix_alerts_open", "created_at", postgresql_where=text("resolved_at IS NULL"),
-              sqlite_where=text("resolved_at IS NULL")),
+        Index(
+            "ix_alerts_open",
+            "created_at",
+            postgresql_where=text("resolved_at IS NULL"),
+            sqlite_where=text("resolved_at IS NULL"),
+        ),
         # Deleting an execution sets its alerts' execution_id to NULL (retention, migration 0003).
         Index("ix_alerts_execution_id", "execution_id"),
     )

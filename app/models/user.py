@@ -1,4 +1,5 @@
 """Operators who sign in to the web UI."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -8,9 +9,9 @@ from sqlalchemy import Boolean, CheckConstraint, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column
 from werkzeug.security import check_password_hash, generate_password_hash
 
+from app.clock import utcnow
 from app.domain.states import Role, values
 from app.extensions import db
-from app.clock import utcnow
 from app.models.types import UTCDateTime
 
 

@@ -70,7 +70,7 @@ class CronExpression:
         # if croniter still finds nothing in 8 years (every leap-day cycle),
         # the expression cannot fire either.
         try:
-            _next_wall(expression.croniter_text, datetime(2024, 1, 1))
+            _next_wall(expression.croniter_text, datetime(2024, 1, 1))  # noqa: DTZ001 - croniter walks naive wall time
         except CroniterBadDateError:
             raise ScheduleError(f"cron expression '{normalised}' can never fire") from None
         return expression

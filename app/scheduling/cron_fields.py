@@ -30,8 +30,18 @@ MACROS = {
 _MONTH_NAMES = ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec")
 _DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 _MONTH_TITLES = (
-    "January", "February", "March", "April", "May", "June",
-    "July", "August", "September", "October", "November", "December",
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
 )
 # February counts 29 days: a job on Feb 29 fires in leap years and is valid.
 _LONGEST_MONTH = (31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31)
@@ -88,8 +98,7 @@ class CronFields:
         elif not self.weekday_restricted:
             weekdays = "*"
         return " ".join(
-            (_joined(self.minutes, 0, 59), _joined(self.hours, 0, 23), days,
-             _joined(self.months, 1, 12), weekdays)
+            (_joined(self.minutes, 0, 59), _joined(self.hours, 0, 23), days, _joined(self.months, 1, 12), weekdays)
         )
 
 
@@ -103,15 +112,11 @@ def split_expression(text: str) -> tuple[str, tuple[str, ...]]:
     if normalised.startswith("@"):
         normalised = normalised.lower()
         if normalised not in MACROS:
-            raise ScheduleError(
-                f"unknown cron macro '{normalised}'; supported: " + ", ".join(MACROS)
-            )
+            raise ScheduleError(f"unknown cron macro '{normalised}'; supported: " + ", ".join(MACROS))
         return normalised, tuple(MACROS[normalised].split())
     fields = tuple(normalised.split(" "))
     if len(fields) in (6, 7):
-        raise ScheduleError(
-            f"{_FIELD_HELP}; got {len(fields)} — seconds and years are not supported"
-        )
+        raise ScheduleError(f"{_FIELD_HELP}; got {len(fields)} — seconds and years are not supported")
     if len(fields) != 5:
         raise ScheduleError(f"{_FIELD_HELP}; got {len(fields)}")
     return normalised, fields

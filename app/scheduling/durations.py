@@ -42,10 +42,7 @@ def parse_interval(value: Any) -> timedelta:
     shown = _show(value)
     if isinstance(value, bool):
         # bool is an int subclass: True would silently mean one second.
-        raise ScheduleError(
-            "interval must be a duration such as \"30s\" or {\"minutes\": 5}, "
-            f"got the boolean {shown}"
-        )
+        raise ScheduleError(f'interval must be a duration such as "30s" or {{"minutes": 5}}, got the boolean {shown}')
     if value is None:
         raise ScheduleError("interval is empty")
     if isinstance(value, (int, float)):
@@ -56,8 +53,8 @@ def parse_interval(value: Any) -> timedelta:
         seconds = _seconds_from_mapping(value, shown)
     else:
         raise ScheduleError(
-            f"interval must be a number of seconds, a string like \"30s\" or a mapping like "
-            f"{{\"minutes\": 5}}, got {type(value).__name__}"
+            f'interval must be a number of seconds, a string like "30s" or a mapping like '
+            f'{{"minutes": 5}}, got {type(value).__name__}'
         )
     return _checked(seconds, shown)
 
@@ -103,18 +100,14 @@ def _seconds_from_text(text: str, shown: str) -> float:
         unit = _UNIT_ALIASES.get(unit_text)
         if unit is None:
             raise ScheduleError(
-                f"unknown interval unit \"{unit_text}\" in {shown}; use s, m, h or d "
-                "(or seconds, minutes, hours, days)"
+                f'unknown interval unit "{unit_text}" in {shown}; use s, m, h or d (or seconds, minutes, hours, days)'
             )
         if unit in seen:
             raise ScheduleError(f"interval {shown} gives {unit} more than once")
         seen.add(unit)
         total += float(number) * _UNIT_SECONDS[unit]
     if position != len(cleaned) or not seen:
-        raise ScheduleError(
-            f"interval {shown} is not a duration; "
-            "write e.g. \"30s\", \"5m\", \"1h30m\" or \"2 days\""
-        )
+        raise ScheduleError(f'interval {shown} is not a duration; write e.g. "30s", "5m", "1h30m" or "2 days"')
     return total
 
 
@@ -125,8 +118,7 @@ def _seconds_from_mapping(mapping: dict, shown: str) -> float:
     if unknown:
         names = ", ".join(f"'{key}'" for key in unknown)
         raise ScheduleError(
-            f"unknown interval key{'s' if len(unknown) > 1 else ''} {names}; "
-            "use seconds, minutes, hours or days"
+            f"unknown interval key{'s' if len(unknown) > 1 else ''} {names}; use seconds, minutes, hours or days"
         )
     total = 0.0
     for unit, amount in mapping.items():

@@ -50,7 +50,9 @@ class Schedule(abc.ABC):
         if not isinstance(other, Schedule):
             return NotImplemented
         return (self.schedule_type, self.timezone, self.to_json()) == (
-            other.schedule_type, other.timezone, other.to_json()
+            other.schedule_type,
+            other.timezone,
+            other.to_json(),
         )
 
     def __hash__(self) -> int:
@@ -241,9 +243,7 @@ def _as_mapping(value: dict[str, Any] | str) -> dict[str, Any]:
         try:
             value = json.loads(value)
         except json.JSONDecodeError as error:
-            raise ScheduleError(
-                f"schedule value is not valid JSON: {error.msg} (at character {error.pos})"
-            ) from None
+            raise ScheduleError(f"schedule value is not valid JSON: {error.msg} (at character {error.pos})") from None
     if not isinstance(value, dict):
         raise ScheduleError(f"schedule value must be a JSON object, got {type(value).__name__}")
     return value
@@ -251,6 +251,4 @@ def _as_mapping(value: dict[str, Any] | str) -> dict[str, Any]:
 
 def _check_type(schedule_type: str) -> None:
     if schedule_type not in SCHEDULE_TYPES:
-        raise ScheduleError(
-            f"unknown schedule type {schedule_type!r}; use one_time, interval or cron"
-        )
+        raise ScheduleError(f"unknown schedule type {schedule_type!r}; use one_time, interval or cron")

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone, tzinfo
+from datetime import UTC, datetime, timedelta, tzinfo
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from app.scheduling.errors import ScheduleError
 
-UTC = timezone.utc
+UTC = UTC
 _ONE_SECOND = timedelta(seconds=1)
 MAX_TIMEZONE_NAME = 64  # the longest IANA name has 32 characters
 
@@ -28,8 +28,9 @@ def resolve_timezone(name: str | tzinfo) -> ZoneInfo:
     if not isinstance(name, str) or not name.strip():
         raise ScheduleError(f"timezone must be an IANA name like 'Europe/London', got {name!r}")
     if len(name) > MAX_TIMEZONE_NAME:
-        raise ScheduleError(f"unknown timezone: IANA names have at most {MAX_TIMEZONE_NAME} characters, "
-                            f"got {len(name)}")
+        raise ScheduleError(
+            f"unknown timezone: IANA names have at most {MAX_TIMEZONE_NAME} characters, got {len(name)}"
+        )
     try:
         return ZoneInfo(name.strip())
     # ZoneInfo raises ValueError (not ZoneInfoNotFoundError) for keys such as
@@ -74,9 +75,7 @@ def parse_instant(value: str | datetime, zone: ZoneInfo, what: str) -> datetime:
                 f'{what} must be an ISO 8601 date-time like "2026-01-01T12:00:00Z", got "{value}"'
             ) from None
     else:
-        raise ScheduleError(
-            f'{what} must be an ISO 8601 date-time like "2026-01-01T12:00:00Z", got {value!r}'
-        )
+        raise ScheduleError(f'{what} must be an ISO 8601 date-time like "2026-01-01T12:00:00Z", got {value!r}')
     if parsed.tzinfo is not None and parsed.utcoffset() is not None:
         return parsed.astimezone(UTC)
     return locate_wall_time(parsed, zone).first
@@ -121,9 +120,7 @@ def locate_wall_time(wall: datetime, zone: ZoneInfo) -> WallTime:
     return WallTime(WallTimeKind.GAP, _transition_between(as_after, as_before, zone, offset_before))
 
 
-def _transition_between(
-    low: datetime, high: datetime, zone: ZoneInfo, offset_before: timedelta
-) -> datetime:
+def _transition_between(low: datetime, high: datetime, zone: ZoneInfo, offset_before: timedelta) -> datetime:
     """Find the first instant in (low, high] whose offset is no longer ``offset_before``.
 
     zoneinfo does not expose its transition table, so bisect on whole seconds

@@ -1,4 +1,5 @@
 """The event log: a structured record of what happened and who did it."""
+
 from __future__ import annotations
 
 import logging
@@ -10,21 +11,44 @@ from app.models import Event
 log = logging.getLogger("cronwell.events")
 
 
-def record_event(type_: str, *, now: datetime, actor: str = "system", job_id: int | None = None,
-                 execution_id: int | None = None, session=None, **payload) -> Event:
+def record_event(
+    type_: str,
+    *,
+    now: datetime,
+    actor: str = "system",
+    job_id: int | None = None,
+    execution_id: int | None = None,
+    session=None,
+    **payload,
+) -> Event:
     """Add an Event to the session (committed with the caller's transaction) and log it."""
     event = Event(type=type_, actor=actor, job_id=job_id, execution_id=execution_id, payload=payload, created_at=now)
     (session or db.session).add(event)
     # Payload keys go under one field: they could clash with LogRecord attributes ("name"...).
-    log.info(type_, extra={"event": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id,
-                           "payload": payload})
+    log.info(
+        type_,
+        extra={"event": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id, "payload": payload},
+    )
     return event
 
 
-def insert_event(conn, type_: str, *, now: datetime, actor: str = "system", job_id: int | None = None,
-                 execution_id: int | None = None, **payload) -> None:
+def insert_event(
+    conn,
+    type_: str,
+    *,
+    now: datetime,
+    actor: str = "system",
+    job_id: int | None = None,
+    execution_id: int | None = None,
+    **payload,
+) -> None:
     """The same as record_event, for engine code that writes through a Core connection."""
-    conn.execute(Event.__table__.insert().values(type=type_, actor=actor, job_id=job_id, execution_id=execution_id,
-                                                 payload=payload, created_at=now))
-    log.info(type_, extra={"event": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id,
-                           "payload": payload})
+    conn.execute(
+        Event.__table__.insert().values(
+            type=type_, actor=actor, job_id=job_id, execution_id=execution_id, payload=payload, created_at=now
+        )
+    )
+    log.info(
+        type_,
+        extra={"event": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id, "payload": payload},
+    )

@@ -1,4 +1,5 @@
 """Errors services raise for the adapters (CLI, web, API) to show; never a traceback."""
+
 from __future__ import annotations
 
 

@@ -4,10 +4,12 @@ Pure functions of the model objects they are given: no queries of their own beyo
 relationships, no clock (callers pass `now` where an age is shown). Field names follow SPEC
 section 3; every datetime is ISO 8601 UTC with a `Z` suffix.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
-from typing import Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
 
 from app.models import Alert, Attempt, DeadLetter, Execution, Heartbeat, Job
 
@@ -18,7 +20,7 @@ def iso(value: datetime | None) -> str | None:
         return None
     if value.tzinfo is None:
         raise ValueError(f"naive datetime {value!r} cannot be shown as UTC")
-    return value.astimezone(timezone.utc).isoformat().replace("+00:00", "Z")
+    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
 
 
 def job_to_dict(job: Job) -> dict[str, Any]:
@@ -50,8 +52,9 @@ def job_to_dict(job: Job) -> dict[str, Any]:
     }
 
 
-def execution_to_dict(execution: Execution, *, include_output: bool = True,
-                      attempts: Iterable[Attempt] | None = None) -> dict[str, Any]:
+def execution_to_dict(
+    execution: Execution, *, include_output: bool = True, attempts: Iterable[Attempt] | None = None
+) -> dict[str, Any]:
     """An execution; `attempts` is its attempt count, `attempt_history` (when rows are given)
     the tries themselves. Lists leave out output and error with include_output=False."""
     data: dict[str, Any] = {

@@ -3,6 +3,7 @@
 Returns cleaned values or raises ValidationFailed with one message per field, so the web can
 show each error inline and the CLI can print one line.
 """
+
 from __future__ import annotations
 
 import json
@@ -112,6 +113,7 @@ def clean_job_fields(data: dict, *, now: datetime, current: dict | None = None) 
     if "name" in data:
         attempt("name", lambda: clean_name(data["name"]))
     if "description" in data:
+
         def _description():
             text = str(data["description"] or "")
             if len(text) > DESCRIPTION_MAX:
@@ -119,42 +121,53 @@ def clean_job_fields(data: dict, *, now: datetime, current: dict | None = None) 
             if "\x00" in text:
                 raise ValueError("must not contain NUL characters")
             return text
+
         attempt("description", _description)
     for field, choices in CHOICES.items():
         if field in data:
+
             def _choice(field=field, choices=choices):
                 if data[field] not in choices:
                     raise ValueError(f"must be one of {', '.join(choices)}, got {data[field]!r}")
                 return data[field]
+
             attempt(field, _choice)
     for field in INT_BOUNDS:
         if field in data:
             attempt(field, lambda field=field: clean_int(field, data[field]))
     if "queue" in data:
+
         def _queue():
             if not isinstance(data["queue"], str) or not QUEUE_RE.match(data["queue"]):
                 raise ValueError("must be 1-64 characters: lower-case letters, digits, '_', '-', '.'")
             return data["queue"]
+
         attempt("queue", _queue)
 
     if "task" in data or "config" in data:
+
         def _config():
             config = parse_json_object(merged.get("config"), "config")
             if _has_nul(config):
                 raise ValueError("config must not contain NUL characters (\\u0000)")
             return validate_config(merged["task"], config)
+
         if "task" in data:
             attempt("task", lambda: get_task(data["task"]).name)
         if "task" not in errors:
             attempt("config", _config)
 
     if {"schedule_type", "schedule", "timezone"} & set(data) and "schedule_type" not in errors:
+
         def _schedule():
             value = merged.get("schedule")
             if isinstance(value, str):
                 value = parse_json_object(value, "schedule")
-            schedule = parse_schedule(merged["schedule_type"], value or {}, merged.get("timezone") or "UTC", anchor=now.replace(microsecond=0))
+            schedule = parse_schedule(
+                merged["schedule_type"], value or {}, merged.get("timezone") or "UTC", anchor=now.replace(microsecond=0)
+            )
             return schedule
+
         try:
             schedule = _schedule()
             cleaned["schedule"] = schedule.to_json()
@@ -163,7 +176,9 @@ def clean_job_fields(data: dict, *, now: datetime, current: dict | None = None) 
                 cleaned["schedule_type"] = merged["schedule_type"]
             cleaned["_schedule"] = schedule
         except (ValueError, ScheduleError) as exc:
-            field = "timezone" if "timezone" in str(exc).lower() and "unknown timezone" in str(exc).lower() else "schedule"
+            field = (
+                "timezone" if "timezone" in str(exc).lower() and "unknown timezone" in str(exc).lower() else "schedule"
+            )
             errors[field] = str(exc)
 
     if errors:

@@ -1,16 +1,18 @@
 """Creating, claiming and moving executions. Read this file to know how work moves."""
+
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Iterable, Sequence
 
 from sqlalchemy import and_, bindparam, exists, func, insert, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
-from app.domain.states import CANCELLABLE, CLAIMABLE, IN_FLIGHT, AttemptStatus, ExecutionStatus as S
+from app.domain.states import CANCELLABLE, CLAIMABLE, IN_FLIGHT, AttemptStatus
+from app.domain.states import ExecutionStatus as S
 from app.models import Attempt, Execution, Job
 from app.models.types import UTCDateTime
 
@@ -43,15 +45,29 @@ def _insert(conn: Connection):
 
 # --- creating -------------------------------------------------------------------------------
 
-def occurrence_row(job, scheduled_for: datetime, *, trigger: str, status: S, now: datetime,
-                   reason: str | None = None) -> dict:
+
+def occurrence_row(
+    job, scheduled_for: datetime, *, trigger: str, status: S, now: datetime, reason: str | None = None
+) -> dict:
     """The execution row for one scheduled occurrence of `job` (a jobs row or Job)."""
     return dict(
-        job_id=job.id, scheduled_for=scheduled_for, trigger=trigger,
-        idempotency_key=occurrence_key(job.id, scheduled_for), status=status.value, reason=reason,
-        attempts=0, max_attempts=job.max_attempts, queue=job.queue, priority=job.priority,
-        exclusive=job.overlap_policy != "allow", available_at=scheduled_for,
-        finished_at=now if status is S.MISSED else None, output="", error="", created_at=now, updated_at=now,
+        job_id=job.id,
+        scheduled_for=scheduled_for,
+        trigger=trigger,
+        idempotency_key=occurrence_key(job.id, scheduled_for),
+        status=status.value,
+        reason=reason,
+        attempts=0,
+        max_attempts=job.max_attempts,
+        queue=job.queue,
+        priority=job.priority,
+        exclusive=job.overlap_policy != "allow",
+        available_at=scheduled_for,
+        finished_at=now if status is S.MISSED else None,
+        output="",
+        error="",
+        created_at=now,
+        updated_at=now,
     )
 
 
@@ -65,38 +81,63 @@ def insert_occurrences(conn: Connection, rows: Sequence[dict], *, chunk: int = 5
     """
     created: list[tuple[int, str]] = []
     for start in range(0, len(rows), chunk):
-        stmt = (_insert(conn).values(list(rows[start:start + chunk])).on_conflict_do_nothing()
-                .returning(executions.c.id, executions.c.status))
+        stmt = (
+            _insert(conn)
+            .values(list(rows[start : start + chunk]))
+            .on_conflict_do_nothing()
+            .returning(executions.c.id, executions.c.status)
+        )
         created += [(row[0], row[1]) for row in conn.execute(stmt)]
     return created
 
 
-def insert_occurrence(conn: Connection, job, scheduled_for: datetime, *, trigger: str, status: S, now: datetime,
-                      reason: str | None = None) -> int | None:
+def insert_occurrence(
+    conn: Connection, job, scheduled_for: datetime, *, trigger: str, status: S, now: datetime, reason: str | None = None
+) -> int | None:
     """Create the execution for one scheduled occurrence; None if it already exists."""
-    created = insert_occurrences(conn, [occurrence_row(job, scheduled_for, trigger=trigger, status=status, now=now,
-                                                       reason=reason)])
+    created = insert_occurrences(
+        conn, [occurrence_row(job, scheduled_for, trigger=trigger, status=status, now=now, reason=reason)]
+    )
     return created[0][0] if created else None
 
 
-def insert_manual(conn: Connection, job, *, now: datetime, trigger: str = "manual",
-                  retry_of_id: int | None = None) -> int:
+def insert_manual(
+    conn: Connection, job, *, now: datetime, trigger: str = "manual", retry_of_id: int | None = None
+) -> int:
     """Create a manual (or operator retry) execution, runnable now."""
     key = f"job:{job.id}:{trigger}:{uuid.uuid4().hex}"
-    stmt = insert(executions).values(
-        job_id=job.id, scheduled_for=now, trigger=trigger, idempotency_key=key, status=S.PENDING.value,
-        attempts=0, max_attempts=job.max_attempts, queue=job.queue, priority=job.priority,
-        exclusive=job.overlap_policy != "allow", available_at=now, retry_of_id=retry_of_id,
-        output="", error="", created_at=now, updated_at=now,
-    ).returning(executions.c.id)
+    stmt = (
+        insert(executions)
+        .values(
+            job_id=job.id,
+            scheduled_for=now,
+            trigger=trigger,
+            idempotency_key=key,
+            status=S.PENDING.value,
+            attempts=0,
+            max_attempts=job.max_attempts,
+            queue=job.queue,
+            priority=job.priority,
+            exclusive=job.overlap_policy != "allow",
+            available_at=now,
+            retry_of_id=retry_of_id,
+            output="",
+            error="",
+            created_at=now,
+            updated_at=now,
+        )
+        .returning(executions.c.id)
+    )
     return conn.execute(stmt).scalar_one()
 
 
 def _active_condition(now: datetime):
     """Overlap at tick time: claimed, running, pending, or retry_scheduled and due."""
     e = executions
-    return or_(e.c.status.in_([S.CLAIMED.value, S.RUNNING.value, S.PENDING.value]),
-               and_(e.c.status == S.RETRY_SCHEDULED.value, e.c.available_at <= now))
+    return or_(
+        e.c.status.in_([S.CLAIMED.value, S.RUNNING.value, S.PENDING.value]),
+        and_(e.c.status == S.RETRY_SCHEDULED.value, e.c.available_at <= now),
+    )
 
 
 def has_active_run(conn: Connection, job_id: int, now: datetime) -> bool:
@@ -109,11 +150,15 @@ def jobs_with_active_runs(conn: Connection, job_ids: Sequence[int], now: datetim
     if not job_ids:
         return set()
     e = executions
-    return set(conn.execute(select(e.c.job_id).distinct().where(e.c.job_id.in_(list(job_ids)),
-                                                                 _active_condition(now))).scalars())
+    return set(
+        conn.execute(
+            select(e.c.job_id).distinct().where(e.c.job_id.in_(list(job_ids)), _active_condition(now))
+        ).scalars()
+    )
 
 
 # --- claiming -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ClaimedExecution:
@@ -191,8 +236,16 @@ LIMIT :limit
 """
 
 
-def claim_due_executions(conn: Connection, *, worker_id: str, now: datetime, limit: int,
-                         queues: Sequence[str] | None, lease_seconds: int, buffer_seconds: int) -> list[ClaimedExecution]:
+def claim_due_executions(
+    conn: Connection,
+    *,
+    worker_id: str,
+    now: datetime,
+    limit: int,
+    queues: Sequence[str] | None,
+    lease_seconds: int,
+    buffer_seconds: int,
+) -> list[ClaimedExecution]:
     """Claim up to `limit` due executions for `worker_id`; returns what was claimed."""
     if limit <= 0:
         return []
@@ -210,19 +263,41 @@ def claim_due_executions(conn: Connection, *, worker_id: str, now: datetime, lim
         if queues:
             typed.append(bindparam("queues", expanding=True))
             params["queues"] = list(queues)
-        candidates = conn.execute(text(_CANDIDATES_SQLITE.format(queue_filter=queue_filter)).bindparams(*typed), params).fetchall()
+        candidates = conn.execute(
+            text(_CANDIDATES_SQLITE.format(queue_filter=queue_filter)).bindparams(*typed), params
+        ).fetchall()
         if not candidates:
             return []
         for candidate_id, timeout in candidates:
             lease = now + timedelta(seconds=max(lease_seconds, timeout + buffer_seconds))
-            conn.execute(update(executions).where(executions.c.id == candidate_id).values(
-                status=S.CLAIMED.value, claimed_by=worker_id, lease_expires_at=lease, updated_at=now))
+            conn.execute(
+                update(executions)
+                .where(executions.c.id == candidate_id)
+                .values(status=S.CLAIMED.value, claimed_by=worker_id, lease_expires_at=lease, updated_at=now)
+            )
         e, j = executions, jobs
-        stmt = (select(e.c.id, e.c.job_id, j.c.name, j.c.task, j.c.config, j.c.timeout_seconds, j.c.enabled,
-                       e.c.attempts, e.c.max_attempts, e.c.idempotency_key, e.c.lease_expires_at,
-                       e.c.scheduled_for, e.c.trigger, j.c.retry_backoff_seconds, j.c.alert_mode)
-                .join_from(e, j, e.c.job_id == j.c.id).where(e.c.id.in_([c[0] for c in candidates]))
-                .order_by(e.c.priority, e.c.available_at, e.c.id))
+        stmt = (
+            select(
+                e.c.id,
+                e.c.job_id,
+                j.c.name,
+                j.c.task,
+                j.c.config,
+                j.c.timeout_seconds,
+                j.c.enabled,
+                e.c.attempts,
+                e.c.max_attempts,
+                e.c.idempotency_key,
+                e.c.lease_expires_at,
+                e.c.scheduled_for,
+                e.c.trigger,
+                j.c.retry_backoff_seconds,
+                j.c.alert_mode,
+            )
+            .join_from(e, j, e.c.job_id == j.c.id)
+            .where(e.c.id.in_([c[0] for c in candidates]))
+            .order_by(e.c.priority, e.c.available_at, e.c.id)
+        )
         rows = conn.execute(stmt).fetchall()
     return [_claimed(row) for row in rows]
 
@@ -236,9 +311,17 @@ class Turn:
     cancelled: list[ClaimedExecution]  # claimed, but their job had been disabled: cancelled instead
 
 
-def record_and_claim(conn: Connection, finished: Sequence["Finished"], *, worker_id: str, now: datetime,
-                     limit: int, queues: Sequence[str] | None, lease_seconds: int,
-                     buffer_seconds: int) -> Turn:
+def record_and_claim(
+    conn: Connection,
+    finished: Sequence[Finished],
+    *,
+    worker_id: str,
+    now: datetime,
+    limit: int,
+    queues: Sequence[str] | None,
+    lease_seconds: int,
+    buffer_seconds: int,
+) -> Turn:
     """A worker's turn: record `finished`, claim up to `limit` due executions and start them.
 
     PostgreSQL does all of it in one statement (`_TURN_POSTGRES`), so a turn costs one round
@@ -247,15 +330,32 @@ def record_and_claim(conn: Connection, finished: Sequence["Finished"], *, worker
     """
     if conn.dialect.name != "postgresql":
         recorded = record_finished(conn, finished, worker_id=worker_id, now=now)
-        claimed = claim_due_executions(conn, worker_id=worker_id, now=now, limit=limit, queues=queues,
-                                       lease_seconds=lease_seconds, buffer_seconds=buffer_seconds)
-        cancelled = [item for item in claimed if not item.job_enabled
-                     and cancel_execution(conn, item.id, now=now, reason=DISABLED_BEFORE_RUN)]
+        claimed = claim_due_executions(
+            conn,
+            worker_id=worker_id,
+            now=now,
+            limit=limit,
+            queues=queues,
+            lease_seconds=lease_seconds,
+            buffer_seconds=buffer_seconds,
+        )
+        cancelled = [
+            item
+            for item in claimed
+            if not item.job_enabled and cancel_execution(conn, item.id, now=now, reason=DISABLED_BEFORE_RUN)
+        ]
         runnable = [item for item in claimed if item.job_enabled]
         numbers = start_executions(conn, [item.id for item in runnable], worker_id=worker_id, now=now)
         return Turn(recorded, [(item, numbers[item.id]) for item in runnable if item.id in numbers], cancelled)
-    params = dict(_finished_params(finished), worker_id=worker_id, now=now, limit=max(0, limit),
-                  lease_seconds=lease_seconds, buffer_seconds=buffer_seconds, disabled_reason=DISABLED_BEFORE_RUN)
+    params = dict(
+        _finished_params(finished),
+        worker_id=worker_id,
+        now=now,
+        limit=max(0, limit),
+        lease_seconds=lease_seconds,
+        buffer_seconds=buffer_seconds,
+        disabled_reason=DISABLED_BEFORE_RUN,
+    )
     if queues:
         params["queues"] = list(queues)
     recorded: set[int] = set()
@@ -345,14 +445,27 @@ _TURN_POSTGRES = {
 def _claimed(row) -> ClaimedExecution:
     # Rows from the PostgreSQL text() statement come straight from psycopg: jsonb as a dict and
     # timestamptz as an aware datetime, which is what the typed SQLite path yields too.
-    return ClaimedExecution(id=row[0], job_id=row[1], job_name=row[2], task=row[3], config=row[4] or {},
-                            timeout_seconds=row[5], job_enabled=bool(row[6]), attempts=row[7],
-                            max_attempts=row[8], idempotency_key=row[9], lease_expires_at=row[10],
-                            scheduled_for=row[11], trigger=row[12], retry_backoff_seconds=row[13],
-                            alert_mode=row[14])
+    return ClaimedExecution(
+        id=row[0],
+        job_id=row[1],
+        job_name=row[2],
+        task=row[3],
+        config=row[4] or {},
+        timeout_seconds=row[5],
+        job_enabled=bool(row[6]),
+        attempts=row[7],
+        max_attempts=row[8],
+        idempotency_key=row[9],
+        lease_expires_at=row[10],
+        scheduled_for=row[11],
+        trigger=row[12],
+        retry_backoff_seconds=row[13],
+        alert_mode=row[14],
+    )
 
 
 # --- moving ---------------------------------------------------------------------------------
+
 
 def _guarded(execution_id: int, allowed: Iterable[str], worker_id: str | None = None):
     conditions = [executions.c.id == execution_id, executions.c.status.in_(list(allowed))]
@@ -361,8 +474,9 @@ def _guarded(execution_id: int, allowed: Iterable[str], worker_id: str | None = 
     return update(executions).where(*conditions)
 
 
-def start_executions(conn: Connection, execution_ids: Sequence[int], *, worker_id: str,
-                     now: datetime) -> dict[int, int]:
+def start_executions(
+    conn: Connection, execution_ids: Sequence[int], *, worker_id: str, now: datetime
+) -> dict[int, int]:
     """claimed -> running for a batch, opening one Attempt each (two statements in all).
 
     Returns {execution_id: attempt_number} for the rows this worker still owned; a missing id
@@ -371,18 +485,34 @@ def start_executions(conn: Connection, execution_ids: Sequence[int], *, worker_i
     """
     if not execution_ids:
         return {}
-    started = dict(conn.execute(
-        update(executions)
-        .where(executions.c.id.in_(list(execution_ids)), executions.c.status == S.CLAIMED.value,
-               executions.c.claimed_by == worker_id)
-        .values(status=S.RUNNING.value, started_at=now, attempts=executions.c.attempts + 1, updated_at=now)
-        .returning(executions.c.id, executions.c.attempts)
-    ).all())
+    started = dict(
+        conn.execute(
+            update(executions)
+            .where(
+                executions.c.id.in_(list(execution_ids)),
+                executions.c.status == S.CLAIMED.value,
+                executions.c.claimed_by == worker_id,
+            )
+            .values(status=S.RUNNING.value, started_at=now, attempts=executions.c.attempts + 1, updated_at=now)
+            .returning(executions.c.id, executions.c.attempts)
+        ).all()
+    )
     if started:
-        conn.execute(insert(attempts), [
-            {"execution_id": execution_id, "number": number, "worker_id": worker_id,
-             "status": AttemptStatus.RUNNING.value, "started_at": now, "output": "", "error": ""}
-            for execution_id, number in started.items()])
+        conn.execute(
+            insert(attempts),
+            [
+                {
+                    "execution_id": execution_id,
+                    "number": number,
+                    "worker_id": worker_id,
+                    "status": AttemptStatus.RUNNING.value,
+                    "started_at": now,
+                    "output": "",
+                    "error": "",
+                }
+                for execution_id, number in started.items()
+            ],
+        )
     return started
 
 
@@ -402,21 +532,41 @@ class Outcome:
     pid: int | None = None
 
 
-def finish_attempt(conn: Connection, execution_id: int, attempt_number: int, outcome: Outcome, *, now: datetime) -> None:
-    conn.execute(update(attempts).where(attempts.c.execution_id == execution_id, attempts.c.number == attempt_number,
-                                        attempts.c.status == AttemptStatus.RUNNING.value).values(
-        status=outcome.status.value, finished_at=now, exit_code=outcome.exit_code, pid=outcome.pid,
-        output=truncate(outcome.output), error=truncate(outcome.error)))
+def finish_attempt(
+    conn: Connection, execution_id: int, attempt_number: int, outcome: Outcome, *, now: datetime
+) -> None:
+    conn.execute(
+        update(attempts)
+        .where(
+            attempts.c.execution_id == execution_id,
+            attempts.c.number == attempt_number,
+            attempts.c.status == AttemptStatus.RUNNING.value,
+        )
+        .values(
+            status=outcome.status.value,
+            finished_at=now,
+            exit_code=outcome.exit_code,
+            pid=outcome.pid,
+            output=truncate(outcome.output),
+            error=truncate(outcome.error),
+        )
+    )
 
 
-def complete_execution(conn: Connection, execution_id: int, *, worker_id: str, outcome: Outcome, now: datetime,
-                       retry_at: datetime | None) -> bool:
+def complete_execution(
+    conn: Connection, execution_id: int, *, worker_id: str, outcome: Outcome, now: datetime, retry_at: datetime | None
+) -> bool:
     """running -> succeeded | failed | timed_out, or -> retry_scheduled when `retry_at` is given.
 
     Guarded by status and owner: a worker whose lease was recovered cannot overwrite the row.
     """
-    values = dict(exit_code=outcome.exit_code, output=truncate(outcome.output), error=truncate(outcome.error),
-                  updated_at=now, lease_expires_at=None)
+    values = dict(
+        exit_code=outcome.exit_code,
+        output=truncate(outcome.output),
+        error=truncate(outcome.error),
+        updated_at=now,
+        lease_expires_at=None,
+    )
     if retry_at is not None:
         values.update(status=S.RETRY_SCHEDULED.value, available_at=retry_at, claimed_by=None)
     else:
@@ -443,8 +593,9 @@ def record_finished(conn: Connection, finished: Sequence[Finished], *, worker_id
     """
     recorded = set()
     for item in finished:
-        if complete_execution(conn, item.execution_id, worker_id=worker_id, outcome=item.outcome, now=now,
-                              retry_at=item.retry_at):
+        if complete_execution(
+            conn, item.execution_id, worker_id=worker_id, outcome=item.outcome, now=now, retry_at=item.retry_at
+        ):
             finish_attempt(conn, item.execution_id, item.attempt_number, item.outcome, now=now)
             recorded.add(item.execution_id)
     return recorded
@@ -464,21 +615,39 @@ def _finished_params(finished: Sequence[Finished]) -> dict:
 
 
 def cancel_execution(conn: Connection, execution_id: int, *, now: datetime, reason: str) -> bool:
-    result = conn.execute(_guarded(execution_id, [s.value for s in CANCELLABLE]).values(
-        status=S.CANCELLED.value, reason=reason, finished_at=now, updated_at=now, claimed_by=None, lease_expires_at=None))
+    result = conn.execute(
+        _guarded(execution_id, [s.value for s in CANCELLABLE]).values(
+            status=S.CANCELLED.value,
+            reason=reason,
+            finished_at=now,
+            updated_at=now,
+            claimed_by=None,
+            lease_expires_at=None,
+        )
+    )
     return result.rowcount == 1
 
 
 def cancel_queued_for_job(conn: Connection, job_id: int, *, now: datetime, reason: str) -> list[int]:
     """Cancel a job's pending, retry_scheduled and claimed rows (never running ones)."""
-    stmt = update(executions).where(executions.c.job_id == job_id,
-                                    executions.c.status.in_([s.value for s in CANCELLABLE])).values(
-        status=S.CANCELLED.value, reason=reason, finished_at=now, updated_at=now, claimed_by=None,
-        lease_expires_at=None).returning(executions.c.id)
+    stmt = (
+        update(executions)
+        .where(executions.c.job_id == job_id, executions.c.status.in_([s.value for s in CANCELLABLE]))
+        .values(
+            status=S.CANCELLED.value,
+            reason=reason,
+            finished_at=now,
+            updated_at=now,
+            claimed_by=None,
+            lease_expires_at=None,
+        )
+        .returning(executions.c.id)
+    )
     return [row[0] for row in conn.execute(stmt)]
 
 
 # --- recovery -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class ExpiredLease:
@@ -493,20 +662,31 @@ class ExpiredLease:
 def lock_expired_leases(conn: Connection, *, now: datetime, limit: int = 100) -> list[ExpiredLease]:
     """In-flight rows whose lease ran out: their worker is gone. Locked, skipping busy rows."""
     e = executions
-    stmt = (select(e.c.id, e.c.job_id, e.c.status, e.c.attempts, e.c.max_attempts, e.c.claimed_by)
-            .where(e.c.status.in_(_IN_FLIGHT), e.c.lease_expires_at < now)
-            .order_by(e.c.lease_expires_at).limit(limit).with_for_update(skip_locked=True))
+    stmt = (
+        select(e.c.id, e.c.job_id, e.c.status, e.c.attempts, e.c.max_attempts, e.c.claimed_by)
+        .where(e.c.status.in_(_IN_FLIGHT), e.c.lease_expires_at < now)
+        .order_by(e.c.lease_expires_at)
+        .limit(limit)
+        .with_for_update(skip_locked=True)
+    )
     return [ExpiredLease(*row) for row in conn.execute(stmt)]
 
 
 def abandon_attempt(conn: Connection, execution_id: int, attempt_number: int, *, now: datetime, error: str) -> None:
-    conn.execute(update(attempts).where(attempts.c.execution_id == execution_id, attempts.c.number == attempt_number,
-                                        attempts.c.status == AttemptStatus.RUNNING.value).values(
-        status=AttemptStatus.ABANDONED.value, finished_at=now, error=error))
+    conn.execute(
+        update(attempts)
+        .where(
+            attempts.c.execution_id == execution_id,
+            attempts.c.number == attempt_number,
+            attempts.c.status == AttemptStatus.RUNNING.value,
+        )
+        .values(status=AttemptStatus.ABANDONED.value, finished_at=now, error=error)
+    )
 
 
-def recover_execution(conn: Connection, lease: ExpiredLease, *, now: datetime, retry_at: datetime | None,
-                      reason: str) -> str | None:
+def recover_execution(
+    conn: Connection, lease: ExpiredLease, *, now: datetime, retry_at: datetime | None, reason: str
+) -> str | None:
     """Move an expired in-flight row on: claimed -> pending (never started), running ->
     retry_scheduled (attempts left) or dead_lettered. Returns the new status, None if lost."""
     e = executions
@@ -515,30 +695,36 @@ def recover_execution(conn: Connection, lease: ExpiredLease, *, now: datetime, r
     if lease.status == S.CLAIMED.value:
         target, values = S.PENDING, dict(base, status=S.PENDING.value)
     elif retry_at is not None:
-        target, values = S.RETRY_SCHEDULED, dict(base, status=S.RETRY_SCHEDULED.value, available_at=retry_at,
-                                                 reason=reason)
+        target, values = (
+            S.RETRY_SCHEDULED,
+            dict(base, status=S.RETRY_SCHEDULED.value, available_at=retry_at, reason=reason),
+        )
     else:
-        target, values = S.DEAD_LETTERED, dict(base, status=S.DEAD_LETTERED.value, finished_at=now, reason=reason,
-                                               error=reason)
+        target, values = (
+            S.DEAD_LETTERED,
+            dict(base, status=S.DEAD_LETTERED.value, finished_at=now, reason=reason, error=reason),
+        )
     result = conn.execute(update(e).where(*guard).values(**values))
     return target.value if result.rowcount == 1 else None
 
 
 def count_claimable(conn: Connection, now: datetime) -> int:
     e = executions
-    return conn.execute(select(func.count()).select_from(e).where(e.c.status.in_(_CLAIMABLE),
-                                                                   e.c.available_at <= now)).scalar_one()
+    return conn.execute(
+        select(func.count()).select_from(e).where(e.c.status.in_(_CLAIMABLE), e.c.available_at <= now)
+    ).scalar_one()
 
 
 def next_available_at(conn: Connection, now: datetime) -> datetime | None:
     """When the earliest not-yet-due claimable row becomes due (a retry's backoff), for sleeping."""
     e = executions
-    return conn.execute(select(func.min(e.c.available_at)).where(e.c.status.in_(_CLAIMABLE),
-                                                                  e.c.available_at > now)).scalar()
-
+    return conn.execute(
+        select(func.min(e.c.available_at)).where(e.c.status.in_(_CLAIMABLE), e.c.available_at > now)
+    ).scalar()
 
 
 def expire_lease(conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> None:
     """A stopping worker gives up a running row it had to kill, so recovery may settle it now."""
-    conn.execute(_guarded(execution_id, [S.RUNNING.value], worker_id).values(
-        lease_expires_at=now - timedelta(microseconds=1)))
+    conn.execute(
+        _guarded(execution_id, [S.RUNNING.value], worker_id).values(lease_expires_at=now - timedelta(microseconds=1))
+    )

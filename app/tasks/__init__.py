@@ -3,7 +3,16 @@
 Operators pick a registered task by name and give it a JSON config that is validated against
 the task's schema. There is no way to run a shell command or arbitrary code.
 """
-from app.tasks.registry import TaskConfigError, TaskContext, TaskSpec, UnknownTaskError, all_tasks, get_task, validate_config
+
+from app.tasks.registry import (
+    TaskConfigError,
+    TaskContext,
+    TaskSpec,
+    UnknownTaskError,
+    all_tasks,
+    get_task,
+    validate_config,
+)
 
 __all__ = [
     "TaskConfigError",

@@ -7,12 +7,13 @@ A task receives its validated config and a TaskContext. Whatever it prints goes 
 execution's output; what it returns (a string, or anything JSON-serialisable) is appended to it;
 an exception marks the attempt failed with the traceback as the error.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
+from typing import Any
 
 TaskFunc = Callable[[dict, "TaskContext"], Any]
 

@@ -2,11 +2,12 @@
 
 The blueprints are thin adapters over `app.services`; access rules live in `app.web.access`.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
-
 from flask import Flask
+
+from app.clock import utcnow
 
 
 def register_web(app: Flask) -> None:
@@ -40,7 +41,7 @@ def register_blueprints(app: Flask) -> None:
 
 def register_login(app: Flask) -> None:
     from app.extensions import login_manager
-    from app.services import users
+    from app.services.use_cases import users
 
     login_manager.login_view = "auth.login"
     login_manager.session_protection = "strong"
@@ -62,5 +63,5 @@ def template_globals() -> dict:
         "can_operate": access.can_operate(),
         "can_view_private": access.can_view_private(),
         "can_read_public": access.can_read_public(),
-        "now": datetime.now(timezone.utc),
+        "now": utcnow(),
     }

@@ -13,10 +13,11 @@ A request that is refused for want of sign-in gets a redirect to the sign-in pag
 HTMX request, which gets 401 with a small fragment holding a sign-in link: a redirect would
 make HTMX swap the whole sign-in page into a dashboard panel.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
-from typing import Callable
 from urllib.parse import urlsplit
 
 from flask import abort, current_app, make_response, redirect, render_template, request, url_for

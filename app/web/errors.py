@@ -3,6 +3,7 @@
 Service errors that reach this far (a route did not handle them itself) still become a 4xx
 page, never a 500: NotFound -> 404, Conflict -> 409, ValidationFailed -> 400.
 """
+
 from __future__ import annotations
 
 import logging
@@ -39,8 +40,10 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(CSRFError)
     def csrf_error(error: CSRFError):
         log.info("CSRF check failed", extra={"event": "csrf_failed", "reason": error.description})
-        return render_error(400, f"The form's security token was missing or invalid ({error.description}) "
-                                 "Reload the page and try again.")
+        return render_error(
+            400,
+            f"The form's security token was missing or invalid ({error.description}) Reload the page and try again.",
+        )
 
     @app.errorhandler(HTTPException)
     def http_error(error: HTTPException):

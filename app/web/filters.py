@@ -1,11 +1,14 @@
 """Template filters for times, ages and durations. Values may be datetimes or ISO 8601 text
 (cached dashboard data is JSON, so its instants arrive as text)."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from flask import Flask
+
+from app.clock import utcnow
 
 
 def as_datetime(value) -> datetime | None:
@@ -20,8 +23,8 @@ def as_datetime(value) -> datetime | None:
         except ValueError:
             return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 def format_utc(value) -> str:
@@ -72,7 +75,7 @@ def age(value, now: datetime | None = None) -> str:
     moment = as_datetime(value)
     if moment is None:
         return "—"
-    now = now or datetime.now(timezone.utc)
+    now = now or utcnow()
     delta = (now - moment).total_seconds()
     span = abs(delta)
     text = f"{span:.0f} s" if span < 60 else format_seconds(span)

@@ -5,6 +5,7 @@ nearest page that exists. Lists count at most COUNT_CAP matching rows and say "m
 beyond it, so pages past the cap are not offered: narrowing the list with filters is the way
 further back.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from flask import request
 from sqlalchemy import Select
 
 from app.extensions import db
-from app.services.row_counts import COUNT_CAP, capped_counts
+from app.services.read.row_counts import COUNT_CAP, capped_counts
 
 MAX_PAGE = 1_000_000
 

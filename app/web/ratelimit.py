@@ -6,6 +6,7 @@ username (so spreading guesses over many addresses does not help). Past
 password is even checked. With the cache unreachable the limiter fails open and logs it: the
 cache is never allowed to lock operators out.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -44,12 +45,13 @@ def register_login_attempt(username: str) -> LoginThrottle:
     for key in login_keys(username, client_address()):
         count = cache.incr(key, window)
         if count is None:
-            log.warning("login rate limit unavailable (cache down); allowing the attempt",
-                        extra={"event": "login_rate_limit_unavailable"})
+            log.warning(
+                "login rate limit unavailable (cache down); allowing the attempt",
+                extra={"event": "login_rate_limit_unavailable"},
+            )
             continue
         if count > limit:
             allowed = False
     if not allowed:
-        log.warning("sign-in attempts rate limited", extra={"event": "login_rate_limited",
-                                                             "address": client_address()})
+        log.warning("sign-in attempts rate limited", extra={"event": "login_rate_limited", "address": client_address()})
     return LoginThrottle(allowed=allowed, retry_after_seconds=window)

@@ -4,22 +4,25 @@ The Content-Security-Policy allows scripts and styles from this origin only: no 
 no inline style, no eval. The vendored HTMX fits inside it because the base template's
 `htmx-config` meta tag turns off its injected indicator style and its eval-based features.
 """
+
 from __future__ import annotations
 
 from flask import Flask, request
 
-CONTENT_SECURITY_POLICY = "; ".join([
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self' data:",
-    "font-src 'self'",
-    "connect-src 'self'",
-    "manifest-src 'self'",
-    "form-action 'self'",
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-])
+CONTENT_SECURITY_POLICY = "; ".join(
+    [
+        "default-src 'none'",
+        "script-src 'self'",
+        "style-src 'self'",
+        "img-src 'self' data:",
+        "font-src 'self'",
+        "connect-src 'self'",
+        "manifest-src 'self'",
+        "form-action 'self'",
+        "frame-ancestors 'none'",
+        "base-uri 'none'",
+    ]
+)
 
 
 def configure_cookies(app: Flask) -> None:

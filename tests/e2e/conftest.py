@@ -4,6 +4,7 @@ temporary SQLite database, and Debian's headless Chromium driven by Playwright.
 No tool downloads a browser: Chromium comes from the `chromium` Debian package at
 /usr/bin/chromium (override with CRONWELL_CHROMIUM). Run with `pytest -m e2e tests/e2e`.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,15 @@ import pytest
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"
 CHROMIUM = os.environ.get("CRONWELL_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--no-first-run", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+    "--disable-sync",
+]
 REDIS_URL = os.environ.get("CRONWELL_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 ADMIN_PASSWORD = "e2e-password-1"
 BIN = Path(sys.executable).parent
@@ -51,13 +59,21 @@ class Stack:
         self.processes: dict[str, subprocess.Popen] = {}
 
     def run(self, *args: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(BIN / "flask"), *args], cwd=PROJECT_ROOT, env=self.env, capture_output=True,
-                              text=True, timeout=120, check=True)
+        return subprocess.run(
+            [str(BIN / "flask"), *args],
+            cwd=PROJECT_ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        )
 
     def start(self, name: str, argv: list[str]) -> None:
         log = open(self.workdir / f"{name}.log", "w")
-        self.processes[name] = subprocess.Popen(argv, cwd=PROJECT_ROOT, env=self.env, stdout=log,
-                                                stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes[name] = subprocess.Popen(
+            argv, cwd=PROJECT_ROOT, env=self.env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def logs(self) -> str:
         parts = []
@@ -85,12 +101,21 @@ def stack(tmp_path_factory):
     workdir = tmp_path_factory.mktemp("e2e")
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "CRONWELL_", "WEBUI_"))}
-    env.update({
-        "FLASK_APP": "app", "DATABASE_URL": f"sqlite:///{workdir / 'cronwell.sqlite3'}",
-        "INSTANCE_DIR": str(workdir / "instance"), "SECRET_KEY": uuid.uuid4().hex, "DEBUG": "0",
-        "LOG_FORMAT": "text", "LOG_LEVEL": "INFO", "DEV_ADMIN_PASSWORD": ADMIN_PASSWORD,
-        "SCHEDULER_TICK_SECONDS": "1", "WORKER_POLL_SECONDS": "1", "HEARTBEAT_STALE_SECONDS": "30",
-    })
+    env.update(
+        {
+            "FLASK_APP": "app",
+            "DATABASE_URL": f"sqlite:///{workdir / 'cronwell.sqlite3'}",
+            "INSTANCE_DIR": str(workdir / "instance"),
+            "SECRET_KEY": uuid.uuid4().hex,
+            "DEBUG": "0",
+            "LOG_FORMAT": "text",
+            "LOG_LEVEL": "INFO",
+            "DEV_ADMIN_PASSWORD": ADMIN_PASSWORD,
+            "SCHEDULER_TICK_SECONDS": "1",
+            "WORKER_POLL_SECONDS": "1",
+            "HEARTBEAT_STALE_SECONDS": "30",
+        }
+    )
     env.pop("SCHEDULER_CLI_SECRET", None)
     env.pop("REDIS_URL", None)
     if _redis_reachable():
@@ -99,8 +124,10 @@ def stack(tmp_path_factory):
     stack = Stack(workdir, env, f"http://127.0.0.1:{port}")
     stack.run("db", "upgrade")
     stack.run("ensure-dev-user")
-    stack.start("web", [str(BIN / "gunicorn"), "--workers", "2", "--bind", f"127.0.0.1:{port}",
-                        "--graceful-timeout", "5", "wsgi:app"])
+    stack.start(
+        "web",
+        [str(BIN / "gunicorn"), "--workers", "2", "--bind", f"127.0.0.1:{port}", "--graceful-timeout", "5", "wsgi:app"],
+    )
     stack.start("scheduler", [str(BIN / "flask"), "scheduler", "run", "--tick-seconds", "1"])
     stack.start("worker", [str(BIN / "flask"), "worker", "run", "--workers", "2"])
     try:

@@ -6,6 +6,7 @@ open it and read its output; disable the job; make a job fail into a dead letter
 alert from the dashboard (an HTMX POST carrying the CSRF header); sign out. Screenshots go to
 test-artifacts/. The strict CSP must hold throughout: any violation shows up as a console error.
 """
+
 from __future__ import annotations
 
 import re

@@ -1,10 +1,11 @@
 """Factories for rows, built through the services so tests exercise real validation."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from itertools import count
 
-from app.services import jobs
+from app.services.use_cases import jobs
 
 _names = count(1)
 
@@ -28,4 +29,4 @@ def make_due_job(*, next_run_at: datetime, every: str = "1m", **fields):
 
 
 def utc(*args) -> datetime:
-    return datetime(*args, tzinfo=timezone.utc)
+    return datetime(*args, tzinfo=UTC)

@@ -5,11 +5,12 @@ private Redis per test, the app on the test's database, and `flask ...` subproce
 The shared PostgreSQL (5432) and Redis (6379) are never stopped or restarted: every outage in
 this package happens to a server the test started itself.
 """
+
 from __future__ import annotations
 
 import itertools
 import os
-from typing import Iterator
+from collections.abc import Iterator
 
 import pytest
 

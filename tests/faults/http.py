@@ -1,6 +1,7 @@
 """A tiny browser for tests against a real web process (flask run or gunicorn): keeps cookies,
 reads the CSRF token from the page's meta tag, never follows redirects (tests look at them).
 """
+
 from __future__ import annotations
 
 import http.cookiejar
@@ -35,8 +36,9 @@ class Browser:
         self.cookies = http.cookiejar.CookieJar()
         self._opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(self.cookies), _NoRedirect())
 
-    def request(self, method: str, path: str, data: dict | None = None, headers: dict | None = None,
-                timeout: float = 10) -> Response:
+    def request(
+        self, method: str, path: str, data: dict | None = None, headers: dict | None = None, timeout: float = 10
+    ) -> Response:
         body = urllib.parse.urlencode(data).encode() if data is not None else None
         request = urllib.request.Request(self.base + path, data=body, method=method, headers=headers or {})
         try:

@@ -1,6 +1,7 @@
 """Helpers the fault scenarios share: many jobs at once, reading what the processes committed,
 their JSON logs, the web process, and the ledger check with its figures printed.
 """
+
 from __future__ import annotations
 
 import json
@@ -9,27 +10,30 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
 import psycopg
 import pytest
 from sqlalchemy import text
 
+from app.clock import utcnow
 from app.extensions import db
-from app.services import ledger
+from app.services.read import ledger
 from tests.factories import make_job
 from tests.helpers.pg import plain_url
 from tests.helpers.processes import FlaskProcess, wait_for
 
 TERMINAL = ("succeeded", "failed", "timed_out", "missed", "cancelled", "dead_lettered")
-CLONED_COLUMNS = ("description, task, config, schedule_type, schedule, timezone, enabled, next_run_at, "
-                  "overlap_policy, misfire_policy, misfire_grace_seconds, max_attempts, retry_backoff_seconds, "
-                  "timeout_seconds, alert_mode, retention_count, retention_days, queue, priority, created_at, "
-                  "updated_at")
+CLONED_COLUMNS = (
+    "description, task, config, schedule_type, schedule, timezone, enabled, next_run_at, "
+    "overlap_policy, misfire_policy, misfire_grace_seconds, max_attempts, retry_backoff_seconds, "
+    "timeout_seconds, alert_mode, retention_count, retention_days, queue, priority, created_at, "
+    "updated_at"
+)
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return utcnow()
 
 
 def clone_jobs(*, count: int, now: datetime, prefix: str, every: str, **fields) -> int:
@@ -41,10 +45,14 @@ def clone_jobs(*, count: int, now: datetime, prefix: str, every: str, **fields) 
     """
     original = make_job(now=now, every=every, name=f"{prefix}-0", **fields)
     if count > 1:
-        db.session.execute(text(
-            f"INSERT INTO jobs (name, {CLONED_COLUMNS}) "
-            f"SELECT :prefix || '-' || n, {CLONED_COLUMNS} FROM jobs, generate_series(1, :copies) AS n "
-            "WHERE jobs.id = :id"), {"prefix": prefix, "copies": count - 1, "id": original.id})
+        db.session.execute(
+            text(
+                f"INSERT INTO jobs (name, {CLONED_COLUMNS}) "
+                f"SELECT :prefix || '-' || n, {CLONED_COLUMNS} FROM jobs, generate_series(1, :copies) AS n "
+                "WHERE jobs.id = :id"
+            ),
+            {"prefix": prefix, "copies": count - 1, "id": original.id},
+        )
         db.session.commit()
     return original.id
 
@@ -76,9 +84,11 @@ class LedgerFigures:
     violations: list[str]
 
     def line(self) -> str:
-        return (f"jobs={self.jobs} occurrences={self.occurrences} executions={self.executions} "
-                f"coalesced_or_skipped={self.coalesced_or_skipped} in_flight={self.in_flight} "
-                f"duplicates={self.duplicates} lost={self.lost} violations={len(self.violations)}")
+        return (
+            f"jobs={self.jobs} occurrences={self.occurrences} executions={self.executions} "
+            f"coalesced_or_skipped={self.coalesced_or_skipped} in_flight={self.in_flight} "
+            f"duplicates={self.duplicates} lost={self.lost} violations={len(self.violations)}"
+        )
 
 
 def check_ledger(scenario: str, *, now: datetime | None = None) -> LedgerFigures:
@@ -86,12 +96,20 @@ def check_ledger(scenario: str, *, now: datetime | None = None) -> LedgerFigures
     db.session.remove()
     report = ledger.verify(now=now or utcnow())
     db.session.remove()
-    duplicates = scalar("SELECT count(*) FROM (SELECT job_id, scheduled_for FROM executions "
-                        "WHERE trigger IN ('schedule', 'catch_up') GROUP BY 1, 2 HAVING count(*) > 1) AS d")
+    duplicates = scalar(
+        "SELECT count(*) FROM (SELECT job_id, scheduled_for FROM executions "
+        "WHERE trigger IN ('schedule', 'catch_up') GROUP BY 1, 2 HAVING count(*) > 1) AS d"
+    )
     figures = LedgerFigures(
-        jobs=report.jobs, occurrences=report.occurrences, executions=report.executions,
-        coalesced_or_skipped=report.coalesced_or_skipped, in_flight=report.in_flight, duplicates=duplicates,
-        lost=sum("lost" in v for v in report.violations), violations=report.violations)
+        jobs=report.jobs,
+        occurrences=report.occurrences,
+        executions=report.executions,
+        coalesced_or_skipped=report.coalesced_or_skipped,
+        in_flight=report.in_flight,
+        duplicates=duplicates,
+        lost=sum("lost" in v for v in report.violations),
+        violations=report.violations,
+    )
     print(f"\n[{scenario}] ledger: {figures.line()}")
     assert report.ok, "ledger violations:\n" + "\n".join(report.violations[:30])
     assert duplicates == 0
@@ -109,12 +127,17 @@ def lateness_seconds(task: str = "always_succeed") -> dict[str, float]:
         "(ORDER BY s), percentile_cont(0.99) WITHIN GROUP (ORDER BY s), max(s) FROM (SELECT extract(epoch FROM "
         "e.started_at - e.scheduled_for) AS s FROM executions AS e JOIN jobs AS j ON j.id = e.job_id "
         "WHERE e.trigger = 'schedule' AND e.started_at IS NOT NULL AND j.task = :task "
-        "AND j.overlap_policy = 'skip') AS late", task=task)
-    return {"runs": row[0], **{name: round(float(value or 0), 3)
-                               for name, value in zip(("p50", "p95", "p99", "max"), row[1:])}}
+        "AND j.overlap_policy = 'skip') AS late",
+        task=task,
+    )
+    return {
+        "runs": row[0],
+        **{name: round(float(value or 0), 3) for name, value in zip(("p50", "p95", "p99", "max"), row[1:])},
+    }
 
 
 # --- what the processes logged --------------------------------------------------------------------
+
 
 def log_events(process: FlaskProcess, event: str | None = None) -> list[dict]:
     """The JSON log records of a process (LOG_FORMAT=json), optionally only one event."""
@@ -154,10 +177,12 @@ def write_transactions_open(url: str) -> int:
     with psycopg.connect(plain_url(url), autocommit=True) as conn:
         return conn.execute(
             "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
-            "AND backend_xid IS NOT NULL").fetchone()[0]
+            "AND backend_xid IS NOT NULL"
+        ).fetchone()[0]
 
 
 # --- a web process ----------------------------------------------------------------------------------
+
 
 def http_get(url: str, *, timeout: float = 5) -> tuple[int, str]:
     """(status, body); status 0 when nothing answered."""
@@ -172,11 +197,14 @@ def http_get(url: str, *, timeout: float = 5) -> tuple[int, str]:
 
 def start_web(processes, port: int, env: dict | None = None) -> FlaskProcess:
     """`flask run` on a loopback port (threaded), waited for until /healthz answers."""
-    web = processes.start("run", "--host", "127.0.0.1", "--port", str(port), "--no-reload", "--no-debugger",
-                          env=env)
+    web = processes.start("run", "--host", "127.0.0.1", "--port", str(port), "--no-reload", "--no-debugger", env=env)
     base = f"http://127.0.0.1:{port}"
-    wait_for(lambda: web.popen.poll() is None and http_get(f"{base}/healthz")[0] == 200, within=30,
-             what=lambda: f"the web process to answer /healthz\n{web.describe()}", interval=0.2)
+    wait_for(
+        lambda: web.popen.poll() is None and http_get(f"{base}/healthz")[0] == 200,
+        within=30,
+        what=lambda: f"the web process to answer /healthz\n{web.describe()}",
+        interval=0.2,
+    )
     return web
 
 

@@ -4,6 +4,7 @@ so it can stop, restart and cut them off without touching the shared servers on 
 Both listen on loopback only, on a free port, with their files in a temporary directory that is
 removed at the end. Every start and stop is bounded in time.
 """
+
 from __future__ import annotations
 
 import os
@@ -61,15 +62,19 @@ class PrivatePostgres:
         self.data = self.root / "data"
         self.port = free_port()
         self.log = self.root / "server.log"
-        self._as_postgres([str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres",
-                           "--no-sync", "-E", "UTF8"], timeout=120)
+        self._as_postgres(
+            [str(PG_BIN / "initdb"), "-D", str(self.data), "-A", "trust", "-U", "postgres", "--no-sync", "-E", "UTF8"],
+            timeout=120,
+        )
 
     def _as_postgres(self, argv: list[str], timeout: float) -> subprocess.CompletedProcess:
-        result = subprocess.run(["runuser", "-u", "postgres", "--", *argv], capture_output=True, text=True,
-                                timeout=timeout, cwd=self.root)
+        result = subprocess.run(
+            ["runuser", "-u", "postgres", "--", *argv], capture_output=True, text=True, timeout=timeout, cwd=self.root
+        )
         if result.returncode != 0:
-            raise RuntimeError(f"{' '.join(argv)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}\n"
-                               f"{self.server_log()}")
+            raise RuntimeError(
+                f"{' '.join(argv)} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}\n{self.server_log()}"
+            )
         return result
 
     def server_log(self) -> str:
@@ -83,10 +88,14 @@ class PrivatePostgres:
         return f"postgresql://postgres@127.0.0.1:{self.port}/{database}"
 
     def _pg_ctl(self, *args: str, timeout: float = 60) -> None:
-        options = (f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
-                   "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200")
-        self._as_postgres([str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60",
-                           "-o", options, *args], timeout=timeout)
+        options = (
+            f"-p {self.port} -k {self.root} -c listen_addresses=127.0.0.1 -c fsync=off "
+            "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
+        )
+        self._as_postgres(
+            [str(PG_BIN / "pg_ctl"), "-D", str(self.data), "-l", str(self.log), "-w", "-t", "60", "-o", options, *args],
+            timeout=timeout,
+        )
 
     def start(self) -> None:
         self._pg_ctl("start")
@@ -142,10 +151,30 @@ class PrivateRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
-        subprocess.run([REDIS_SERVER, "--bind", "127.0.0.1", "--port", str(self.port), "--save", "",
-                        "--appendonly", "no", "--daemonize", "yes", "--pidfile", str(self.pidfile),
-                        "--dir", str(self.root), "--logfile", str(self.root / "redis.log")],
-                       check=True, timeout=30, capture_output=True)
+        subprocess.run(
+            [
+                REDIS_SERVER,
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--daemonize",
+                "yes",
+                "--pidfile",
+                str(self.pidfile),
+                "--dir",
+                str(self.root),
+                "--logfile",
+                str(self.root / "redis.log"),
+            ],
+            check=True,
+            timeout=30,
+            capture_output=True,
+        )
         if not _poll(self.accepting, 15):
             raise RuntimeError("private Redis did not start")
 

@@ -10,6 +10,7 @@ see conftest.py), and comes back.
 - restarted while both processes sleep: they LISTEN again at once, so a job created right after
   still fires on time (the scheduler is not left deaf until its next tick).
 """
+
 from __future__ import annotations
 
 import os
@@ -19,8 +20,18 @@ from datetime import timedelta
 import pytest
 
 from tests.factories import make_job
-from tests.faults.scenario import (assert_alive, check_ledger, log_events, readyz, rows, scalar, start_web,
-                                   status_counts, stop_gracefully, utcnow)
+from tests.faults.scenario import (
+    assert_alive,
+    check_ledger,
+    log_events,
+    readyz,
+    rows,
+    scalar,
+    start_web,
+    status_counts,
+    stop_gracefully,
+    utcnow,
+)
 from tests.faults.services import free_port
 from tests.helpers.pg import plain_url
 from tests.helpers.processes import wait_for
@@ -67,21 +78,32 @@ def test_database_restarts_under_a_running_scheduler_and_worker(fault_app, priva
         def check():
             assert_alive(scheduler, worker)
             return succeeded_since(since) >= count
+
         return check
 
-    wait_for(progress(utcnow().replace(year=2000), 20), within=60, interval=0.2,
-             what=lambda: "20 successful runs before the restart\n" + processes.outputs()[-6000:])
+    wait_for(
+        progress(utcnow().replace(year=2000), 20),
+        within=60,
+        interval=0.2,
+        what=lambda: "20 successful runs before the restart\n" + processes.outputs()[-6000:],
+    )
     for restart in (1, 2):
         # Restart while a task is running, so its result comes back to a worker without a database.
         wait_for(lambda: running_now() > 0, within=20, what="a running task", interval=0.05)
         private_pg.restart()
         restarted_at = utcnow()
-        wait_for(progress(restarted_at, 20), within=60, interval=0.2,
-                 what=lambda: f"20 successful runs after restart {restart}\n" + processes.outputs()[-6000:])
+        wait_for(
+            progress(restarted_at, 20),
+            within=60,
+            interval=0.2,
+            what=lambda: f"20 successful runs after restart {restart}\n" + processes.outputs()[-6000:],
+        )
 
     stop_gracefully(scheduler, worker)
-    print(f"\n[database restarted twice] failures logged: scheduler={len(failures(scheduler))} "
-          f"worker={len(failures(worker))} statuses={status_counts()}")
+    print(
+        f"\n[database restarted twice] failures logged: scheduler={len(failures(scheduler))} "
+        f"worker={len(failures(worker))} statuses={status_counts()}"
+    )
     # Each restart may fail a step or two (the pool's pre-ping replaces most dead connections
     # first); a crash loop would be dozens.
     assert len(failures(scheduler)) <= 6 and len(failures(worker)) <= 6
@@ -103,10 +125,15 @@ def test_database_unreachable_then_back(fault_app, fault_env, private_pg, proces
         def check():
             assert_alive(*everyone)
             return succeeded_since(since) >= count
+
         return check
 
-    wait_for(progress(utcnow().replace(year=2000), 20), within=60, interval=0.2,
-             what=lambda: "20 successful runs before the outage\n" + processes.outputs()[-6000:])
+    wait_for(
+        progress(utcnow().replace(year=2000), 20),
+        within=60,
+        interval=0.2,
+        what=lambda: "20 successful runs before the outage\n" + processes.outputs()[-6000:],
+    )
     assert readyz(base)[0] == 200
 
     wait_for(lambda: running_now() > 0, within=20, what="a running task", interval=0.05)
@@ -123,8 +150,12 @@ def test_database_unreachable_then_back(fault_app, fault_env, private_pg, proces
     assert answers and all(status == 503 for status, _ in answers), answers[:5]
     assert all(body["checks"]["database"]["ok"] is False for _, body in answers)
     wait_for(lambda: readyz(base)[0] == 200, within=30, what="/readyz to recover", interval=0.25)
-    wait_for(progress(back_at, 20), within=60, interval=0.2,
-             what=lambda: "20 successful runs after the outage\n" + processes.outputs()[-6000:])
+    wait_for(
+        progress(back_at, 20),
+        within=60,
+        interval=0.2,
+        what=lambda: "20 successful runs after the outage\n" + processes.outputs()[-6000:],
+    )
     stop_gracefully(scheduler, worker)
 
     for process in (scheduler, worker):
@@ -142,8 +173,12 @@ def listening(url: str) -> set[str]:
     import psycopg
 
     with psycopg.connect(plain_url(url), autocommit=True) as conn:
-        return {row[0] for row in conn.execute(
-            "SELECT DISTINCT query FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'")}
+        return {
+            row[0]
+            for row in conn.execute(
+                "SELECT DISTINCT query FROM pg_stat_activity WHERE datname = current_database() AND query LIKE 'LISTEN %'"
+            )
+        }
 
 
 @pytest.mark.timeout(120)
@@ -154,14 +189,26 @@ def test_wake_ups_resume_after_a_restart(fault_app, fault_db, private_pg, proces
     worker = processes.start_worker("--workers", "2", "--worker-id", "sleepy-worker")
     wait_for(lambda: listening(fault_db) == both, within=30, what=lambda: "both to LISTEN\n" + processes.outputs())
     private_pg.restart()
-    wait_for(lambda: listening(fault_db) == both, within=15, interval=0.2,
-             what=lambda: f"both to LISTEN again after the restart (now {listening(fault_db)})\n" + processes.outputs())
+    wait_for(
+        lambda: listening(fault_db) == both,
+        within=15,
+        interval=0.2,
+        what=lambda: f"both to LISTEN again after the restart (now {listening(fault_db)})\n" + processes.outputs(),
+    )
 
     run_at = (utcnow() + timedelta(seconds=3)).replace(microsecond=0)
-    job = make_job(now=utcnow(), name="right-after-restart", schedule_type="one_time",
-                   schedule={"run_at": run_at.isoformat().replace("+00:00", "Z")})
-    wait_for(lambda: scalar("SELECT count(*) FROM executions WHERE job_id = :j AND status = 'succeeded'", j=job.id),
-             within=30, interval=0.2, what=lambda: "the one-time job to run\n" + processes.outputs()[-4000:])
+    job = make_job(
+        now=utcnow(),
+        name="right-after-restart",
+        schedule_type="one_time",
+        schedule={"run_at": run_at.isoformat().replace("+00:00", "Z")},
+    )
+    wait_for(
+        lambda: scalar("SELECT count(*) FROM executions WHERE job_id = :j AND status = 'succeeded'", j=job.id),
+        within=30,
+        interval=0.2,
+        what=lambda: "the one-time job to run\n" + processes.outputs()[-4000:],
+    )
     late = scalar("SELECT extract(epoch FROM created_at - scheduled_for) FROM executions WHERE job_id = :j", j=job.id)
     print(f"\n[wake-ups after a restart] one-time job written {float(late):.2f} s after its time")
     assert float(late) < 1.5

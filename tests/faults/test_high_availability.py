@@ -8,6 +8,7 @@ graceful stop the ledger must be clean: each occurrence once, nothing lost, noth
 flight, no attempt beyond max_attempts. (The tight three-scheduler race over one backlog and the
 four-worker claim race are in tests/integration/test_concurrency_pg.py.)
 """
+
 from __future__ import annotations
 
 import os
@@ -16,8 +17,15 @@ import time
 import pytest
 
 from tests.factories import make_job
-from tests.faults.scenario import (assert_alive, check_ledger, lateness_seconds, scalar, status_counts,
-                                   stop_gracefully, utcnow)
+from tests.faults.scenario import (
+    assert_alive,
+    check_ledger,
+    lateness_seconds,
+    scalar,
+    status_counts,
+    stop_gracefully,
+    utcnow,
+)
 from tests.helpers.processes import wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(240)]
@@ -31,19 +39,33 @@ def create_mix(now) -> None:
     for n in range(6):  # longer than their interval: overlap skip records `missed` rows
         make_job(now=now, every="3s", name=f"slow-{n}", task="sleep_for_seconds", config={"seconds": 4})
     for n in range(2):  # overlap queue: runs wait their turn, FIFO, one at a time
-        make_job(now=now, every="3s", name=f"queued-{n}", task="sleep_for_seconds", config={"seconds": 1},
-                 overlap_policy="queue")
+        make_job(
+            now=now,
+            every="3s",
+            name=f"queued-{n}",
+            task="sleep_for_seconds",
+            config={"seconds": 1},
+            overlap_policy="queue",
+        )
     for n in range(4):  # each occurrence fails once, then its retry succeeds
-        make_job(now=now, every="5s", name=f"flaky-{n}", task="fail_once_then_succeed", max_attempts=2,
-                 retry_backoff_seconds=1)
+        make_job(
+            now=now,
+            every="5s",
+            name=f"flaky-{n}",
+            task="fail_once_then_succeed",
+            max_attempts=2,
+            retry_backoff_seconds=1,
+        )
     for n in range(4):
         make_job(now=now, name=f"cron-{n}", schedule_type="cron", schedule={"expression": "* * * * *"})
 
 
 def test_three_schedulers_and_three_workers_keep_the_ledger_clean(fault_app, processes):
     create_mix(utcnow())
-    schedulers = [processes.start("scheduler", "run", "--tick-seconds", "1", "--scheduler-id", f"ha-scheduler-{n}")
-                  for n in range(3)]
+    schedulers = [
+        processes.start("scheduler", "run", "--tick-seconds", "1", "--scheduler-id", f"ha-scheduler-{n}")
+        for n in range(3)
+    ]
     workers = [processes.start_worker("--workers", "4", "--worker-id", f"ha-worker-{n}") for n in range(3)]
     everyone = schedulers + workers
 
@@ -64,8 +86,10 @@ def test_three_schedulers_and_three_workers_keep_the_ledger_clean(fault_app, pro
     counts = status_counts()
     lateness = lateness_seconds()
     workers_used = scalar("SELECT count(DISTINCT worker_id) FROM attempts")
-    print(f"\n[three schedulers, three workers, {RUN_SECONDS:g} s] statuses={counts} workers_used={workers_used} "
-          f"lateness_s={lateness}")
+    print(
+        f"\n[three schedulers, three workers, {RUN_SECONDS:g} s] statuses={counts} workers_used={workers_used} "
+        f"lateness_s={lateness}"
+    )
     figures = check_ledger("three schedulers, three workers")
     assert counts.get("claimed", 0) == counts.get("running", 0) == 0, "a graceful stop left work in flight"
     assert counts.get("succeeded", 0) >= 8 * RUN_SECONDS, counts  # about 15 runs a second are due

@@ -6,6 +6,7 @@ HTMX panels, the health page, and signing in itself, where the limiter fails ope
 must say 503 naming Redis (also when Redis hangs instead of refusing connections), and once
 Redis is back the cache must fill again and `/readyz` must return to 200.
 """
+
 from __future__ import annotations
 
 import time
@@ -35,8 +36,18 @@ def make_operator(username: str) -> None:
 
 
 def pages(job_id: int) -> list[str]:
-    return ["/", "/jobs/", f"/jobs/{job_id}", "/executions/", "/dashboard/", "/dashboard/panels/summary",
-            "/dashboard/panels/queue", "/dashboard/panels/upcoming", "/health/", "/alerts/"]
+    return [
+        "/",
+        "/jobs/",
+        f"/jobs/{job_id}",
+        "/executions/",
+        "/dashboard/",
+        "/dashboard/panels/summary",
+        "/dashboard/panels/queue",
+        "/dashboard/panels/upcoming",
+        "/health/",
+        "/alerts/",
+    ]
 
 
 def assert_pages_work(browser: Browser, job_id: int, phase: str) -> None:

@@ -7,6 +7,7 @@ scheduler picks up exactly where the cursors are. The ledger must then show ever
 once: no duplicate, none lost. (A killed *worker* is covered by
 tests/integration/test_worker_processes.py.)
 """
+
 from __future__ import annotations
 
 import signal
@@ -34,8 +35,9 @@ def executions() -> int:
 def test_a_scheduler_killed_mid_tick_loses_and_duplicates_nothing(fault_app, fault_db, processes):
     created = utcnow() - timedelta(minutes=LATE_MINUTES, seconds=30)
     for policy in ("catch_up", "coalesce"):
-        clone_jobs(count=JOBS_PER_POLICY, now=created, prefix=policy, every="1m", misfire_policy=policy,
-                   overlap_policy="allow")
+        clone_jobs(
+            count=JOBS_PER_POLICY, now=created, prefix=policy, every="1m", misfire_policy=policy, overlap_policy="allow"
+        )
     assert due_jobs() == 2 * JOBS_PER_POLICY
 
     committed = 0
@@ -49,21 +51,32 @@ def test_a_scheduler_killed_mid_tick_loses_and_duplicates_nothing(fault_app, fau
             assert scheduler.popen.poll() is None, scheduler.describe()
             return executions() > seen and write_transactions_open(fault_db) > 0
 
-        wait_for(mid_tick, within=60, what=lambda: f"scheduler {round_} to be inside a tick\n{scheduler.describe()}",
-                 interval=0.02)
+        wait_for(
+            mid_tick,
+            within=60,
+            what=lambda: f"scheduler {round_} to be inside a tick\n{scheduler.describe()}",
+            interval=0.02,
+        )
         scheduler.signal(signal.SIGKILL)
         assert scheduler.wait_exit(within=10) == -signal.SIGKILL
         # The server notices the dead client and rolls its open batch back.
-        wait_for(lambda: write_transactions_open(fault_db) == 0, within=20,
-                 what="the killed scheduler's transaction to be rolled back")
+        wait_for(
+            lambda: write_transactions_open(fault_db) == 0,
+            within=20,
+            what="the killed scheduler's transaction to be rolled back",
+        )
         committed = executions()
         remaining = due_jobs()
         print(f"\n[scheduler killed mid-tick #{round_}] executions committed={committed} jobs still due={remaining}")
         assert 0 < remaining < 2 * JOBS_PER_POLICY, "the kill did not land in the middle of the work"
 
     survivor = processes.start("scheduler", "run", "--tick-seconds", "1", "--scheduler-id", "survivor")
-    wait_for(lambda: due_jobs() == 0, within=90, what=lambda: f"the fresh scheduler to finish\n{survivor.describe()}",
-             interval=0.2)
+    wait_for(
+        lambda: due_jobs() == 0,
+        within=90,
+        what=lambda: f"the fresh scheduler to finish\n{survivor.describe()}",
+        interval=0.2,
+    )
     stop_gracefully(survivor)
 
     figures = check_ledger("scheduler killed mid-tick")

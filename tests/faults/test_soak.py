@@ -10,6 +10,7 @@ when the workers fall behind, the overlap policy records occurrences as missed r
 piling them up). What is reported, not asserted: how late the scheduler wrote each occurrence
 and how late a worker started it, and how many runs a second went through.
 """
+
 from __future__ import annotations
 
 import os
@@ -18,8 +19,17 @@ from datetime import timedelta
 
 import pytest
 
-from tests.faults.scenario import (assert_alive, check_ledger, clone_jobs, lateness_seconds, rows, scalar,
-                                   status_counts, stop_gracefully, utcnow)
+from tests.faults.scenario import (
+    assert_alive,
+    check_ledger,
+    clone_jobs,
+    lateness_seconds,
+    rows,
+    scalar,
+    status_counts,
+    stop_gracefully,
+    utcnow,
+)
 from tests.helpers.processes import wait_for
 
 JOBS = int(os.environ.get("CRONWELL_SOAK_JOBS", "2000"))
@@ -34,7 +44,8 @@ def scheduler_lateness() -> dict[str, float]:
     [row] = rows(
         "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY s), percentile_cont(0.95) WITHIN GROUP (ORDER BY s), "
         "percentile_cont(0.99) WITHIN GROUP (ORDER BY s), max(s) FROM (SELECT extract(epoch FROM created_at - "
-        "scheduled_for) AS s FROM executions WHERE trigger = 'schedule') AS late")
+        "scheduled_for) AS s FROM executions WHERE trigger = 'schedule') AS late"
+    )
     return dict(zip(("p50", "p95", "p99", "max"), (float(v or 0) for v in row)))
 
 
@@ -42,8 +53,7 @@ def test_two_thousand_jobs_every_ten_seconds_for_five_minutes(fault_app, process
     start = utcnow().replace(microsecond=0) + timedelta(seconds=20)
     for phase in range(PHASES):
         # Created 10 s before their first run, so phase p first fires at start + p seconds.
-        clone_jobs(count=JOBS // PHASES, now=start + timedelta(seconds=phase - 10), prefix=f"soak-{phase}",
-                   every="10s")
+        clone_jobs(count=JOBS // PHASES, now=start + timedelta(seconds=phase - 10), prefix=f"soak-{phase}", every="10s")
     assert scalar("SELECT count(*) FROM jobs") == JOBS
     schedulers = [processes.start("scheduler", "run", "--scheduler-id", f"soak-scheduler-{n}") for n in range(2)]
     workers = [processes.start_worker("--workers", SLOTS, "--worker-id", f"soak-worker-{n}") for n in range(2)]
@@ -67,9 +77,12 @@ def test_two_thousand_jobs_every_ten_seconds_for_five_minutes(fault_app, process
     runs = counts.get("succeeded", 0)
     started = lateness_seconds()
     written = scheduler_lateness()
-    print(f"\n[soak {JOBS} jobs every 10 s, {SECONDS:g} s, 2 schedulers, 2 workers x {SLOTS} slots]\n"
-          f"  statuses: {counts}\n  runs/s: {runs / SECONDS:.1f} (due: {JOBS / 10:.0f}/s)\n"
-          f"  scheduler lateness (created - scheduled), s: {written}\n"
-          f"  start lateness (started - scheduled), s: {started}", flush=True)
+    print(
+        f"\n[soak {JOBS} jobs every 10 s, {SECONDS:g} s, 2 schedulers, 2 workers x {SLOTS} slots]\n"
+        f"  statuses: {counts}\n  runs/s: {runs / SECONDS:.1f} (due: {JOBS / 10:.0f}/s)\n"
+        f"  scheduler lateness (created - scheduled), s: {written}\n"
+        f"  start lateness (started - scheduled), s: {started}",
+        flush=True,
+    )
     check_ledger(f"soak {JOBS} jobs")
     assert counts.get("claimed", 0) == counts.get("running", 0) == 0

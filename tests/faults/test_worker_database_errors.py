@@ -10,18 +10,20 @@ test_database_outages.py provokes with a real restart).
 - The turn took effect but its acknowledgement was lost (the connection dropped after the
   server committed): the worker's second try is refused by the guards, and nothing runs twice.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime
 
 import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
 
+from app.clock import utcnow
 from app.extensions import db
 from app.models import Attempt, Execution
-from app.services import jobs
-from app.services.worker import Worker
+from app.services.engine.worker import Worker
+from app.services.use_cases import jobs
 from app.store import executions as store
 from tests.factories import make_job
 
@@ -29,7 +31,7 @@ pytestmark = pytest.mark.timeout(60)
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return utcnow()
 
 
 def database_gone() -> OperationalError:
@@ -87,8 +89,9 @@ def test_claims_whose_start_failed_roll_back_and_run_on_the_next_pass(app, monke
 
     def turn(conn, finished, **kwargs):
         if len(calls) == 1:  # the pass after the failure sees the row pending, not claimed or running
-            seen_after_failure.append(conn.execute(
-                select(Execution.status).where(Execution.id == execution.id)).scalar_one())
+            seen_after_failure.append(
+                conn.execute(select(Execution.status).where(Execution.id == execution.id)).scalar_one()
+            )
         return flaky(conn, finished, **kwargs)
 
     monkeypatch.setattr(store, "record_and_claim", turn)

@@ -3,6 +3,7 @@
 Text mixes plausible schedule fragments with unicode, control characters, markup and sheer size;
 JSON values nest arbitrary types. Hypothesis shrinks a failure to the smallest such input.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,19 +14,91 @@ from hypothesis import strategies as st
 # database=None: keep the working tree clean; a failure prints its reproduction (@reproduce_failure).
 # CRONWELL_FUZZ_SCALE multiplies the number of examples for a deeper run by hand.
 SCALE = float(os.environ.get("CRONWELL_FUZZ_SCALE", "1"))
-FUZZ = settings(max_examples=int(300 * SCALE), deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+FUZZ = settings(
+    max_examples=int(300 * SCALE),
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
+)
 FUZZ_DB = settings(FUZZ, max_examples=int(60 * SCALE))
 
 NASTY = [
-    "", " ", "\x00", "\n", "\r\n", "\t", "\x1b[31m", "\u202e", "\ufeff", "\u2028", "\ud7ff", "é", "日本", "🙂",
-    "<script>alert(1)</script>", "\"'><img src=x onerror=alert(1)>", "{{7*7}}", "{% raw %}", "${jndi:x}",
-    "../../etc/passwd", "/etc/passwd", "..\\..\\windows", "%2e%2e%2f", "NaN", "Infinity", "-0", "1e309",
-    "0x10", "٣", "１", "²", "9" * 40, "America", "Etc/GMT+99", "@reboot", "* * * * * *", "*/0 * * * *",
+    "",
+    " ",
+    "\x00",
+    "\n",
+    "\r\n",
+    "\t",
+    "\x1b[31m",
+    "\u202e",
+    "\ufeff",
+    "\u2028",
+    "\ud7ff",
+    "é",
+    "日本",
+    "🙂",
+    "<script>alert(1)</script>",
+    "\"'><img src=x onerror=alert(1)>",
+    "{{7*7}}",
+    "{% raw %}",
+    "${jndi:x}",
+    "../../etc/passwd",
+    "/etc/passwd",
+    "..\\..\\windows",
+    "%2e%2e%2f",
+    "NaN",
+    "Infinity",
+    "-0",
+    "1e309",
+    "0x10",
+    "٣",
+    "１",
+    "²",
+    "9" * 40,
+    "America",
+    "Etc/GMT+99",
+    "@reboot",
+    "* * * * * *",
+    "*/0 * * * *",
 ]
-FRAGMENTS = ["*", "/", "-", ",", " ", "0", "1", "5", "7", "12", "30", "59", "60", "99", "L", "W", "#", "?",
-             "mon", "jan", "s", "m", "h", "d", "ms", "seconds", "min", ".", "e", "+", ":", "T", "Z", "@daily",
-             "@hourly", "@every"]
+FRAGMENTS = [
+    "*",
+    "/",
+    "-",
+    ",",
+    " ",
+    "0",
+    "1",
+    "5",
+    "7",
+    "12",
+    "30",
+    "59",
+    "60",
+    "99",
+    "L",
+    "W",
+    "#",
+    "?",
+    "mon",
+    "jan",
+    "s",
+    "m",
+    "h",
+    "d",
+    "ms",
+    "seconds",
+    "min",
+    ".",
+    "e",
+    "+",
+    ":",
+    "T",
+    "Z",
+    "@daily",
+    "@hourly",
+    "@every",
+]
 
 
 def hostile_text(max_size: int = 60) -> st.SearchStrategy[str]:
@@ -39,10 +112,14 @@ def hostile_text(max_size: int = 60) -> st.SearchStrategy[str]:
     )
 
 
-json_scalars = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True),
-                         hostile_text())
-json_values = st.recursive(json_scalars, lambda inner: st.one_of(
-    st.lists(inner, max_size=4), st.dictionaries(hostile_text(20), inner, max_size=4)), max_leaves=12)
+json_scalars = st.one_of(
+    st.none(), st.booleans(), st.integers(), st.floats(allow_nan=True, allow_infinity=True), hostile_text()
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(hostile_text(20), inner, max_size=4)),
+    max_leaves=12,
+)
 
 
 def schedule_values(schedule_type: str) -> st.SearchStrategy:

@@ -3,6 +3,7 @@ on SQLite and PostgreSQL. SPEC section 8: exit 0 on success; 1 with exactly one 
 line on stderr for a handled refusal; 2 for a usage error (Click's own). Never a traceback, and
 a refused `job add` stores nothing.
 """
+
 from __future__ import annotations
 
 from hypothesis import example, given
@@ -13,10 +14,27 @@ from app.extensions import db
 from app.models import Job
 from tests.fuzz.strategies import FUZZ_DB, hostile_text, json_values
 
-ADD_OPTIONS = ["--schedule-value", "--run-at", "--every", "--cron", "--timezone", "--description", "--config",
-               "--overlap-policy", "--misfire-policy", "--misfire-grace-seconds", "--max-attempts",
-               "--retry-backoff-seconds", "--timeout-seconds", "--alert-mode", "--retention-count",
-               "--retention-days", "--queue", "--priority", "--bogus"]
+ADD_OPTIONS = [
+    "--schedule-value",
+    "--run-at",
+    "--every",
+    "--cron",
+    "--timezone",
+    "--description",
+    "--config",
+    "--overlap-policy",
+    "--misfire-policy",
+    "--misfire-grace-seconds",
+    "--max-attempts",
+    "--retry-backoff-seconds",
+    "--timeout-seconds",
+    "--alert-mode",
+    "--retention-count",
+    "--retention-days",
+    "--queue",
+    "--priority",
+    "--bogus",
+]
 PREVIEW_OPTIONS = ["--cron", "--every", "--run-at", "--schedule-value", "--timezone", "--after", "--count"]
 
 
@@ -24,8 +42,9 @@ def cli_text() -> st.SearchStrategy[str]:
     import json
 
     # The CLI gets argv strings: no NUL (the OS could not pass one), anything else goes.
-    return st.one_of(hostile_text(), json_values.map(lambda v: json.dumps(v, allow_nan=True)),
-                     st.integers().map(str)).map(lambda text: text.replace("\x00", ""))
+    return st.one_of(
+        hostile_text(), json_values.map(lambda v: json.dumps(v, allow_nan=True)), st.integers().map(str)
+    ).map(lambda text: text.replace("\x00", ""))
 
 
 def options(names: list[str]) -> st.SearchStrategy[list[str]]:
@@ -39,8 +58,9 @@ def jobs_stored() -> int:
 
 
 def assert_cli_contract(result) -> None:
-    assert not (result.exception and not isinstance(result.exception, SystemExit)), \
+    assert not (result.exception and not isinstance(result.exception, SystemExit)), (
         f"exception escaped: {result.exception!r}\n{result.output}"
+    )
     assert "Traceback" not in result.output
     assert result.exit_code in (0, 1, 2), (result.exit_code, result.output)
     if result.exit_code == 1:
@@ -51,9 +71,12 @@ def assert_cli_contract(result) -> None:
 
 
 @FUZZ_DB
-@given(name=cli_text(), task=st.one_of(st.sampled_from(["always_succeed", "write_file_artifact"]), cli_text()),
-       schedule_type=st.one_of(st.sampled_from(["one_time", "interval", "cron"]), cli_text()),
-       extra=options(ADD_OPTIONS))
+@given(
+    name=cli_text(),
+    task=st.one_of(st.sampled_from(["always_succeed", "write_file_artifact"]), cli_text()),
+    schedule_type=st.one_of(st.sampled_from(["one_time", "interval", "cron"]), cli_text()),
+    extra=options(ADD_OPTIONS),
+)
 @example(name="tz", task="always_succeed", schedule_type="interval", extra=["--every", "1m", "--timezone", "America"])
 @example(name="cron", task="always_succeed", schedule_type="cron", extra=["--cron", "* * * * " + "1" * 5000])
 @example(name="big", task="always_succeed", schedule_type="interval", extra=["--every", "1m", "--priority", "9" * 30])

@@ -6,9 +6,10 @@ database error would be a 500 or a traceback), and a refusal stores nothing: no 
 The path traversal and SSRF attempts go through the whole stack here (service, CLI, web form):
 jobs for `write_file_artifact` and `http_health_check_local` with a hostile target are refused.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from hypothesis import example, given
@@ -17,23 +18,35 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import Event, Job
-from app.services import jobs as job_service
 from app.services.errors import ServiceError, ValidationFailed
+from app.services.use_cases import jobs as job_service
 from tests.fuzz.strategies import FUZZ_DB, NASTY, hostile_text, json_values, schedule_values
 from tests.fuzz.test_task_config import SSRF, TRAVERSAL
 from tests.web.webtools import WebClient, job_form, make_user
 
-NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
-INT_FIELDS = ("misfire_grace_seconds", "max_attempts", "retry_backoff_seconds", "timeout_seconds",
-              "retention_count", "retention_days", "priority")
-CHOICE_FIELDS = {"overlap_policy": ["skip", "queue", "allow"], "misfire_policy": ["coalesce", "catch_up", "skip"],
-                 "alert_mode": ["web", "log_only"]}
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
+INT_FIELDS = (
+    "misfire_grace_seconds",
+    "max_attempts",
+    "retry_backoff_seconds",
+    "timeout_seconds",
+    "retention_count",
+    "retention_days",
+    "priority",
+)
+CHOICE_FIELDS = {
+    "overlap_policy": ["skip", "queue", "allow"],
+    "misfire_policy": ["coalesce", "catch_up", "skip"],
+    "alert_mode": ["web", "log_only"],
+}
 
 
 def stored() -> tuple[int, int]:
     db.session.rollback()
-    return (db.session.scalar(select(func.count()).select_from(Job)),
-            db.session.scalar(select(func.count()).select_from(Event)))
+    return (
+        db.session.scalar(select(func.count()).select_from(Job)),
+        db.session.scalar(select(func.count()).select_from(Event)),
+    )
 
 
 def loose(values: list) -> st.SearchStrategy:
@@ -46,11 +59,21 @@ def job_data(draw) -> dict:
     schedule_type = draw(st.one_of(st.sampled_from(["one_time", "interval", "cron"]), hostile_text(12)))
     data = {
         "name": draw(st.one_of(hostile_text(), st.uuids().map(str))),
-        "task": draw(loose(["always_succeed", "sleep_for_seconds", "write_file_artifact",
-                            "http_health_check_local", "generate_report"])),
+        "task": draw(
+            loose(
+                [
+                    "always_succeed",
+                    "sleep_for_seconds",
+                    "write_file_artifact",
+                    "http_health_check_local",
+                    "generate_report",
+                ]
+            )
+        ),
         "schedule_type": schedule_type,
-        "schedule": draw(schedule_values(schedule_type) if schedule_type in ("one_time", "interval", "cron")
-                         else json_values),
+        "schedule": draw(
+            schedule_values(schedule_type) if schedule_type in ("one_time", "interval", "cron") else json_values
+        ),
     }
     optional = {
         "description": st.one_of(hostile_text(), st.text(min_size=1990, max_size=2010)),
@@ -69,15 +92,43 @@ def job_data(draw) -> dict:
 
 @FUZZ_DB
 @given(data=job_data())
-@example(data={"name": "nul", "task": "always_succeed", "schedule_type": "interval", "schedule": {"every": "1m"},
-               "description": "a\x00b"})
-@example(data={"name": "nul-config", "task": "always_succeed", "schedule_type": "interval",
-               "schedule": {"every": "1m"}, "config": {"message": "a\x00b"}})
-@example(data={"name": "tz", "task": "always_succeed", "schedule_type": "interval", "schedule": {"every": "1m"},
-               "timezone": "America"})
+@example(
+    data={
+        "name": "nul",
+        "task": "always_succeed",
+        "schedule_type": "interval",
+        "schedule": {"every": "1m"},
+        "description": "a\x00b",
+    }
+)
+@example(
+    data={
+        "name": "nul-config",
+        "task": "always_succeed",
+        "schedule_type": "interval",
+        "schedule": {"every": "1m"},
+        "config": {"message": "a\x00b"},
+    }
+)
+@example(
+    data={
+        "name": "tz",
+        "task": "always_succeed",
+        "schedule_type": "interval",
+        "schedule": {"every": "1m"},
+        "timezone": "America",
+    }
+)
 @example(data={"name": "list-task", "task": [None], "schedule_type": "one_time", "schedule": {}})
-@example(data={"name": "big", "task": "always_succeed", "schedule_type": "interval", "schedule": {"every": "1m"},
-               "priority": 10**30})
+@example(
+    data={
+        "name": "big",
+        "task": "always_succeed",
+        "schedule_type": "interval",
+        "schedule": {"every": "1m"},
+        "priority": 10**30,
+    }
+)
 def test_create_job_creates_a_working_job_or_refuses_cleanly(app, data):
     before = stored()
     try:
@@ -94,16 +145,26 @@ def test_create_job_creates_a_working_job_or_refuses_cleanly(app, data):
 
 # --- path traversal and SSRF through the whole stack ------------------------------------------------
 
-HOSTILE_TARGETS = ([("write_file_artifact", {"filename": name, "content": "pwned"}) for name in TRAVERSAL]
-                   + [("http_health_check_local", {"url": url}) for url in SSRF if "[0:0" not in url])
+HOSTILE_TARGETS = [("write_file_artifact", {"filename": name, "content": "pwned"}) for name in TRAVERSAL] + [
+    ("http_health_check_local", {"url": url}) for url in SSRF if "[0:0" not in url
+]
 
 
 @pytest.mark.parametrize("task, config", HOSTILE_TARGETS)
 def test_hostile_targets_are_refused_by_the_service(app, task, config):
     before = stored()
     with pytest.raises(ValidationFailed) as refused:
-        job_service.create_job({"name": "hostile", "task": task, "schedule_type": "interval",
-                                "schedule": {"every": "1m"}, "config": config}, now=NOW, actor="fuzz")
+        job_service.create_job(
+            {
+                "name": "hostile",
+                "task": task,
+                "schedule_type": "interval",
+                "schedule": {"every": "1m"},
+                "config": config,
+            },
+            now=NOW,
+            actor="fuzz",
+        )
     assert set(refused.value.errors) == {"config"}
     assert stored() == before
 
@@ -114,8 +175,9 @@ def test_hostile_targets_are_refused_by_the_cli(app):
     runner = app.test_cli_runner()
     before = stored()
     for task, config in HOSTILE_TARGETS:
-        result = runner.invoke(args=["job", "add", "hostile", task, "interval", "--every", "1m",
-                                     "--config", json.dumps(config)])
+        result = runner.invoke(
+            args=["job", "add", "hostile", task, "interval", "--every", "1m", "--config", json.dumps(config)]
+        )
         assert result.exit_code == 1, (task, config, result.output)
         assert result.stderr.startswith("Error: config: ") and result.stderr.count("\n") == 1, result.stderr
         assert "Traceback" not in result.output

@@ -2,6 +2,7 @@
 config itself or a TaskConfigError / UnknownTaskError naming the task, never another exception.
 Path traversal and SSRF attempts on the two tasks that touch files and URLs are always refused.
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -15,15 +16,59 @@ from tests.fuzz.strategies import FUZZ, hostile_text, json_values
 load_catalog()
 TASK_NAMES = [spec.name for spec in all_tasks()]
 
-TRAVERSAL = ["../x", "..", ".", "/etc/passwd", "a/../../b", "..\\..\\x", "x/y", "\x00x", "x\x00", "-rf", " x",
-             "x ", "\u202eexe.txt", "x\u2028y", "a" * 256, "é" * 128, "/", "\\", "C:\\x", "./x", "~/.ssh/id_rsa"]
-SSRF = ["http://10.0.0.1/", "http://169.254.169.254/latest/meta-data/", "http://[::ffff:127.0.0.1]/",
-        "http://2130706433/", "http://0x7f.1/", "http://017700000001/", "http://127.1/", "http://0/",
-        "http://0.0.0.0/", "http://localhost.evil.com/", "http://evil.com#@127.0.0.1/", "http://user@127.0.0.1/",
-        "http://127.0.0.1@evil.com/", "file:///etc/passwd", "gopher://127.0.0.1:6379/_FLUSHALL", "ftp://127.0.0.1/",
-        "http://[::1%25eth0]/", "http://127.0.0.1:99999/", "http://127.0.0.1:0/", "//127.0.0.1/", "127.0.0.1",
-        "http://127.0.0.1 /", "http://127.0.0.1\r\nHost: evil/", "http://loc\u0430lhost/", "http://LOCALHOST./",
-        "http://[0:0:0:0:0:0:0:1]/", "http://metadata.google.internal/", "http://256.0.0.1/"]
+TRAVERSAL = [
+    "../x",
+    "..",
+    ".",
+    "/etc/passwd",
+    "a/../../b",
+    "..\\..\\x",
+    "x/y",
+    "\x00x",
+    "x\x00",
+    "-rf",
+    " x",
+    "x ",
+    "\u202eexe.txt",
+    "x\u2028y",
+    "a" * 256,
+    "é" * 128,
+    "/",
+    "\\",
+    "C:\\x",
+    "./x",
+    "~/.ssh/id_rsa",
+]
+SSRF = [
+    "http://10.0.0.1/",
+    "http://169.254.169.254/latest/meta-data/",
+    "http://[::ffff:127.0.0.1]/",
+    "http://2130706433/",
+    "http://0x7f.1/",
+    "http://017700000001/",
+    "http://127.1/",
+    "http://0/",
+    "http://0.0.0.0/",
+    "http://localhost.evil.com/",
+    "http://evil.com#@127.0.0.1/",
+    "http://user@127.0.0.1/",
+    "http://127.0.0.1@evil.com/",
+    "file:///etc/passwd",
+    "gopher://127.0.0.1:6379/_FLUSHALL",
+    "ftp://127.0.0.1/",
+    "http://[::1%25eth0]/",
+    "http://127.0.0.1:99999/",
+    "http://127.0.0.1:0/",
+    "//127.0.0.1/",
+    "127.0.0.1",
+    "http://127.0.0.1 /",
+    "http://127.0.0.1\r\nHost: evil/",
+    "http://loc\u0430lhost/",
+    "http://LOCALHOST./",
+    "http://[0:0:0:0:0:0:0:1]/",
+    "http://metadata.google.internal/",
+    "http://256.0.0.1/",
+]
 
 
 @FUZZ
@@ -40,9 +85,13 @@ def test_validate_config_returns_the_config_or_refuses_clearly(name, config):
 
 
 @FUZZ
-@given(filename=st.one_of(st.sampled_from(TRAVERSAL),
-                          st.builds(lambda a, b: f"{a}/{b}", hostile_text(10), hostile_text(10)),
-                          st.builds(lambda a: f"..{a}", st.sampled_from(["/", "\\"]))))
+@given(
+    filename=st.one_of(
+        st.sampled_from(TRAVERSAL),
+        st.builds(lambda a, b: f"{a}/{b}", hostile_text(10), hostile_text(10)),
+        st.builds(lambda a: f"..{a}", st.sampled_from(["/", "\\"])),
+    )
+)
 def test_write_file_artifact_refuses_every_path_that_could_leave_the_artifact_dir(filename):
     try:
         validate_config("write_file_artifact", {"filename": filename, "content": "x"})
@@ -53,9 +102,16 @@ def test_write_file_artifact_refuses_every_path_that_could_leave_the_artifact_di
 
 
 @FUZZ
-@given(url=st.one_of(st.sampled_from(SSRF),
-                     st.builds(lambda host, path: f"http://{host}/{path}",
-                               st.one_of(hostile_text(20), st.ip_addresses().map(str)), hostile_text(10))))
+@given(
+    url=st.one_of(
+        st.sampled_from(SSRF),
+        st.builds(
+            lambda host, path: f"http://{host}/{path}",
+            st.one_of(hostile_text(20), st.ip_addresses().map(str)),
+            hostile_text(10),
+        ),
+    )
+)
 def test_http_health_check_local_accepts_only_loopback_targets(url):
     try:
         validate_config("http_health_check_local", {"url": url})

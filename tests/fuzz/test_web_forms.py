@@ -4,6 +4,7 @@ escaped where it is shown, and a refused job form stores nothing.
 
 Each hostile value carries the marker tag `<x-fuzz ...>`: it must never reach a page unescaped.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -17,9 +18,29 @@ from tests.fuzz.strategies import FUZZ_DB, hostile_text
 from tests.web.webtools import WebClient, job_form, make_user
 
 MARKER = '<x-fuzz onmouseover="alert(1)">'
-FORM_FIELDS = ["name", "description", "task", "config", "schedule_type", "every", "cron", "run_at", "timezone",
-               "overlap_policy", "misfire_policy", "misfire_grace_seconds", "max_attempts", "retry_backoff_seconds",
-               "timeout_seconds", "alert_mode", "retention_count", "retention_days", "queue", "priority", "enabled"]
+FORM_FIELDS = [
+    "name",
+    "description",
+    "task",
+    "config",
+    "schedule_type",
+    "every",
+    "cron",
+    "run_at",
+    "timezone",
+    "overlap_policy",
+    "misfire_policy",
+    "misfire_grace_seconds",
+    "max_attempts",
+    "retry_backoff_seconds",
+    "timeout_seconds",
+    "alert_mode",
+    "retention_count",
+    "retention_days",
+    "queue",
+    "priority",
+    "enabled",
+]
 
 
 def web_text() -> st.SearchStrategy[str]:
@@ -74,8 +95,15 @@ def test_job_edit_form_never_500s_and_escapes_input(app, operator, overrides):
 
 
 @FUZZ_DB
-@given(args=st.dictionaries(st.sampled_from(["schedule_type", "every", "cron", "run_at", "timezone", "status",
-                                             "job", "page", "show", "next"]), web_text(), max_size=4))
+@given(
+    args=st.dictionaries(
+        st.sampled_from(
+            ["schedule_type", "every", "cron", "run_at", "timezone", "status", "job", "page", "show", "next"]
+        ),
+        web_text(),
+        max_size=4,
+    )
+)
 @example(args={"schedule_type": "interval", "every": "1m", "timezone": "America"})
 @example(args={"page": "9" * 5000})
 @example(args={"job": "9" * 30})

@@ -6,10 +6,11 @@ workers at once" would really mean "the first one gets a head start". `starting_
 recovery (SELECT ... FOR UPDATE, UPDATE) waits on it. The test waits until every racer is
 queued on the lock, then opens the gate, and they all go at the same instant.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import psycopg
 
@@ -40,8 +41,11 @@ class Gate:
         return self._observer.execute(_WAITERS, (self.table,)).fetchone()[0]
 
     def wait_for_waiters(self, count: int, *, within: float, describe=lambda: "") -> None:
-        wait_for(lambda: self.waiting() >= count, within=within,
-                 what=lambda: f"{count} sessions queued on the {self.table} lock\n{describe()}")
+        wait_for(
+            lambda: self.waiting() >= count,
+            within=within,
+            what=lambda: f"{count} sessions queued on the {self.table} lock\n{describe()}",
+        )
 
     def open(self) -> None:
         if not self._holder.closed:

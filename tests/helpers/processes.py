@@ -4,6 +4,7 @@ started with the test app's environment, bounded waits, and process-table inspec
 Nothing here sleeps to let time pass: `wait_for` polls a condition until a deadline and fails
 with a message that says what never happened.
 """
+
 from __future__ import annotations
 
 import os
@@ -11,9 +12,10 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Mapping, TypeVar
+from typing import TypeVar
 
 import pytest
 
@@ -21,8 +23,7 @@ PROJECT_ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
 
 
-def wait_for(condition: Callable[[], T], *, within: float, what: str | Callable[[], str],
-             interval: float = 0.05) -> T:
+def wait_for(condition: Callable[[], T], *, within: float, what: str | Callable[[], str], interval: float = 0.05) -> T:
     """Poll `condition` until it returns something truthy; fail after `within` seconds.
 
     `what` describes the condition; a callable is evaluated only on failure (e.g. process output).
@@ -39,6 +40,7 @@ def wait_for(condition: Callable[[], T], *, within: float, what: str | Callable[
 
 # --- the process table (Linux /proc) ------------------------------------------------------------
 
+
 def _stat(pid: int) -> tuple[str, int] | None:
     """(state, ppid) of a process, or None when it no longer exists."""
     try:
@@ -46,7 +48,7 @@ def _stat(pid: int) -> tuple[str, int] | None:
     except (FileNotFoundError, ProcessLookupError):
         return None
     # The command name is in parentheses and may contain spaces: split after the last ')'.
-    fields = raw[raw.rindex(")") + 2:].split()
+    fields = raw[raw.rindex(")") + 2 :].split()
     return fields[0], int(fields[1])
 
 
@@ -86,6 +88,7 @@ def cmdline(pid: int) -> str:
 
 
 # --- flask subprocesses -------------------------------------------------------------------------
+
 
 def flask_env(app_env: Mapping[str, str], overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment of a `flask ...` subprocess that talks to the test app's database."""
@@ -139,8 +142,12 @@ class FlaskProcesses:
         log_path = self.log_dir / f"flask-{len(self.started) + 1}-{'-'.join(args[:2])}.log"
         with open(log_path, "wb") as log_file:
             popen = subprocess.Popen(
-                [sys.executable, "-m", "flask", *args], cwd=PROJECT_ROOT, env=flask_env(self.app_env, env),
-                stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                [sys.executable, "-m", "flask", *args],
+                cwd=PROJECT_ROOT,
+                env=flask_env(self.app_env, env),
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
             )
         process = FlaskProcess(tuple(args), popen, log_path)
         self.started.append(process)

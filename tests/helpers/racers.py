@@ -4,13 +4,14 @@ Each racer is a `multiprocessing` spawn child with its own interpreter, app and 
 connections. All of them wait on one barrier and then tick until a tick finds nothing due, so
 their first ticks really overlap (a subprocess per tick would mostly measure start-up jitter).
 """
+
 from __future__ import annotations
 
 import json
 import multiprocessing
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import pytest
 
@@ -21,7 +22,7 @@ MAX_TICKS = 200
 def tick_until_idle(env: dict, scheduler_id: str, barrier, report_path: str) -> None:
     """Spawn target: wait for the others, tick until nothing is due, write a JSON report."""
     from app import create_app
-    from app.services.scheduler import Scheduler
+    from app.services.engine.scheduler import Scheduler
 
     app = create_app(env=env)
     with app.app_context():
@@ -45,8 +46,10 @@ def race_schedulers(env: Mapping[str, str], count: int, report_dir: Path, *, wit
     barrier = context.Barrier(count)
     report_dir.mkdir(parents=True, exist_ok=True)
     paths = [report_dir / f"scheduler-{n}.json" for n in range(count)]
-    processes = [context.Process(target=tick_until_idle, args=(dict(env), f"racer-{n}", barrier, str(path)))
-                 for n, path in enumerate(paths)]
+    processes = [
+        context.Process(target=tick_until_idle, args=(dict(env), f"racer-{n}", barrier, str(path)))
+        for n, path in enumerate(paths)
+    ]
     for process in processes:
         process.start()
     deadline = time.monotonic() + within

@@ -4,6 +4,7 @@ Tasks come from tests/executor_tasks.py, preloaded into the zygote. Timing bound
 purpose: they prove "about the timeout, not forever", not scheduler precision. Waiting for a
 process to disappear is a bounded polling loop, never a fixed sleep.
 """
+
 from __future__ import annotations
 
 import json
@@ -395,7 +396,10 @@ def test_sigkill_of_the_owning_process_leaves_no_task_process(tmp_path):
     env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
     owner = subprocess.Popen(
         [sys.executable, "-c", OWNER_SCRIPT, json.dumps(make_context(tmp_path))],
-        stdout=subprocess.PIPE, text=True, cwd=PROJECT_ROOT, env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=PROJECT_ROOT,
+        env=env,
     )
     try:
         readable, _, _ = select.select([owner.stdout], [], [], 20)

@@ -1,12 +1,14 @@
 """The ledger check finds lost and duplicated work, and passes when everything is accounted for."""
-from datetime import datetime, timedelta, timezone
 
+from datetime import timedelta
+
+from app.clock import utcnow
 from app.database import write_transaction
 from app.extensions import db
-from app.services import jobs
-from app.services.ledger import verify
-from app.services.scheduler import Scheduler
-from app.services.worker import Worker
+from app.services.engine.scheduler import Scheduler
+from app.services.engine.worker import Worker
+from app.services.read.ledger import verify
+from app.services.use_cases import jobs
 from tests.factories import make_due_job, utc
 
 NOW = utc(2026, 6, 1, 12, 0)
@@ -50,8 +52,13 @@ def test_a_deleted_execution_is_reported_lost(app):
     tick(app, NOW)
     tick(app, NOW + timedelta(minutes=1))
     with write_transaction(db.engine) as conn:
-        conn.execute(db.text("DELETE FROM executions WHERE job_id = :id AND scheduled_for = "
-                             "(SELECT MIN(scheduled_for) FROM executions WHERE job_id = :id)"), {"id": job.id})
+        conn.execute(
+            db.text(
+                "DELETE FROM executions WHERE job_id = :id AND scheduled_for = "
+                "(SELECT MIN(scheduled_for) FROM executions WHERE job_id = :id)"
+            ),
+            {"id": job.id},
+        )
     report = ledger(NOW + timedelta(minutes=1, seconds=30))
     assert not report.ok
     assert any("lost" in v for v in report.violations)
@@ -61,21 +68,31 @@ def test_an_unsettled_expired_lease_and_a_missing_dead_letter_are_reported(app):
     job = make_due_job(next_run_at=NOW, overlap_policy="allow", max_attempts=1)
     tick(app, NOW)
     with write_transaction(db.engine) as conn:
-        conn.execute(db.text("UPDATE executions SET status = 'running', claimed_by = 'w', attempts = 1, "
-                             "started_at = :t, lease_expires_at = :t WHERE job_id = :id"),
-                     {"id": job.id, "t": "2026-06-01 12:00:01" if db.engine.dialect.name == "sqlite" else NOW})
+        conn.execute(
+            db.text(
+                "UPDATE executions SET status = 'running', claimed_by = 'w', attempts = 1, "
+                "started_at = :t, lease_expires_at = :t WHERE job_id = :id"
+            ),
+            {"id": job.id, "t": "2026-06-01 12:00:01" if db.engine.dialect.name == "sqlite" else NOW},
+        )
     report = ledger(NOW + timedelta(minutes=5))
     assert any("lease" in v for v in report.violations)
     assert any("Attempt rows" in v for v in report.violations)
 
 
 def test_real_runs_verify_clean(app):
-    job = make_due_job(next_run_at=datetime.now(timezone.utc) - timedelta(minutes=3), task="always_fail",
-                       max_attempts=2, retry_backoff_seconds=0, misfire_policy="catch_up", overlap_policy="allow")
-    now = datetime.now(timezone.utc)
+    job = make_due_job(
+        next_run_at=utcnow() - timedelta(minutes=3),
+        task="always_fail",
+        max_attempts=2,
+        retry_backoff_seconds=0,
+        misfire_policy="catch_up",
+        overlap_policy="allow",
+    )
+    now = utcnow()
     tick(app, now)
     Worker(app, worker_id="w").run(burst=True)
-    report = ledger(datetime.now(timezone.utc))
+    report = ledger(utcnow())
     assert report.ok, report.violations
     assert report.executions >= 3
     del job

@@ -1,28 +1,51 @@
 """Retention keeps recent finished history and never touches queued, in-flight or dead-lettered rows."""
-from datetime import datetime, timedelta, timezone
+
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import func, select
 
+from app.clock import utcnow
 from app.database import write_transaction
 from app.extensions import db
 from app.models import DeadLetter, Execution
-from app.services import retention
-from app.services.worker import Worker
-from app.services import jobs
+from app.services.engine import retention
+from app.services.engine.worker import Worker
+from app.services.use_cases import jobs
 from tests.factories import make_job
 
-NOW = datetime(2026, 6, 1, 12, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 
 
 def add_execution(job, *, status, finished_at=None, key, dead=False):
     with write_transaction(db.engine) as conn:
-        execution_id = conn.execute(Execution.__table__.insert().values(
-            job_id=job.id, scheduled_for=NOW, trigger="manual", idempotency_key=key, status=status,
-            available_at=NOW, created_at=NOW, updated_at=NOW, finished_at=finished_at, max_attempts=3, attempts=0,
-            exclusive=False, queue="default", priority=0, output="", error="").returning(Execution.__table__.c.id)).scalar()
+        execution_id = conn.execute(
+            Execution.__table__.insert()
+            .values(
+                job_id=job.id,
+                scheduled_for=NOW,
+                trigger="manual",
+                idempotency_key=key,
+                status=status,
+                available_at=NOW,
+                created_at=NOW,
+                updated_at=NOW,
+                finished_at=finished_at,
+                max_attempts=3,
+                attempts=0,
+                exclusive=False,
+                queue="default",
+                priority=0,
+                output="",
+                error="",
+            )
+            .returning(Execution.__table__.c.id)
+        ).scalar()
         if dead:
-            conn.execute(DeadLetter.__table__.insert().values(execution_id=execution_id, job_id=job.id, reason="r",
-                                                              created_at=NOW))
+            conn.execute(
+                DeadLetter.__table__.insert().values(
+                    execution_id=execution_id, job_id=job.id, reason="r", created_at=NOW
+                )
+            )
     return execution_id
 
 
@@ -71,8 +94,8 @@ def test_the_cleanup_old_runs_task_prunes_through_a_real_worker(app):
     noisy = make_job(now=NOW, retention_count=1, retention_days=0)
     for i in range(4):
         add_execution(noisy, status="succeeded", finished_at=NOW, key=f"s{i}")
-    cleaner = make_job(now=datetime.now(timezone.utc), task="cleanup_old_runs", retention_count=0, retention_days=0)
-    execution = jobs.trigger_job(cleaner.id, now=datetime.now(timezone.utc), actor="test")
+    cleaner = make_job(now=utcnow(), task="cleanup_old_runs", retention_count=0, retention_days=0)
+    execution = jobs.trigger_job(cleaner.id, now=utcnow(), actor="test")
     Worker(app, worker_id="w").run(burst=True)
     db.session.rollback()
     row = db.session.get(Execution, execution.id)

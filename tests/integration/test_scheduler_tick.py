@@ -1,20 +1,23 @@
 """The scheduler tick on SQLite and PostgreSQL: misfire and overlap policies, one_time jobs."""
+
 from datetime import timedelta
 
 from sqlalchemy import select
 
 from app.extensions import db
 from app.models import Event, Execution, Job
-from app.services import jobs
-from app.services.scheduler import Scheduler
-from tests.factories import make_due_job, make_job, utc
+from app.services.engine.scheduler import Scheduler
+from app.services.use_cases import jobs
+from tests.factories import make_due_job, utc
 
 NOW = utc(2026, 6, 1, 12, 0)
 
 
 def executions_of(job_id):
     db.session.rollback()  # end the read transaction: on SQLite it pins an old snapshot
-    return list(db.session.scalars(select(Execution).where(Execution.job_id == job_id).order_by(Execution.scheduled_for)))
+    return list(
+        db.session.scalars(select(Execution).where(Execution.job_id == job_id).order_by(Execution.scheduled_for))
+    )
 
 
 def tick(app, now=NOW):
@@ -88,8 +91,16 @@ def test_a_second_tick_at_the_same_instant_creates_nothing(app):
 
 def test_one_time_job_fires_once_and_then_has_no_next_run(app):
     run_at = NOW + timedelta(minutes=10)
-    job = jobs.create_job({"name": "once", "task": "always_succeed", "schedule_type": "one_time",
-                           "schedule": {"run_at": run_at.isoformat()}}, now=NOW, actor="test")
+    job = jobs.create_job(
+        {
+            "name": "once",
+            "task": "always_succeed",
+            "schedule_type": "one_time",
+            "schedule": {"run_at": run_at.isoformat()},
+        },
+        now=NOW,
+        actor="test",
+    )
     assert job.next_run_at == run_at
     tick(app, run_at)
     tick(app, run_at + timedelta(hours=1))

@@ -1,5 +1,6 @@
 """The database enforces the invariants, and the migrations build exactly what the models say."""
-from datetime import datetime, timezone
+
+from datetime import UTC, datetime
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -10,7 +11,7 @@ from app.database import write_transaction
 from app.extensions import db
 from tests.factories import make_job
 
-NOW = datetime(2026, 6, 1, 12, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 
 
 def test_migrations_match_the_models(app):
@@ -21,9 +22,23 @@ def test_migrations_match_the_models(app):
 
 
 def insert_execution(conn, job_id, **overrides):
-    values = {"job_id": job_id, "scheduled_for": NOW, "trigger": "schedule", "idempotency_key": "k1",
-              "status": "pending", "available_at": NOW, "created_at": NOW, "updated_at": NOW, "max_attempts": 3,
-              "attempts": 0, "exclusive": True, "queue": "default", "priority": 0, "output": "", "error": ""}
+    values = {
+        "job_id": job_id,
+        "scheduled_for": NOW,
+        "trigger": "schedule",
+        "idempotency_key": "k1",
+        "status": "pending",
+        "available_at": NOW,
+        "created_at": NOW,
+        "updated_at": NOW,
+        "max_attempts": 3,
+        "attempts": 0,
+        "exclusive": True,
+        "queue": "default",
+        "priority": 0,
+        "output": "",
+        "error": "",
+    }
     values.update(overrides)
     from app.models import Execution
 
@@ -76,8 +91,10 @@ def test_finished_at_only_on_terminal_statuses(app):
         insert_execution(conn, job.id, status="missed", finished_at=NOW)
 
 
-@pytest.mark.parametrize("column,value", [("overlap_policy", "sometimes"), ("misfire_policy", "panic"),
-                                          ("max_attempts", 0), ("timeout_seconds", 0)])
+@pytest.mark.parametrize(
+    "column,value",
+    [("overlap_policy", "sometimes"), ("misfire_policy", "panic"), ("max_attempts", 0), ("timeout_seconds", 0)],
+)
 def test_job_policies_are_checked(app, column, value):
     job = make_job(now=NOW)
     with pytest.raises(IntegrityError):
@@ -89,9 +106,11 @@ def test_the_due_and_claim_queries_use_their_indexes(pg_app):
     plans = []
     with db.engine.connect() as conn:
         conn.exec_driver_sql("SET enable_seqscan = off")
-        for sql in ("SELECT id FROM jobs WHERE enabled AND next_run_at <= now() ORDER BY next_run_at LIMIT 10",
-                    "SELECT id FROM executions WHERE status IN ('pending', 'retry_scheduled') AND available_at <= now() "
-                    "ORDER BY priority, available_at, id LIMIT 10"):
+        for sql in (
+            "SELECT id FROM jobs WHERE enabled AND next_run_at <= now() ORDER BY next_run_at LIMIT 10",
+            "SELECT id FROM executions WHERE status IN ('pending', 'retry_scheduled') AND available_at <= now() "
+            "ORDER BY priority, available_at, id LIMIT 10",
+        ):
             plans.append("\n".join(r[0] for r in conn.exec_driver_sql("EXPLAIN " + sql)))
     assert "ix_jobs_due" in plans[0]
     assert "ix_executions_claimable" in plans[1]
@@ -109,7 +128,7 @@ def test_the_schema_head_the_code_expects_is_the_newest_migration():
 
 def test_readiness_says_when_the_database_is_behind_the_code(app):
     from app.extensions import SCHEMA_HEAD
-    from app.services.health import readiness
+    from app.services.read.health import readiness
 
     assert readiness()["checks"]["migrations"] == {"ok": True}
     with write_transaction(db.engine) as conn:
@@ -118,7 +137,8 @@ def test_readiness_says_when_the_database_is_behind_the_code(app):
         report = readiness()
         assert not report["ready"]
         assert report["checks"]["migrations"]["error"] == (
-            f"database at revision 0001, code expects {SCHEMA_HEAD}; run `flask db upgrade`")
+            f"database at revision 0001, code expects {SCHEMA_HEAD}; run `flask db upgrade`"
+        )
     finally:
         with write_transaction(db.engine) as conn:
             conn.execute(db.text("UPDATE alembic_version SET version_num = :head"), {"head": SCHEMA_HEAD})

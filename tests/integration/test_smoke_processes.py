@@ -6,6 +6,7 @@ scheduler and succeed; /readyz (requiring both heartbeats) and /metrics answer o
 the scheduler's and worker's metrics ports. Every line the web, scheduler and worker wrote must be
 one JSON object with an event, and no secret may appear in any output.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,12 +18,13 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import psycopg
 import pytest
 
+from app.clock import utcnow
 from tests.conftest import IN_CI, PG_ADMIN_URL, require_postgres
 from tests.helpers.processes import PROJECT_ROOT, descendants_of, wait_for
 from tests.web.test_deploy_compose import service_command
@@ -85,14 +87,22 @@ class Deployment:
 
     def run_once(self, name: str, command: list[str], timeout: float = 120) -> None:
         with open(self.log_dir / f"{name}.log", "wb") as out:
-            result = subprocess.run(command, cwd=PROJECT_ROOT, env=self.env, stdin=subprocess.DEVNULL, stdout=out,
-                                    stderr=subprocess.STDOUT, timeout=timeout)
+            result = subprocess.run(
+                command,
+                cwd=PROJECT_ROOT,
+                env=self.env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                timeout=timeout,
+            )
         assert result.returncode == 0, f"{name} exited {result.returncode}:\n{self.log(name)}"
 
     def start(self, name: str, command: list[str]) -> None:
         with open(self.log_dir / f"{name}.log", "wb") as out:
-            self.processes[name] = subprocess.Popen(command, cwd=PROJECT_ROOT, env=self.env, stdin=subprocess.DEVNULL,
-                                                    stdout=out, stderr=subprocess.STDOUT)
+            self.processes[name] = subprocess.Popen(
+                command, cwd=PROJECT_ROOT, env=self.env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT
+            )
 
     def check_running(self) -> None:
         for name, process in self.processes.items():
@@ -101,8 +111,9 @@ class Deployment:
 
     def flask(self, *args: str) -> dict:
         """`flask ARGS --json` as an operator would run it; returns the JSON document."""
-        result = subprocess.run(["flask", *args, "--json"], cwd=PROJECT_ROOT, env=self.env, capture_output=True,
-                                text=True, timeout=60)
+        result = subprocess.run(
+            ["flask", *args, "--json"], cwd=PROJECT_ROOT, env=self.env, capture_output=True, text=True, timeout=60
+        )
         assert result.returncode == 0, f"flask {' '.join(args)}: {result.stderr}"
         return json.loads(result.stdout)
 
@@ -157,20 +168,34 @@ def test_the_compose_processes_run_a_job_end_to_end(database_url, tmp_path):
     bin_dir = str(Path(sys.executable).parent)
     env = {key: value for key, value in os.environ.items() if not key.startswith(("FLASK_", "PYTEST_", "PROMETHEUS_"))}
     env.update(SECRETS)
-    env.update({
-        "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
-        "FLASK_APP": "app", "PYTHONUNBUFFERED": "1",
-        # as compose.prod.yaml
-        "DEBUG": "0", "SECURE_COOKIES": "1", "LOG_FORMAT": "json", "LOG_LEVEL": "INFO",
-        "DATABASE_URL": database_url, "REDIS_URL": REDIS_URL, "CACHE_KEY_PREFIX": f"cronwell-smoke-{os.getpid()}:",
-        "INSTANCE_DIR": str(tmp_path / "instance"), "ARTIFACT_DIR": str(tmp_path / "artifacts"),
-        "MARKER_DIR": str(tmp_path / "markers"),
-        # as compose.yaml's web, scheduler and worker
-        "GUNICORN_BIND": f"127.0.0.1:{web_port}", "GUNICORN_WORKERS": "2",
-        "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus"), "METRICS_ENABLED": "1",
-        "SCHEDULER_METRICS_PORT": str(scheduler_port), "WORKER_METRICS_PORT": str(worker_port),
-        "METRICS_HOST": "127.0.0.1", "READYZ_REQUIRE_HEARTBEATS": "1", "SCHEDULER_TICK_SECONDS": "1",
-    })
+    env.update(
+        {
+            "PATH": bin_dir + os.pathsep + env.get("PATH", ""),
+            "FLASK_APP": "app",
+            "PYTHONUNBUFFERED": "1",
+            # as compose.prod.yaml
+            "DEBUG": "0",
+            "SECURE_COOKIES": "1",
+            "LOG_FORMAT": "json",
+            "LOG_LEVEL": "INFO",
+            "DATABASE_URL": database_url,
+            "REDIS_URL": REDIS_URL,
+            "CACHE_KEY_PREFIX": f"cronwell-smoke-{os.getpid()}:",
+            "INSTANCE_DIR": str(tmp_path / "instance"),
+            "ARTIFACT_DIR": str(tmp_path / "artifacts"),
+            "MARKER_DIR": str(tmp_path / "markers"),
+            # as compose.yaml's web, scheduler and worker
+            "GUNICORN_BIND": f"127.0.0.1:{web_port}",
+            "GUNICORN_WORKERS": "2",
+            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus"),
+            "METRICS_ENABLED": "1",
+            "SCHEDULER_METRICS_PORT": str(scheduler_port),
+            "WORKER_METRICS_PORT": str(worker_port),
+            "METRICS_HOST": "127.0.0.1",
+            "READYZ_REQUIRE_HEARTBEATS": "1",
+            "SCHEDULER_TICK_SECONDS": "1",
+        }
+    )
     (tmp_path / "logs").mkdir()
     deployment = Deployment(env, tmp_path / "logs")
     web = f"http://127.0.0.1:{web_port}"
@@ -189,26 +214,39 @@ def test_the_compose_processes_run_a_job_end_to_end(database_url, tmp_path):
             deployment.check_running()
             return deployment.get(f"{web}/readyz")[0] == 200
 
-        wait_for(ready, within=60, what="/readyz to answer 200 with fresh scheduler and worker heartbeats",
-                 interval=0.25)
+        wait_for(
+            ready, within=60, what="/readyz to answer 200 with fresh scheduler and worker heartbeats", interval=0.25
+        )
         status, body = deployment.get(f"{web}/readyz")
         assert json.loads(body)["checks"]["redis"] == {"ok": True}
 
         # An operator's CLI session: create a job, trigger it, and one that the scheduler fires.
-        job = deployment.flask("job", "add", "smoke-manual", "always_succeed", "interval", "--every", "1h",
-                               "--config", '{"message": "hello from the smoke test"}', *secret)
+        job = deployment.flask(
+            "job",
+            "add",
+            "smoke-manual",
+            "always_succeed",
+            "interval",
+            "--every",
+            "1h",
+            "--config",
+            '{"message": "hello from the smoke test"}',
+            *secret,
+        )
         execution = deployment.flask("job", "trigger", str(job["id"]), *secret)
-        run_at = (datetime.now(timezone.utc) + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
-        fired = deployment.flask("job", "add", "smoke-scheduled", "always_succeed", "one_time", "--run-at", run_at,
-                                 *secret)
+        run_at = (utcnow() + timedelta(seconds=2)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        fired = deployment.flask(
+            "job", "add", "smoke-scheduled", "always_succeed", "one_time", "--run-at", run_at, *secret
+        )
 
         def finished(execution_id: int):
             deployment.check_running()
             row = deployment.flask("execution", "inspect", str(execution_id))
             return row if row["status"] not in ("pending", "claimed", "running") else None
 
-        row = wait_for(lambda: finished(execution["id"]), within=60, what="the triggered execution to finish",
-                       interval=0.5)
+        row = wait_for(
+            lambda: finished(execution["id"]), within=60, what="the triggered execution to finish", interval=0.5
+        )
         assert row["status"] == "succeeded", row
         assert "hello from the smoke test" in row["output"]
 
@@ -217,8 +255,9 @@ def test_the_compose_processes_run_a_job_end_to_end(database_url, tmp_path):
             rows = deployment.flask("execution", "list", "--job", str(fired["id"]))
             return rows[0] if rows and rows[0]["status"] not in ("pending", "claimed", "running") else None
 
-        scheduled = wait_for(scheduled_execution, within=60, what="the scheduler to fire the one-time job",
-                             interval=0.5)
+        scheduled = wait_for(
+            scheduled_execution, within=60, what="the scheduler to fire the one-time job", interval=0.5
+        )
         assert (scheduled["status"], scheduled["trigger"]) == ("succeeded", "schedule"), scheduled
 
         # Metrics over HTTP: the web (token-gated, summed over gunicorn workers), scheduler, worker.

@@ -1,21 +1,23 @@
 """The worker on SQLite and PostgreSQL, driven with run(burst=True): outcomes, retries, dead
 letters, timeouts, claim-time cancellation, overlap and priority ordering."""
-from datetime import datetime, timedelta, timezone
+
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
 
+from app.clock import utcnow
+from app.database import write_transaction
 from app.extensions import db
 from app.models import Alert, Attempt, DeadLetter, Event, Execution
-from app.services import jobs
-from app.services.worker import Worker
+from app.services.engine.worker import Worker
+from app.services.use_cases import jobs
 from app.store import executions as store
-from app.database import write_transaction
 from tests.factories import make_job
 
 
 def now():
-    return datetime.now(timezone.utc)
+    return utcnow()
 
 
 def fresh(execution_id) -> Execution:
@@ -25,7 +27,9 @@ def fresh(execution_id) -> Execution:
 
 def attempts_of(execution_id):
     db.session.rollback()
-    return list(db.session.scalars(select(Attempt).where(Attempt.execution_id == execution_id).order_by(Attempt.number)))
+    return list(
+        db.session.scalars(select(Attempt).where(Attempt.execution_id == execution_id).order_by(Attempt.number))
+    )
 
 
 def drain(app, **kwargs):
@@ -58,8 +62,9 @@ def test_failures_retry_with_backoff_then_dead_letter_with_an_alert(app):
     assert "3 attempt" in dead.reason
     alert = db.session.scalars(select(Alert).where(Alert.execution_id == execution.id)).one()
     assert alert.kind == "dead_letter" and alert.resolved_at is None
-    retries = db.session.scalars(select(Event).where(Event.type == "retry_scheduled",
-                                                     Event.execution_id == execution.id)).all()
+    retries = db.session.scalars(
+        select(Event).where(Event.type == "retry_scheduled", Event.execution_id == execution.id)
+    ).all()
     assert len(retries) == 2
 
 
@@ -137,8 +142,9 @@ def test_claim_orders_by_priority_then_age(app):
     first = jobs.trigger_job(low.id, now=now() - timedelta(seconds=10), actor="test")
     second = jobs.trigger_job(high.id, now=now(), actor="test")
     with write_transaction(db.engine) as conn:
-        claimed = store.claim_due_executions(conn, worker_id="w", now=now(), limit=1, queues=None,
-                                             lease_seconds=120, buffer_seconds=30)
+        claimed = store.claim_due_executions(
+            conn, worker_id="w", now=now(), limit=1, queues=None, lease_seconds=120, buffer_seconds=30
+        )
     assert [c.id for c in claimed] == [second.id]
     assert first.id != second.id
 
@@ -148,8 +154,9 @@ def test_claim_sets_a_lease_that_covers_the_timeout(app):
     execution = jobs.trigger_job(job.id, now=now(), actor="test")
     at = now()
     with write_transaction(db.engine) as conn:
-        [claimed] = store.claim_due_executions(conn, worker_id="w", now=at, limit=5, queues=None,
-                                               lease_seconds=120, buffer_seconds=30)
+        [claimed] = store.claim_due_executions(
+            conn, worker_id="w", now=at, limit=5, queues=None, lease_seconds=120, buffer_seconds=30
+        )
     assert claimed.id == execution.id
     assert abs((claimed.lease_expires_at - at).total_seconds() - 630) < 1
     row = fresh(execution.id)
@@ -170,18 +177,20 @@ def test_a_stale_worker_cannot_overwrite_a_recovered_row(app):
     execution = jobs.trigger_job(job.id, now=now(), actor="test")
     at = now()
     with write_transaction(db.engine) as conn:
-        store.claim_due_executions(conn, worker_id="old", now=at, limit=1, queues=None, lease_seconds=1,
-                                   buffer_seconds=0)
+        store.claim_due_executions(
+            conn, worker_id="old", now=at, limit=1, queues=None, lease_seconds=1, buffer_seconds=0
+        )
         assert store.start_execution(conn, execution.id, worker_id="old", now=at) == 1
-    from app.services import recovery
+    from app.services.engine import recovery
 
     later = at + timedelta(minutes=5)
     report = recovery.recover_expired_leases(db.engine, now=later)
     assert report.retried == 1
     outcome = store.Outcome(status=store.AttemptStatus.SUCCEEDED, exit_code=0, output="late", error="")
     with write_transaction(db.engine) as conn:
-        assert not store.complete_execution(conn, execution.id, worker_id="old", outcome=outcome, now=later,
-                                            retry_at=None)
+        assert not store.complete_execution(
+            conn, execution.id, worker_id="old", outcome=outcome, now=later, retry_at=None
+        )
     row = fresh(execution.id)
     assert row.status == "retry_scheduled" and row.output == ""
     assert [a.status for a in attempts_of(execution.id)] == ["abandoned"]

@@ -6,22 +6,25 @@ once its lease has run out (time moved with an injected clock, not waited for). 
 worker finishes what it can within its grace period and settles the rest. Every wait is a
 bounded poll for a condition.
 """
+
 from __future__ import annotations
 
 import signal
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import select
 
+from app.clock import utcnow
 from app.database import write_transaction
 from app.domain.states import AttemptStatus
 from app.extensions import db
 from app.models import Alert, Attempt, DeadLetter, Event, Execution, Heartbeat, Job
-from app.services import jobs, recovery
+from app.services.engine import recovery
+from app.services.engine.scheduler import Scheduler
+from app.services.engine.worker import Worker
 from app.services.errors import Conflict
-from app.services.scheduler import Scheduler
-from app.services.worker import Worker
+from app.services.use_cases import jobs
 from app.store import executions as store
 from tests.factories import make_job
 from tests.helpers.processes import children_of, cmdline, flask_processes, is_alive, wait_for  # noqa: F401
@@ -30,7 +33,7 @@ pytestmark = pytest.mark.timeout(120)
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return utcnow()
 
 
 def fresh(model, key):
@@ -41,8 +44,9 @@ def fresh(model, key):
 
 def attempts_of(execution_id: int) -> list[Attempt]:
     db.session.rollback()
-    return list(db.session.scalars(select(Attempt).where(Attempt.execution_id == execution_id)
-                                   .order_by(Attempt.number)))
+    return list(
+        db.session.scalars(select(Attempt).where(Attempt.execution_id == execution_id).order_by(Attempt.number))
+    )
 
 
 def events_of(execution_id: int, type_: str) -> list[Event]:
@@ -65,26 +69,41 @@ def wait_until_task_runs(worker, execution_id: int) -> tuple[int, int]:
 
 
 def outcome(status: str, output: str = "") -> store.Outcome:
-    return store.Outcome(status=AttemptStatus(status), exit_code=0 if status == "succeeded" else 1, output=output,
-                         error="")
+    return store.Outcome(
+        status=AttemptStatus(status), exit_code=0 if status == "succeeded" else 1, output=output, error=""
+    )
 
 
 # --- 4. kill -9 ---------------------------------------------------------------------------------
 
+
 @pytest.mark.slow
 @pytest.mark.parametrize("max_attempts, settled", [(2, "retry_scheduled"), (1, "dead_lettered")])
-def test_a_worker_killed_mid_task_leaves_no_orphans_and_its_lease_is_recovered(app, flask_processes,
-                                                                                 max_attempts, settled):
-    job = make_job(now=utcnow(), every="1d", name="victim", task="sleep_for_seconds", config={"seconds": 30},
-                   timeout_seconds=60, max_attempts=max_attempts, retry_backoff_seconds=10, alert_mode="web")
+def test_a_worker_killed_mid_task_leaves_no_orphans_and_its_lease_is_recovered(
+    app, flask_processes, max_attempts, settled
+):
+    job = make_job(
+        now=utcnow(),
+        every="1d",
+        name="victim",
+        task="sleep_for_seconds",
+        config={"seconds": 30},
+        timeout_seconds=60,
+        max_attempts=max_attempts,
+        retry_backoff_seconds=10,
+        alert_mode="web",
+    )
     execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
     worker = flask_processes.start_worker("--workers", "1", "--worker-id", "doomed")
     zygote, task = wait_until_task_runs(worker, execution.id)
 
     worker.signal(signal.SIGKILL)
     assert worker.wait_exit(within=10) == -signal.SIGKILL
-    wait_for(lambda: not is_alive(task) and not is_alive(zygote), within=10,
-             what=f"the task ({task}) and zygote ({zygote}) to die with their worker")
+    wait_for(
+        lambda: not is_alive(task) and not is_alive(zygote),
+        within=10,
+        what=f"the task ({task}) and zygote ({zygote}) to die with their worker",
+    )
 
     row = fresh(Execution, execution.id)
     assert (row.status, row.claimed_by, row.attempts) == ("running", "doomed", 1)
@@ -117,7 +136,9 @@ def test_a_worker_killed_mid_task_leaves_no_orphans_and_its_lease_is_recovered(a
         row = fresh(Execution, execution.id)
         assert (row.status, row.attempts) == ("succeeded", 2)
         assert [(a.status, a.worker_id) for a in attempts_of(execution.id)] == [
-            ("abandoned", "doomed"), ("succeeded", "rescuer")]
+            ("abandoned", "doomed"),
+            ("succeeded", "rescuer"),
+        ]
     else:
         assert row.finished_at == recovered_at
         [dead] = dead_letters
@@ -128,14 +149,16 @@ def test_a_worker_killed_mid_task_leaves_no_orphans_and_its_lease_is_recovered(a
 
 # --- 5. a stale worker ------------------------------------------------------------------------
 
+
 def test_a_stale_worker_finishing_after_recovery_cannot_overwrite_the_new_owner(app):
     job = make_job(now=utcnow(), every="1d", name="contested", max_attempts=3, retry_backoff_seconds=5)
     execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
     claimed_at = utcnow()
     db.session.rollback()
     with write_transaction(db.engine) as conn:
-        [claim_a] = store.claim_due_executions(conn, worker_id="worker-a", now=claimed_at, limit=1, queues=None,
-                                               lease_seconds=60, buffer_seconds=0)
+        [claim_a] = store.claim_due_executions(
+            conn, worker_id="worker-a", now=claimed_at, limit=1, queues=None, lease_seconds=60, buffer_seconds=0
+        )
         assert store.start_execution(conn, execution.id, worker_id="worker-a", now=claimed_at) == 1
 
     # Worker A goes quiet; its lease runs out and recovery hands the row back.
@@ -147,42 +170,69 @@ def test_a_stale_worker_finishing_after_recovery_cannot_overwrite_the_new_owner(
     # Worker B claims the retry and starts attempt 2.
     db.session.rollback()
     with write_transaction(db.engine) as conn:
-        [claim_b] = store.claim_due_executions(conn, worker_id="worker-b", now=retry_at, limit=1, queues=None,
-                                               lease_seconds=60, buffer_seconds=0)
+        [claim_b] = store.claim_due_executions(
+            conn, worker_id="worker-b", now=retry_at, limit=1, queues=None, lease_seconds=60, buffer_seconds=0
+        )
         assert claim_b.id == execution.id
         assert store.start_execution(conn, execution.id, worker_id="worker-b", now=retry_at) == 2
 
     # A wakes up and reports its (late) result: every move it tries is refused.
     late = retry_at + timedelta(seconds=1)
     with write_transaction(db.engine) as conn:
-        assert store.complete_execution(conn, execution.id, worker_id="worker-a", outcome=outcome("succeeded", "A"),
-                                        now=late, retry_at=None) is False
-        assert store.complete_execution(conn, execution.id, worker_id="worker-a", outcome=outcome("failed", "A"),
-                                        now=late, retry_at=late) is False
+        assert (
+            store.complete_execution(
+                conn, execution.id, worker_id="worker-a", outcome=outcome("succeeded", "A"), now=late, retry_at=None
+            )
+            is False
+        )
+        assert (
+            store.complete_execution(
+                conn, execution.id, worker_id="worker-a", outcome=outcome("failed", "A"), now=late, retry_at=late
+            )
+            is False
+        )
         assert store.start_execution(conn, execution.id, worker_id="worker-a", now=late) is None
-        turn = store.record_and_claim(conn, [store.Finished(execution.id, 1, outcome("succeeded", "A"), None)],
-                                      worker_id="worker-a", now=late, limit=0, queues=None, lease_seconds=60,
-                                      buffer_seconds=0)
+        turn = store.record_and_claim(
+            conn,
+            [store.Finished(execution.id, 1, outcome("succeeded", "A"), None)],
+            worker_id="worker-a",
+            now=late,
+            limit=0,
+            queues=None,
+            lease_seconds=60,
+            buffer_seconds=0,
+        )
         assert turn.recorded == set()  # the worker's own turn statement refuses it too
     row = fresh(Execution, execution.id)
     assert (row.status, row.claimed_by, row.attempts, row.output) == ("running", "worker-b", 2, "")
     assert row.lease_expires_at == claim_b.lease_expires_at
-    assert [(a.status, a.worker_id) for a in attempts_of(execution.id)] == [("abandoned", "worker-a"),
-                                                                             ("running", "worker-b")]
+    assert [(a.status, a.worker_id) for a in attempts_of(execution.id)] == [
+        ("abandoned", "worker-a"),
+        ("running", "worker-b"),
+    ]
 
     # B finishes normally, and A still cannot touch the finished row.
     done = retry_at + timedelta(seconds=2)
     with write_transaction(db.engine) as conn:
-        assert store.complete_execution(conn, execution.id, worker_id="worker-b", outcome=outcome("succeeded", "B"),
-                                        now=done, retry_at=None) is True
+        assert (
+            store.complete_execution(
+                conn, execution.id, worker_id="worker-b", outcome=outcome("succeeded", "B"), now=done, retry_at=None
+            )
+            is True
+        )
         store.finish_attempt(conn, execution.id, 2, outcome("succeeded", "B"), now=done)
-        assert store.complete_execution(conn, execution.id, worker_id="worker-a", outcome=outcome("failed", "A"),
-                                        now=done, retry_at=None) is False
+        assert (
+            store.complete_execution(
+                conn, execution.id, worker_id="worker-a", outcome=outcome("failed", "A"), now=done, retry_at=None
+            )
+            is False
+        )
     row = fresh(Execution, execution.id)
     assert (row.status, row.claimed_by, row.output, row.finished_at) == ("succeeded", "worker-b", "B", done)
 
 
 # --- 6. graceful stop -------------------------------------------------------------------------
+
 
 @pytest.mark.slow
 def test_sigterm_lets_the_running_task_finish_and_exits_cleanly(app, flask_processes):
@@ -203,11 +253,20 @@ def test_sigterm_lets_the_running_task_finish_and_exits_cleanly(app, flask_proce
 
 @pytest.mark.slow
 def test_sigterm_with_no_grace_settles_the_running_execution_instead_of_leaving_it(app, flask_processes):
-    job = make_job(now=utcnow(), every="1d", name="cut-short", task="sleep_for_seconds", config={"seconds": 30},
-                   timeout_seconds=60, max_attempts=2, retry_backoff_seconds=10)
+    job = make_job(
+        now=utcnow(),
+        every="1d",
+        name="cut-short",
+        task="sleep_for_seconds",
+        config={"seconds": 30},
+        timeout_seconds=60,
+        max_attempts=2,
+        retry_backoff_seconds=10,
+    )
     execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
-    worker = flask_processes.start_worker("--workers", "1", "--worker-id", "hasty",
-                                          env={"WORKER_SHUTDOWN_GRACE_SECONDS": "0"})
+    worker = flask_processes.start_worker(
+        "--workers", "1", "--worker-id", "hasty", env={"WORKER_SHUTDOWN_GRACE_SECONDS": "0"}
+    )
     zygote, task = wait_until_task_runs(worker, execution.id)
 
     worker.signal(signal.SIGTERM)
@@ -224,6 +283,7 @@ def test_sigterm_with_no_grace_settles_the_running_execution_instead_of_leaving_
 
 # --- 8. disable and enable --------------------------------------------------------------------
 
+
 def test_disable_cancels_queued_rows_but_not_running_ones_and_keeps_next_run_at(app):
     t0 = utcnow().replace(microsecond=0)
     job = make_job(now=t0, every="1h", name="pausable", overlap_policy="allow", max_attempts=3)
@@ -233,13 +293,15 @@ def test_disable_cancels_queued_rows_but_not_running_ones_and_keeps_next_run_at(
     at = t0 + timedelta(seconds=10)
     db.session.rollback()
     with write_transaction(db.engine) as conn:
-        got = store.claim_due_executions(conn, worker_id="w", now=at, limit=3, queues=None, lease_seconds=60,
-                                         buffer_seconds=0)
+        got = store.claim_due_executions(
+            conn, worker_id="w", now=at, limit=3, queues=None, lease_seconds=60, buffer_seconds=0
+        )
         assert [c.id for c in got] == [running, claimed, retrying]
         store.start_execution(conn, running, worker_id="w", now=at)
         store.start_execution(conn, retrying, worker_id="w", now=at)
-        assert store.complete_execution(conn, retrying, worker_id="w", outcome=outcome("failed"), now=at,
-                                        retry_at=at + timedelta(hours=1))
+        assert store.complete_execution(
+            conn, retrying, worker_id="w", outcome=outcome("failed"), now=at, retry_at=at + timedelta(hours=1)
+        )
 
     disabled_at = t0 + timedelta(seconds=20)
     job, cancelled = jobs.disable_job(job.id, now=disabled_at, actor="test")
@@ -254,8 +316,9 @@ def test_disable_cancels_queued_rows_but_not_running_ones_and_keeps_next_run_at(
 
     # The running one finishes on its worker as usual.
     with write_transaction(db.engine) as conn:
-        assert store.complete_execution(conn, running, worker_id="w", outcome=outcome("succeeded"),
-                                        now=disabled_at, retry_at=None)
+        assert store.complete_execution(
+            conn, running, worker_id="w", outcome=outcome("succeeded"), now=disabled_at, retry_at=None
+        )
     with pytest.raises(Conflict):
         jobs.trigger_job(job.id, now=disabled_at, actor="test")
     db.session.rollback()
@@ -281,8 +344,9 @@ def test_enabling_a_job_whose_next_run_is_in_the_past_re_anchors_from_now(app):
 def test_a_fired_one_time_job_cannot_be_re_enabled(app):
     t0 = utcnow().replace(microsecond=0)
     run_at = t0 + timedelta(minutes=1)
-    job = make_job(now=t0, name="once", schedule_type="one_time",
-                   schedule={"run_at": run_at.strftime("%Y-%m-%dT%H:%M:%SZ")})
+    job = make_job(
+        now=t0, name="once", schedule_type="one_time", schedule={"run_at": run_at.strftime("%Y-%m-%dT%H:%M:%SZ")}
+    )
     assert Scheduler(app, scheduler_id="once", clock=lambda: run_at).tick().created == 1
     assert fresh(Job, job.id).next_run_at is None
     jobs.disable_job(job.id, now=run_at, actor="test")

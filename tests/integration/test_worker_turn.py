@@ -1,14 +1,16 @@
 """`store.record_and_claim`, the worker's one-statement turn on PostgreSQL (composed steps on
 SQLite), checked directly on both backends: what it records, what it claims, what it refuses."""
-from datetime import datetime, timedelta, timezone
+
+from datetime import timedelta
 
 from sqlalchemy import select
 
+from app.clock import utcnow
 from app.database import write_transaction
 from app.domain.states import AttemptStatus
 from app.extensions import db
 from app.models import Attempt, Execution
-from app.services import jobs
+from app.services.use_cases import jobs
 from app.store import executions as store
 from tests.factories import make_job
 
@@ -16,7 +18,7 @@ LEASE = dict(lease_seconds=60, buffer_seconds=30)
 
 
 def now():
-    return datetime.now(timezone.utc)
+    return utcnow()
 
 
 def fresh(execution_id) -> Execution:
@@ -26,19 +28,26 @@ def fresh(execution_id) -> Execution:
 
 def attempt_statuses(execution_id) -> list[str]:
     db.session.rollback()
-    return list(db.session.scalars(select(Attempt.status).where(Attempt.execution_id == execution_id)
-                                   .order_by(Attempt.number)))
+    return list(
+        db.session.scalars(select(Attempt.status).where(Attempt.execution_id == execution_id).order_by(Attempt.number))
+    )
 
 
 def turn(finished=(), *, worker_id="w1", at=None, limit=10, queues=None) -> store.Turn:
     with write_transaction(db.engine) as conn:
-        return store.record_and_claim(conn, list(finished), worker_id=worker_id, now=at or now(), limit=limit,
-                                      queues=queues, **LEASE)
+        return store.record_and_claim(
+            conn, list(finished), worker_id=worker_id, now=at or now(), limit=limit, queues=queues, **LEASE
+        )
 
 
 def outcome(status: str, text: str = "") -> store.Outcome:
-    return store.Outcome(status=AttemptStatus(status), exit_code=0 if status == "succeeded" else 1,
-                         output=text, error="" if status == "succeeded" else "boom", pid=4242)
+    return store.Outcome(
+        status=AttemptStatus(status),
+        exit_code=0 if status == "succeeded" else 1,
+        output=text,
+        error="" if status == "succeeded" else "boom",
+        pid=4242,
+    )
 
 
 def test_a_turn_claims_and_starts_in_priority_order_and_opens_attempts(app):
@@ -67,8 +76,13 @@ def test_a_turn_records_success_and_retry_and_claims_in_the_same_transaction(app
     assert sorted(item.id for item, _ in started) == [ok.id, flaky.id]
     retry_at = now() + timedelta(minutes=5)
 
-    result = turn([store.Finished(ok.id, 1, outcome("succeeded", "done"), None),
-                   store.Finished(flaky.id, 1, outcome("failed"), retry_at)], limit=2)
+    result = turn(
+        [
+            store.Finished(ok.id, 1, outcome("succeeded", "done"), None),
+            store.Finished(flaky.id, 1, outcome("failed"), retry_at),
+        ],
+        limit=2,
+    )
 
     assert result.recorded == {ok.id, flaky.id}
     assert [item.id for item, _ in result.started] == [waiting.id]

@@ -1,12 +1,12 @@
 """Cron expression parsing: fields, macros, refusals and the fixed/wildcard-hour classification."""
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
 from app.scheduling import CronExpression, ScheduleError
 
-UTC = timezone.utc
+UTC = UTC
 
 
 def utc(text: str) -> datetime:
@@ -69,8 +69,11 @@ def test_text_is_normalised_and_compared_by_text():
         ("0 0 1 jan *", "2026-01-01T00:00:00Z", ["2027-01-01T00:00:00Z", "2028-01-01T00:00:00Z"]),
         ("5/20 0 1 1 *", "2026-01-01T00:00:00Z", ["2026-01-01T00:05:00Z", "2026-01-01T00:25:00Z"]),
         # Day and weekday both restricted: either matches (Vixie rule). 2026-01-13 is a Tuesday.
-        ("0 0 13 * 5", "2026-01-01T00:00:00Z", ["2026-01-02T00:00:00Z", "2026-01-09T00:00:00Z",
-                                                "2026-01-13T00:00:00Z", "2026-01-16T00:00:00Z"]),
+        (
+            "0 0 13 * 5",
+            "2026-01-01T00:00:00Z",
+            ["2026-01-02T00:00:00Z", "2026-01-09T00:00:00Z", "2026-01-13T00:00:00Z", "2026-01-16T00:00:00Z"],
+        ),
         # A full weekday list with a restricted day still means "every day" under the OR rule.
         ("0 0 13 * 0-6", "2026-01-01T00:00:00Z", ["2026-01-02T00:00:00Z", "2026-01-03T00:00:00Z"]),
         ("0 0 31 * *", "2026-01-31T00:00:00Z", ["2026-03-31T00:00:00Z", "2026-05-31T00:00:00Z"]),
@@ -83,9 +86,7 @@ def test_next_fires_in_utc(expression, after, expected):
 
 
 def test_leap_day_in_a_zone():
-    assert fires("0 0 29 2 *", "2026-01-01T00:00:00Z", 1, "America/New_York") == [
-        "2028-02-29T05:00:00Z"
-    ]
+    assert fires("0 0 29 2 *", "2026-01-01T00:00:00Z", 1, "America/New_York") == ["2028-02-29T05:00:00Z"]
 
 
 def test_yearly_in_a_zone_and_kolkata_without_dst():
@@ -167,9 +168,7 @@ def test_unknown_timezone_is_refused():
 
 
 def test_result_is_utc():
-    found = CronExpression.parse("0 9 * * *").next_after(
-        datetime(2026, 1, 1, tzinfo=UTC), "Europe/London"
-    )
+    found = CronExpression.parse("0 9 * * *").next_after(datetime(2026, 1, 1, tzinfo=UTC), "Europe/London")
     assert found.tzinfo is UTC
 
 

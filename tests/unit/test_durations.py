@@ -70,8 +70,7 @@ def test_parse_interval_accepts(value, expected):
             "5x",
             'unknown interval unit "x" in "5x"; use s, m, h or d (or seconds, minutes, hours, days)',
         ),
-        ("2 weeks", 'unknown interval unit "weeks" in "2 weeks"; use s, m, h or d '
-                    "(or seconds, minutes, hours, days)"),
+        ("2 weeks", 'unknown interval unit "weeks" in "2 weeks"; use s, m, h or d (or seconds, minutes, hours, days)'),
         ("h", 'interval "h" is not a duration; write e.g. "30s", "5m", "1h30m" or "2 days"'),
         (
             "every 5m",
@@ -90,8 +89,7 @@ def test_parse_interval_accepts(value, expected):
         (10**15, "interval must be at most 3650 days, got 1000000000000000"),
         (
             [30],
-            'interval must be a number of seconds, a string like "30s" or a mapping like '
-            '{"minutes": 5}, got list',
+            'interval must be a number of seconds, a string like "30s" or a mapping like {"minutes": 5}, got list',
         ),
     ],
 )

@@ -1,11 +1,12 @@
 """Misfire planning, retry backoff and lease maths, with literal datetimes."""
-from datetime import datetime, timedelta, timezone
+
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from app.domain.policies import SCAN_LIMIT, lease_duration, plan_occurrences, retry_delay
 
-NOW = datetime(2026, 6, 1, 12, 0, tzinfo=timezone.utc)
+NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 
 
 def every(**delta):
@@ -14,8 +15,14 @@ def every(**delta):
 
 
 def plan(policy, *, next_run_at, grace=30, cap=50, step=None, now=NOW):
-    return plan_occurrences(next_run_at=next_run_at, now=now, next_after=step or every(minutes=1),
-                            policy=policy, grace=timedelta(seconds=grace), cap=cap)
+    return plan_occurrences(
+        next_run_at=next_run_at,
+        now=now,
+        next_after=step or every(minutes=1),
+        policy=policy,
+        grace=timedelta(seconds=grace),
+        cap=cap,
+    )
 
 
 def test_coalesce_collapses_the_backlog_into_one_run_at_the_latest_occurrence():

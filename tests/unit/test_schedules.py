@@ -1,7 +1,7 @@
 """Schedules built from stored JSON: validation messages, normal forms, next_after and preview."""
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -17,7 +17,7 @@ from app.scheduling import (
     schedule_value_from_options,
 )
 
-UTC = timezone.utc
+UTC = UTC
 
 
 def utc(text: str) -> datetime:
@@ -60,12 +60,8 @@ def test_one_time_fires_once():
 
 def test_one_time_describe():
     schedule = parse_schedule("one_time", {"run_at": "2026-01-01T12:00:00Z"}, "America/New_York")
-    assert schedule.describe() == (
-        "once at 2026-01-01T12:00:00Z (2026-01-01 07:00 EST, America/New_York)"
-    )
-    assert parse_schedule("one_time", {"run_at": "2026-01-01T12:00:00Z"}).describe() == (
-        "once at 2026-01-01T12:00:00Z"
-    )
+    assert schedule.describe() == ("once at 2026-01-01T12:00:00Z (2026-01-01 07:00 EST, America/New_York)")
+    assert parse_schedule("one_time", {"run_at": "2026-01-01T12:00:00Z"}).describe() == ("once at 2026-01-01T12:00:00Z")
 
 
 # --- interval ---------------------------------------------------------------------------------
@@ -83,18 +79,14 @@ def test_interval_with_start_at_is_anchored_without_drift():
 
 
 def test_interval_without_start_at_starts_one_interval_after_the_anchor():
-    schedule = parse_schedule(
-        "interval", {"every": {"minutes": 5}}, anchor=utc("2026-01-01T10:02:00Z")
-    )
+    schedule = parse_schedule("interval", {"every": {"minutes": 5}}, anchor=utc("2026-01-01T10:02:00Z"))
     assert schedule.to_json() == {"every": "5m", "start_at": "2026-01-01T10:07:00Z"}
     assert schedule.next_after(utc("2026-01-01T10:02:00Z")) == utc("2026-01-01T10:07:00Z")
     assert schedule.describe() == "every 5m from 2026-01-01T10:07:00Z"
 
 
 def test_interval_follows_elapsed_time_across_dst():
-    schedule = parse_schedule(
-        "interval", {"every": "1h", "start_at": "2026-11-01T04:00:00Z"}, "America/New_York"
-    )
+    schedule = parse_schedule("interval", {"every": "1h", "start_at": "2026-11-01T04:00:00Z"}, "America/New_York")
     assert occurrences_between(schedule, utc("2026-11-01T04:00:00Z"), utc("2026-11-01T08:00:00Z")) == [
         utc("2026-11-01T05:00:00Z"),
         utc("2026-11-01T06:00:00Z"),
@@ -104,9 +96,7 @@ def test_interval_follows_elapsed_time_across_dst():
 
 
 def test_interval_start_at_without_offset_is_local():
-    schedule = parse_schedule(
-        "interval", {"every": "1d", "start_at": "2026-01-01T09:00:00"}, "Europe/Paris"
-    )
+    schedule = parse_schedule("interval", {"every": "1d", "start_at": "2026-01-01T09:00:00"}, "Europe/Paris")
     assert schedule.to_json() == {"every": "1d", "start_at": "2026-01-01T08:00:00Z"}
 
 
@@ -160,10 +150,8 @@ def test_cron_describe_wildcard():
             "UTC",
             "unknown keys 'at', 'cron' in interval schedule; allowed: every, start_at",
         ),
-        ("interval", {"every": "5m"}, "UTC",
-         "interval schedule needs 'start_at' (or an anchor when it is created)"),
-        ("interval", {"every": "0s", "start_at": "2026-01-01T00:00:00Z"}, "UTC",
-         'interval must be positive, got "0s"'),
+        ("interval", {"every": "5m"}, "UTC", "interval schedule needs 'start_at' (or an anchor when it is created)"),
+        ("interval", {"every": "0s", "start_at": "2026-01-01T00:00:00Z"}, "UTC", 'interval must be positive, got "0s"'),
         (
             "cron",
             {"expression": "0 0 0 * * *"},
@@ -178,17 +166,27 @@ def test_cron_describe_wildcard():
             "cron expressions have 5 fields (minute hour day month weekday); got 7 "
             "— seconds and years are not supported",
         ),
-        ("cron", {"expression": "0 0 30 2 *"}, "UTC",
-         "cron expression '0 0 30 2 *' can never fire: day 30 never occurs in February"),
+        (
+            "cron",
+            {"expression": "0 0 30 2 *"},
+            "UTC",
+            "cron expression '0 0 30 2 *' can never fire: day 30 never occurs in February",
+        ),
         ("cron", {"expression": "0 25 * * *"}, "UTC", "invalid hour field '25': 25 is out of range 0-23"),
         ("cron", {"expression": 5}, "UTC", "cron expression must be a string, got int"),
-        ("one_time", {"run_at": "tomorrow"}, "UTC",
-         'run_at must be an ISO 8601 date-time like "2026-01-01T12:00:00Z", got "tomorrow"'),
-        ("one_time", {"run_at": 5}, "UTC",
-         'run_at must be an ISO 8601 date-time like "2026-01-01T12:00:00Z", got 5'),
-        ("cron", "{not json", "UTC",
-         "schedule value is not valid JSON: Expecting property name enclosed in double quotes "
-         "(at character 1)"),
+        (
+            "one_time",
+            {"run_at": "tomorrow"},
+            "UTC",
+            'run_at must be an ISO 8601 date-time like "2026-01-01T12:00:00Z", got "tomorrow"',
+        ),
+        ("one_time", {"run_at": 5}, "UTC", 'run_at must be an ISO 8601 date-time like "2026-01-01T12:00:00Z", got 5'),
+        (
+            "cron",
+            "{not json",
+            "UTC",
+            "schedule value is not valid JSON: Expecting property name enclosed in double quotes (at character 1)",
+        ),
         ("cron", "[1, 2]", "UTC", "schedule value must be a JSON object, got list"),
     ],
 )
@@ -244,8 +242,7 @@ def test_schedule_value_from_options(schedule_type, options, value):
             "--schedule-value cannot be combined with --cron",
         ),
         ("weekly", {"every": "5m"}, "unknown schedule type 'weekly'; use one_time, interval or cron"),
-        ("cron", {"schedule_value": "nope"},
-         "schedule value is not valid JSON: Expecting value (at character 0)"),
+        ("cron", {"schedule_value": "nope"}, "schedule value is not valid JSON: Expecting value (at character 0)"),
     ],
 )
 def test_schedule_value_from_options_refusals(schedule_type, options, message):
@@ -261,19 +258,22 @@ def test_occurrences_between_is_exclusive_then_inclusive_and_limited():
     schedule = parse_schedule("cron", {"expression": "0 * * * *"})
     after, until = utc("2026-01-01T00:00:00Z"), utc("2026-01-01T03:00:00Z")
     assert occurrences_between(schedule, after, until) == [
-        utc("2026-01-01T01:00:00Z"), utc("2026-01-01T02:00:00Z"), utc("2026-01-01T03:00:00Z"),
+        utc("2026-01-01T01:00:00Z"),
+        utc("2026-01-01T02:00:00Z"),
+        utc("2026-01-01T03:00:00Z"),
     ]
     assert occurrences_between(schedule, after, until, limit=2) == [
-        utc("2026-01-01T01:00:00Z"), utc("2026-01-01T02:00:00Z"),
+        utc("2026-01-01T01:00:00Z"),
+        utc("2026-01-01T02:00:00Z"),
     ]
     assert occurrences_between(schedule, until, after) == []
 
 
 def test_occurrences_between_stops_when_the_schedule_ends():
     schedule = parse_schedule("one_time", {"run_at": "2026-01-01T12:00:00Z"})
-    assert occurrences_between(
-        schedule, utc("2026-01-01T00:00:00Z"), utc("2030-01-01T00:00:00Z")
-    ) == [utc("2026-01-01T12:00:00Z")]
+    assert occurrences_between(schedule, utc("2026-01-01T00:00:00Z"), utc("2030-01-01T00:00:00Z")) == [
+        utc("2026-01-01T12:00:00Z")
+    ]
 
 
 def test_preview_marks_the_spring_gap():
@@ -315,9 +315,7 @@ def test_preview_marks_the_fall_fold_for_fixed_and_wildcard_hours():
 def test_preview_items_carry_aware_datetimes():
     schedule = parse_schedule("cron", {"expression": "0 12 * * *"}, "Australia/Lord_Howe")
     (item,) = preview(schedule, utc("2026-01-01T00:00:00Z"), 1)
-    assert item == PreviewItem(
-        utc=utc("2026-01-01T01:00:00Z"), local=item.local, note=None
-    )
+    assert item == PreviewItem(utc=utc("2026-01-01T01:00:00Z"), local=item.local, note=None)
     assert item.utc.tzinfo is UTC
     assert item.local.isoformat() == "2026-01-01T12:00:00+11:00"
 

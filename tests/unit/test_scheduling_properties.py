@@ -6,7 +6,7 @@ round trips (no code shared with the engine's DST handling). Start instants
 are biased towards the real 2025-2030 transitions of each zone.
 """
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from hypothesis import HealthCheck, assume, event, given, settings
@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from app.scheduling import CronExpression, ScheduleError, parse_schedule
 
-UTC = timezone.utc
+UTC = UTC
 # Zones with transitions first: hypothesis shrinks towards the first element.
 ZONES = [
     "America/New_York",
@@ -85,8 +85,9 @@ def scenarios(draw):
         window = draw(st.sampled_from([3 * 3600, 2 * 86400]))  # hours or days before it
         start = transition + timedelta(seconds=draw(st.integers(-window, 3600)))
         # Earliest local wall time affected: gap start (spring) or fold start (fall).
-        offsets = (transition - timedelta(seconds=1)).astimezone(zone).utcoffset(), (
-            transition.astimezone(zone).utcoffset()
+        offsets = (
+            (transition - timedelta(seconds=1)).astimezone(zone).utcoffset(),
+            (transition.astimezone(zone).utcoffset()),
         )
         wall = (transition + min(offsets)).replace(tzinfo=None)
         hour, before, after = wall.hour, (wall.hour + 23) % 24, (wall.hour + 1) % 24
@@ -225,9 +226,7 @@ def test_interval_occurrences_are_anchor_plus_k_every(anchor_s, every_s, delta_s
     anchor = FIRST + timedelta(seconds=anchor_s)
     every = timedelta(seconds=every_s)
     instant = anchor + timedelta(seconds=delta_s, microseconds=micro)
-    schedule = parse_schedule(
-        "interval", {"every": every_s, "start_at": anchor.isoformat()}, zone
-    )
+    schedule = parse_schedule("interval", {"every": every_s, "start_at": anchor.isoformat()}, zone)
     found = schedule.next_after(instant)
     assert found > instant
     k, remainder = divmod(found - anchor, every)

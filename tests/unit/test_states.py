@@ -1,5 +1,7 @@
 """The execution state machine table."""
-from app.domain.states import ALLOWED, TERMINAL, ExecutionStatus as S, can_transition, sources_of
+
+from app.domain.states import ALLOWED, TERMINAL, can_transition, sources_of
+from app.domain.states import ExecutionStatus as S
 
 
 def test_terminal_states_have_no_way_out():

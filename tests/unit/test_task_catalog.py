@@ -1,4 +1,5 @@
 """The built-in task catalog: registration, config validation and running tasks directly."""
+
 from __future__ import annotations
 
 import http.server
@@ -154,8 +155,24 @@ def test_a_config_that_is_not_an_object_is_refused():
 
 @pytest.mark.parametrize(
     "filename",
-    ["../x", "/etc/passwd", "a/b", "a\\b", "..", ".", "", "x\x00", "x" * 300, "é" * 128, "-rf",
-     " padded", "tab\there", "new\nline", "bidi\u202etxt.exe", "x\ud800"],
+    [
+        "../x",
+        "/etc/passwd",
+        "a/b",
+        "a\\b",
+        "..",
+        ".",
+        "",
+        "x\x00",
+        "x" * 300,
+        "é" * 128,
+        "-rf",
+        " padded",
+        "tab\there",
+        "new\nline",
+        "bidi\u202etxt.exe",
+        "x\ud800",
+    ],
 )
 def test_unsafe_artifact_filenames_are_refused_at_job_creation(filename):
     assert "'filename'" in refusal("write_file_artifact", {"filename": filename, "content": "x"})
@@ -298,11 +315,13 @@ def test_write_file_artifact_checks_the_name_again_at_run_time(tmp_path):
 
 
 @settings(max_examples=300, deadline=None)
-@given(filename=st.one_of(
-    st.text(max_size=40),
-    st.text(alphabet="./\\\x00-é ", max_size=12),
-    st.lists(st.sampled_from(["..", ".", "/", "\\", "a", "%2e", "\x00"]), max_size=6).map("".join),
-))
+@given(
+    filename=st.one_of(
+        st.text(max_size=40),
+        st.text(alphabet="./\\\x00-é ", max_size=12),
+        st.lists(st.sampled_from(["..", ".", "/", "\\", "a", "%2e", "\x00"]), max_size=6).map("".join),
+    )
+)
 def test_no_filename_lets_write_file_artifact_write_outside_the_artifact_dir(filename):
     config = {"filename": filename, "content": "x", "overwrite": True}
     try:

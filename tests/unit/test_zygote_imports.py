@@ -5,6 +5,7 @@ that runs Python code in every forked child (measured: about 0.3 ms more CPU per
 zygote), and it arrives with `subprocess`, which only the worker side of the executor needs.
 Flask, SQLAlchemy and jsonschema would grow the zygote (and every fork) by tens of megabytes.
 """
+
 import json
 import subprocess
 import sys
@@ -16,7 +17,9 @@ KEPT_OUT = ("threading", "subprocess", "flask", "sqlalchemy", "jsonschema", "psy
 
 def test_the_zygote_and_its_preload_import_nothing_heavy():
     preload = "; ".join(f"import {module}" for module in ForkServer().preload)
-    probe = (f"import sys, json; import app.executor.zygote; {preload}; "
-             f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({KEPT_OUT!r}))))")
+    probe = (
+        f"import sys, json; import app.executor.zygote; {preload}; "
+        f"print(json.dumps(sorted({{m.split('.')[0] for m in sys.modules}} & set({KEPT_OUT!r}))))"
+    )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(result.stdout) == []

@@ -3,10 +3,12 @@ wait for the commit, that a rollback deletes nothing, and that pages work with R
 
 Every test uses its own key prefix and removes only its own keys: the Redis may be shared.
 """
+
 from __future__ import annotations
 
 import os
 import uuid
+from datetime import UTC
 
 import pytest
 import redis
@@ -57,7 +59,7 @@ class Keys:
         self.client, self.prefix = client, prefix
 
     def plant(self, names: list[str]) -> None:
-        from app.services.dashboard import task_catalog
+        from app.services.read.dashboard import task_catalog
 
         for name in names:
             if name == cache.CATALOG:
@@ -95,8 +97,14 @@ def test_dashboard_values_are_cached_with_short_ttls(redis_app, redis_client, pr
     assert client.get("/dashboard/").status_code == 200
     assert client.get(f"/jobs/{job.id}").status_code == 200
     client.get("/jobs/new")
-    expected = {cache.SUMMARY: 10, cache.QUEUE_DEPTH: 5, cache.UPCOMING: 15, cache.CATALOG: 300,
-                cache.job_stats_key(job.id): 30, cache.job_upcoming_key(job.id): 60}
+    expected = {
+        cache.SUMMARY: 10,
+        cache.QUEUE_DEPTH: 5,
+        cache.UPCOMING: 15,
+        cache.CATALOG: 300,
+        cache.job_stats_key(job.id): 30,
+        cache.job_upcoming_key(job.id): 60,
+    }
     for name, ttl in expected.items():
         remaining = redis_client.ttl(prefix + name)
         assert 0 < remaining <= ttl, (name, remaining)
@@ -107,8 +115,17 @@ def test_cached_summary_is_served_until_a_service_invalidates_it(redis_app):
     client = signed_in_client(redis_app)
     first = client.get("/dashboard/panels/summary", htmx=True).get_data(as_text=True)
     # A write that bypasses the services (so invalidates nothing) is not visible yet...
-    db.session.add(Job(name="sneaked-in", task="always_succeed", config={}, schedule_type="cron",
-                       schedule={"expression": "0 * * * *"}, timezone="UTC", enabled=True))
+    db.session.add(
+        Job(
+            name="sneaked-in",
+            task="always_succeed",
+            config={},
+            schedule_type="cron",
+            schedule={"expression": "0 * * * *"},
+            timezone="UTC",
+            enabled=True,
+        )
+    )
     db.session.commit()
     assert client.get("/dashboard/panels/summary", htmx=True).get_data(as_text=True) == first
     # ...until a service change to any job deletes the summary after its commit.
@@ -135,8 +152,12 @@ def test_each_action_deletes_exactly_the_affected_keys(redis_app, keys, action):
         "cancel": (f"/executions/{pending.id}/cancel", {}),
     }[action]
     assert client.post(url, data).status_code == 303
-    assert keys.present(names) == {cache.CATALOG, "unrelated:key", cache.job_stats_key(other.id),
-                                   cache.job_upcoming_key(other.id)}
+    assert keys.present(names) == {
+        cache.CATALOG,
+        "unrelated:key",
+        cache.job_stats_key(other.id),
+        cache.job_upcoming_key(other.id),
+    }
 
 
 def test_create_deletes_the_shared_keys_only(redis_app, keys):
@@ -145,8 +166,12 @@ def test_create_deletes_the_shared_keys_only(redis_app, keys):
     names = _all_keys(other.id)
     keys.plant(names)
     assert client.post("/jobs/new", job_form(name="brand new")).status_code == 303
-    assert keys.present(names) == {cache.CATALOG, "unrelated:key", cache.job_stats_key(other.id),
-                                   cache.job_upcoming_key(other.id)}
+    assert keys.present(names) == {
+        cache.CATALOG,
+        "unrelated:key",
+        cache.job_stats_key(other.id),
+        cache.job_upcoming_key(other.id),
+    }
 
 
 def test_refused_action_deletes_nothing(redis_app, keys):
@@ -185,8 +210,10 @@ def test_login_rate_limit_is_shared_between_processes(app_env, prefix, redis_app
 
     make_user("shared", "pw-shared")
     redis_app.config["LOGIN_RATE_LIMIT_ATTEMPTS"] = 2
-    other = create_app({"TESTING": True, "REDIS_URL": REDIS_URL, "CACHE_KEY_PREFIX": prefix,
-                        "LOGIN_RATE_LIMIT_ATTEMPTS": 2}, env=app_env)
+    other = create_app(
+        {"TESTING": True, "REDIS_URL": REDIS_URL, "CACHE_KEY_PREFIX": prefix, "LOGIN_RATE_LIMIT_ATTEMPTS": 2},
+        env=app_env,
+    )
     assert WebClient(redis_app).login("shared", "wrong").status_code == 400
     with other.app_context():
         assert WebClient(other).login("shared", "wrong").status_code == 400
@@ -196,8 +223,10 @@ def test_login_rate_limit_is_shared_between_processes(app_env, prefix, redis_app
 
 @pytest.fixture
 def down_app(app_env):
-    application = create_app({"TESTING": True, "REDIS_URL": UNREACHABLE_REDIS_URL,
-                              "CACHE_KEY_PREFIX": f"cronwell-test-{uuid.uuid4().hex}:"}, env=app_env)
+    application = create_app(
+        {"TESTING": True, "REDIS_URL": UNREACHABLE_REDIS_URL, "CACHE_KEY_PREFIX": f"cronwell-test-{uuid.uuid4().hex}:"},
+        env=app_env,
+    )
     with application.app_context():
         yield application
         db.session.remove()
@@ -209,8 +238,17 @@ def test_pages_work_with_redis_unreachable(down_app):
     make_execution(job, "succeeded", output="fine")
     client = signed_in_client(down_app)  # the rate limiter fails open
     panels = tuple(f"/dashboard/panels/{name}" for name in ("summary", "queue", "upcoming"))
-    for url in ("/", "/dashboard/", f"/jobs/{job.id}", "/jobs/", "/executions/", "/alerts/", "/health/",
-                "/jobs/new", "/executions/1") + panels:
+    for url in (
+        "/",
+        "/dashboard/",
+        f"/jobs/{job.id}",
+        "/jobs/",
+        "/executions/",
+        "/alerts/",
+        "/health/",
+        "/jobs/new",
+        "/executions/1",
+    ) + panels:
         assert client.get(url).status_code == 200, url
     assert client.post("/jobs/new", job_form(name="made without redis")).status_code == 303
     assert client.post(f"/jobs/{job.id}/trigger").status_code == 303
@@ -233,6 +271,7 @@ def test_failures_are_swallowed_and_backend_skipped_for_a_while():
             def fail(*args, **kwargs):
                 Broken.calls += 1
                 raise ConnectionError("down")
+
             return fail
 
     store = cache.Cache(Broken(), "p:")
@@ -245,9 +284,9 @@ def test_failures_are_swallowed_and_backend_skipped_for_a_while():
 
 
 def test_cached_and_fresh_values_have_the_same_shape(app):
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     store = cache.get_cache()
-    moment = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    moment = datetime(2026, 1, 1, tzinfo=UTC)
     fresh = store.get_or_compute("shape", 5, lambda: {"at": moment, "n": (1, 2)})
     assert fresh == store.get_or_compute("shape", 5, lambda: None) == {"at": "2026-01-01 00:00:00+00:00", "n": [1, 2]}

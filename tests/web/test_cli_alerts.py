@@ -1,17 +1,30 @@
 """`flask alerts list|resolve`."""
+
 from __future__ import annotations
 
 from app.extensions import db as database
 from app.models import Alert, DeadLetter
-from tests.web.test_cli_common import (assert_error, assert_usage_error, cli, cli_events, make_alert,  # noqa: F401
-                                       make_execution, make_job, ok, ok_json, row_counts, utcnow)
+from tests.web.test_cli_common import (  # noqa: F401
+    assert_error,
+    assert_usage_error,
+    cli,
+    cli_events,
+    make_alert,
+    make_execution,
+    make_job,
+    ok,
+    ok_json,
+    row_counts,
+    utcnow,
+)
 
 
 def seed():
     job = make_job("flaky")
     failed = make_execution(job, "failed", attempts=3, error="boom")
-    database.session.add(DeadLetter(execution_id=failed.id, job_id=job.id, reason="retries exhausted",
-                                    created_at=utcnow()))
+    database.session.add(
+        DeadLetter(execution_id=failed.id, job_id=job.id, reason="retries exhausted", created_at=utcnow())
+    )
     database.session.commit()
     open_alert = make_alert(job, failed, message="flaky dead-lettered")
     old_alert = make_alert(job, None, message="an old one", resolved=True)

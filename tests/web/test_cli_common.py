@@ -2,25 +2,28 @@
 
 The helpers at the top are imported by the other `test_cli_*` modules.
 """
+
 from __future__ import annotations
 
 import json
 import uuid
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import click
 import pytest
 from sqlalchemy import func, select
 
+from app.clock import utcnow
 from app.extensions import db as database
 from app.models import Alert, Attempt, DeadLetter, Event, Execution, Heartbeat, Job, User
-from app.services import jobs as job_service
+from app.services.use_cases import jobs as job_service
 from cli.common import fmt_age, fmt_both, fmt_duration, fmt_local, fmt_utc
 
 SECRET = "correct horse battery staple"
 
 
 # --- helpers shared by the CLI tests ---------------------------------------------------------
+
 
 @pytest.fixture
 def cli(app):
@@ -65,8 +68,10 @@ def assert_usage_error(result, fragment: str = "") -> None:
 def row_counts() -> dict[str, int]:
     """How many rows each table holds, to prove a failed command wrote nothing."""
     database.session.rollback()
-    return {model.__tablename__: database.session.scalar(select(func.count()).select_from(model))
-            for model in (Job, Execution, Attempt, Alert, DeadLetter, Event, User)}
+    return {
+        model.__tablename__: database.session.scalar(select(func.count()).select_from(model))
+        for model in (Job, Execution, Attempt, Alert, DeadLetter, Event, User)
+    }
 
 
 def cli_events(type_: str | None = None) -> list[Event]:
@@ -78,30 +83,58 @@ def cli_events(type_: str | None = None) -> list[Event]:
 
 
 def utcnow() -> datetime:
-    return datetime.now(timezone.utc)
+    return utcnow()
 
 
-def make_job(name: str = "every-minute", task: str = "always_succeed", schedule_type: str = "interval",
-             schedule: dict | None = None, **fields) -> Job:
+def make_job(
+    name: str = "every-minute",
+    task: str = "always_succeed",
+    schedule_type: str = "interval",
+    schedule: dict | None = None,
+    **fields,
+) -> Job:
     """A job created through the service (actor `test`), as the CLI would."""
-    data = {"name": name, "task": task, "schedule_type": schedule_type,
-            "schedule": schedule or {"every": "60s"}, **fields}
+    data = {
+        "name": name,
+        "task": task,
+        "schedule_type": schedule_type,
+        "schedule": schedule or {"every": "60s"},
+        **fields,
+    }
     return job_service.create_job(data, now=utcnow(), actor="test")
 
 
-def make_execution(job: Job, status: str = "pending", *, attempts: int = 0, output: str = "", error: str = "",
-                   finished: bool | None = None, **fields) -> Execution:
+def make_execution(
+    job: Job,
+    status: str = "pending",
+    *,
+    attempts: int = 0,
+    output: str = "",
+    error: str = "",
+    finished: bool | None = None,
+    **fields,
+) -> Execution:
     """An execution row in any status (finished_at set exactly for terminal ones)."""
     now = utcnow()
     terminal = status in {"succeeded", "failed", "timed_out", "missed", "cancelled", "dead_lettered"}
     values = dict(
-        job_id=job.id, scheduled_for=now - timedelta(minutes=1), trigger="manual",
-        idempotency_key=f"test:{job.id}:{uuid.uuid4().hex}", status=status,
-        attempts=attempts, max_attempts=job.max_attempts, queue=job.queue, priority=job.priority,
-        exclusive=job.overlap_policy != "allow", available_at=now - timedelta(minutes=1),
+        job_id=job.id,
+        scheduled_for=now - timedelta(minutes=1),
+        trigger="manual",
+        idempotency_key=f"test:{job.id}:{uuid.uuid4().hex}",
+        status=status,
+        attempts=attempts,
+        max_attempts=job.max_attempts,
+        queue=job.queue,
+        priority=job.priority,
+        exclusive=job.overlap_policy != "allow",
+        available_at=now - timedelta(minutes=1),
         started_at=now - timedelta(seconds=30) if attempts else None,
         finished_at=now if (terminal if finished is None else finished) else None,
-        output=output, error=error, created_at=now, updated_at=now,
+        output=output,
+        error=error,
+        created_at=now,
+        updated_at=now,
     )
     execution = Execution(**{**values, **fields})
     database.session.add(execution)
@@ -109,11 +142,18 @@ def make_execution(job: Job, status: str = "pending", *, attempts: int = 0, outp
     return execution
 
 
-def make_alert(job: Job, execution: Execution | None = None, message: str = "retries exhausted",
-               resolved: bool = False) -> Alert:
-    alert = Alert(job_id=job.id, execution_id=execution.id if execution else None, kind="dead_letter",
-                  message=message, created_at=utcnow(),
-                  resolved_at=utcnow() if resolved else None, resolved_by="someone" if resolved else None)
+def make_alert(
+    job: Job, execution: Execution | None = None, message: str = "retries exhausted", resolved: bool = False
+) -> Alert:
+    alert = Alert(
+        job_id=job.id,
+        execution_id=execution.id if execution else None,
+        kind="dead_letter",
+        message=message,
+        created_at=utcnow(),
+        resolved_at=utcnow() if resolved else None,
+        resolved_by="someone" if resolved else None,
+    )
     database.session.add(alert)
     database.session.commit()
     return alert
@@ -121,8 +161,15 @@ def make_alert(job: Job, execution: Execution | None = None, message: str = "ret
 
 def make_heartbeat(process_id: str, kind: str, *, age_seconds: float) -> Heartbeat:
     now = utcnow()
-    beat = Heartbeat(id=process_id, kind=kind, host="host-a", pid=4242, started_at=now - timedelta(hours=1),
-                     last_seen=now - timedelta(seconds=age_seconds), info={"busy": 0})
+    beat = Heartbeat(
+        id=process_id,
+        kind=kind,
+        host="host-a",
+        pid=4242,
+        started_at=now - timedelta(hours=1),
+        last_seen=now - timedelta(seconds=age_seconds),
+        info={"busy": 0},
+    )
     database.session.add(beat)
     database.session.commit()
     return beat
@@ -145,10 +192,15 @@ MUTATIONS = [
     ("ensure-dev-user",),
 ]
 READS = [
-    ("job", "list"), ("job", "catalog"), ("job", "preview", "{job}"),
+    ("job", "list"),
+    ("job", "catalog"),
+    ("job", "preview", "{job}"),
     ("schedule", "preview", "--every", "5m"),
-    ("execution", "list"), ("execution", "inspect", "{failed}"),
-    ("alerts", "list"), ("health",), ("prune-history", "--dry-run"),
+    ("execution", "list"),
+    ("execution", "inspect", "{failed}"),
+    ("alerts", "list"),
+    ("health",),
+    ("prune-history", "--dry-run"),
 ]
 
 
@@ -160,8 +212,7 @@ def seeded(app) -> dict[str, int]:
     failed = make_execution(job, "failed", attempts=1, error="boom")
     pending = make_execution(job, "pending")
     alert = make_alert(job, failed)
-    return {"job": job.id, "disabled_job": disabled.id, "failed": failed.id, "pending": pending.id,
-            "alert": alert.id}
+    return {"job": job.id, "disabled_job": disabled.id, "failed": failed.id, "pending": pending.id, "alert": alert.id}
 
 
 def _args(command: tuple, ids: dict) -> list[str]:
@@ -204,8 +255,11 @@ def test_the_secret_is_compared_in_constant_time(app, cli, seeded, monkeypatch):
 
 # --- --json and --help everywhere -------------------------------------------------------------
 
-JSON_COMMANDS = READS + [("job", "add", "json-job", "always_succeed", "cron", "--cron", "@daily"),
-                         ("job", "edit", "{job}", "--priority", "5"), ("job", "trigger", "{job}")]
+JSON_COMMANDS = READS + [
+    ("job", "add", "json-job", "always_succeed", "cron", "--cron", "@daily"),
+    ("job", "edit", "{job}", "--priority", "5"),
+    ("job", "trigger", "{job}"),
+]
 
 
 def test_every_json_command_prints_exactly_one_document_with_utc_z_times(cli, seeded):
@@ -250,8 +304,9 @@ def test_every_operator_command_has_an_example_in_its_help(app, cli):
 
 # --- formatting helpers ------------------------------------------------------------------------
 
+
 def test_time_and_age_formatting():
-    instant = datetime(2026, 7, 1, 12, 0, 5, 123456, tzinfo=timezone.utc)
+    instant = datetime(2026, 7, 1, 12, 0, 5, 123456, tzinfo=UTC)
     assert fmt_utc(instant) == "2026-07-01 12:00:05Z"
     assert fmt_local(instant, "America/New_York") == "2026-07-01 08:00:05 EDT"
     assert fmt_both(instant, "UTC") == "2026-07-01 12:00:05Z"

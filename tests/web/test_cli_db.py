@@ -3,6 +3,7 @@
 Real `flask` processes: what a process imports is only visible in a fresh interpreter (this one
 has Alembic loaded by the fixtures), and `flask db` is run exactly as deploys run it.
 """
+
 from __future__ import annotations
 
 import json
@@ -35,9 +36,17 @@ main()
 
 
 def _env(tmp_path, database_url: str) -> dict:
-    return {**os.environ, "FLASK_APP": "app", "DATABASE_URL": database_url,
-            "INSTANCE_DIR": str(tmp_path / "instance"), "LOG_FORMAT": "text", "LOG_LEVEL": "WARNING",
-            "DEBUG": "0", "SECRET_KEY": "test-secret-key", "LISTEN_NOTIFY": "0"}
+    return {
+        **os.environ,
+        "FLASK_APP": "app",
+        "DATABASE_URL": database_url,
+        "INSTANCE_DIR": str(tmp_path / "instance"),
+        "LOG_FORMAT": "text",
+        "LOG_LEVEL": "WARNING",
+        "DEBUG": "0",
+        "SECRET_KEY": "test-secret-key",
+        "LISTEN_NOTIFY": "0",
+    }
 
 
 def flask(env: dict, *args: str, probe: bool = False) -> subprocess.CompletedProcess:
@@ -64,9 +73,11 @@ def empty_env(tmp_path) -> dict:
     return _env(tmp_path, f"sqlite:///{tmp_path / 'empty.sqlite3'}")
 
 
-@pytest.mark.parametrize("args", [("worker", "run", "--once"), ("scheduler", "run", "--once"), ("--help",),
-                                  ("health",)],
-                         ids=["worker", "scheduler", "cli-startup", "readiness-check"])
+@pytest.mark.parametrize(
+    "args",
+    [("worker", "run", "--once"), ("scheduler", "run", "--once"), ("--help",), ("health",)],
+    ids=["worker", "scheduler", "cli-startup", "readiness-check"],
+)
 def test_processes_do_not_import_alembic(migrated_env, args):
     assert imported_migration_modules(flask(migrated_env, *args, probe=True)) == []
 
@@ -104,11 +115,14 @@ def test_heads_and_history_list_the_shipped_migrations(migrated_env):
     assert "<base> -> 0001, initial schema" in history and "(current)" in history
 
 
-@pytest.mark.parametrize("args,message", [
-    (("upgrade", "nope"), "Can't locate revision identified by 'nope'"),
-    (("downgrade", "nope"), "Can't locate revision identified by 'nope'"),
-    (("history", "-r", "nope:head"), "Can't locate revision identified by 'nope'"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (("upgrade", "nope"), "Can't locate revision identified by 'nope'"),
+        (("downgrade", "nope"), "Can't locate revision identified by 'nope'"),
+        (("history", "-r", "nope:head"), "Can't locate revision identified by 'nope'"),
+    ],
+)
 def test_an_unknown_revision_is_one_error_line_and_exit_1(migrated_env, args, message):
     result = flask(migrated_env, "db", *args)
     assert result.returncode == 1 and result.stdout == ""

@@ -1,4 +1,5 @@
 """`flask execution list|inspect|retry|cancel`."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -8,8 +9,17 @@ from sqlalchemy import select
 
 from app.extensions import db as database
 from app.models import Attempt, Execution
-from tests.web.test_cli_common import (assert_error, assert_usage_error, cli, cli_events, make_execution,  # noqa: F401
-                                       make_job, ok, ok_json, row_counts)
+from tests.web.test_cli_common import (  # noqa: F401
+    assert_error,
+    assert_usage_error,
+    cli,
+    cli_events,
+    make_execution,
+    make_job,
+    ok,
+    ok_json,
+    row_counts,
+)
 
 
 def status_of(execution_id: int) -> str:
@@ -26,15 +36,17 @@ def history(app):
         "a_failed": make_execution(a, "failed", attempts=3, error="Traceback: boom"),
         "b_pending": make_execution(b, "pending"),
         "b_running": make_execution(b, "running", attempts=1, claimed_by="worker-1"),
-        "a": a, "b": b,
+        "a": a,
+        "b": b,
     }
 
 
 def test_list_is_newest_first_and_filters(cli, history):
     lines = ok(cli("execution", "list")).splitlines()
     assert lines[0].split()[:4] == ["ID", "JOB", "STATUS", "TRIGGER"]
-    assert [int(line.split()[0]) for line in lines[1:]] == [history[k].id for k in
-                                                           ("b_running", "b_pending", "a_failed", "a_ok")]
+    assert [int(line.split()[0]) for line in lines[1:]] == [
+        history[k].id for k in ("b_running", "b_pending", "a_failed", "a_ok")
+    ]
     assert "1 job-a" in lines[-1] and "succeeded" in lines[-1] and "1/3" in lines[-1]
     failed = ok(cli("execution", "list", "--status", "failed")).splitlines()
     assert len(failed) == 2 and "Traceback" not in failed[1]
@@ -61,9 +73,20 @@ def test_inspect_shows_attempts_output_and_error(cli, history):
     execution = history["a_failed"]
     start = execution.started_at
     for number, status in ((1, "failed"), (2, "failed")):
-        database.session.add(Attempt(execution_id=execution.id, number=number, worker_id=f"w{number}", pid=100 + number,
-                                     status=status, started_at=start, finished_at=start + timedelta(seconds=2),
-                                     exit_code=1, output=f"try {number}", error=f"error {number}"))
+        database.session.add(
+            Attempt(
+                execution_id=execution.id,
+                number=number,
+                worker_id=f"w{number}",
+                pid=100 + number,
+                status=status,
+                started_at=start,
+                finished_at=start + timedelta(seconds=2),
+                exit_code=1,
+                output=f"try {number}",
+                error=f"error {number}",
+            )
+        )
     database.session.commit()
     out = ok(cli("execution", "inspect", execution.id))
     assert f"execution:     {execution.id}" in out and "job-a" in out and "status:" in out and "failed" in out
@@ -91,11 +114,14 @@ def test_retry_creates_a_new_execution_and_keeps_the_old(cli, history):
     assert [e.payload["retry_of"] for e in cli_events("execution_retried")] == [old.id, old.id]
 
 
-@pytest.mark.parametrize("key,message", [
-    ("a_ok", "is succeeded; only failed"),
-    ("b_pending", "is pending; only failed"),
-    ("b_running", "is running; only failed"),
-])
+@pytest.mark.parametrize(
+    "key,message",
+    [
+        ("a_ok", "is succeeded; only failed"),
+        ("b_pending", "is pending; only failed"),
+        ("b_running", "is running; only failed"),
+    ],
+)
 def test_retry_refuses_unfinished_or_succeeded(cli, history, key, message):
     before = row_counts()
     assert_error(cli("execution", "retry", history[key].id), message)
@@ -122,11 +148,14 @@ def test_cancel_a_queued_execution(cli, history):
     assert doc["status"] == "cancelled" and doc["finished_at"].endswith("Z")
 
 
-@pytest.mark.parametrize("key,message", [
-    ("b_running", "is running; only pending, retry_scheduled or claimed"),
-    ("a_ok", "is succeeded; only pending"),
-    ("a_failed", "is failed; only pending"),
-])
+@pytest.mark.parametrize(
+    "key,message",
+    [
+        ("b_running", "is running; only pending, retry_scheduled or claimed"),
+        ("a_ok", "is succeeded; only pending"),
+        ("a_failed", "is failed; only pending"),
+    ],
+)
 def test_cancel_refuses_running_and_finished(cli, history, key, message):
     before = row_counts()
     assert_error(cli("execution", "cancel", history[key].id), message)

@@ -1,7 +1,8 @@
 """`flask job add|edit|list|catalog|preview|trigger|enable|disable|delete`."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import select
@@ -9,8 +10,18 @@ from sqlalchemy import select
 from app.extensions import db as database
 from app.models import Execution, Job
 from app.tasks import all_tasks
-from tests.web.test_cli_common import (assert_error, assert_usage_error, cli, cli_events, make_execution,  # noqa: F401
-                                       make_job, ok, ok_json, row_counts, utcnow)
+from tests.web.test_cli_common import (  # noqa: F401
+    assert_error,
+    assert_usage_error,
+    cli,
+    cli_events,
+    make_execution,
+    make_job,
+    ok,
+    ok_json,
+    row_counts,
+    utcnow,
+)
 
 
 def job_named(name: str) -> Job | None:
@@ -25,6 +36,7 @@ def parse_z(text: str) -> datetime:
 
 # --- add ----------------------------------------------------------------------------------------
 
+
 def test_add_creates_the_job_and_audits_it(cli):
     out = ok(cli("job", "add", "Every minute", "always_succeed", "interval", "--every", "60s"))
     job = job_named("Every minute")
@@ -35,8 +47,22 @@ def test_add_creates_the_job_and_audits_it(cli):
 
 
 def test_add_json_prints_the_created_job(cli):
-    doc = ok_json(cli("job", "add", "nightly", "generate_report", "cron", "--cron", "30 1 * * *",
-                      "--timezone", "America/New_York", "--config", '{"hours": 12}', "--json"))
+    doc = ok_json(
+        cli(
+            "job",
+            "add",
+            "nightly",
+            "generate_report",
+            "cron",
+            "--cron",
+            "30 1 * * *",
+            "--timezone",
+            "America/New_York",
+            "--config",
+            '{"hours": 12}',
+            "--json",
+        )
+    )
     job = job_named("nightly")
     assert doc["id"] == job.id and doc["name"] == "nightly" and doc["task"] == "generate_report"
     assert doc["schedule_type"] == "cron" and doc["schedule"] == {"expression": "30 1 * * *"}
@@ -46,27 +72,83 @@ def test_add_json_prints_the_created_job(cli):
 
 
 def test_add_takes_every_policy_option(cli):
-    ok(cli("job", "add", "tuned", "sleep_for_seconds", "interval", "--every", "5m", "--config", '{"seconds": 1}',
-           "--description", "a tuned job", "--overlap-policy", "queue", "--misfire-policy", "catch_up",
-           "--misfire-grace-seconds", "15", "--max-attempts", "5", "--retry-backoff-seconds", "7",
-           "--timeout-seconds", "90", "--alert-mode", "log_only", "--queue", "reports", "--priority", "-3",
-           "--retention-count", "20", "--retention-days", "0", "--disabled"))
+    ok(
+        cli(
+            "job",
+            "add",
+            "tuned",
+            "sleep_for_seconds",
+            "interval",
+            "--every",
+            "5m",
+            "--config",
+            '{"seconds": 1}',
+            "--description",
+            "a tuned job",
+            "--overlap-policy",
+            "queue",
+            "--misfire-policy",
+            "catch_up",
+            "--misfire-grace-seconds",
+            "15",
+            "--max-attempts",
+            "5",
+            "--retry-backoff-seconds",
+            "7",
+            "--timeout-seconds",
+            "90",
+            "--alert-mode",
+            "log_only",
+            "--queue",
+            "reports",
+            "--priority",
+            "-3",
+            "--retention-count",
+            "20",
+            "--retention-days",
+            "0",
+            "--disabled",
+        )
+    )
     job = job_named("tuned")
-    assert (job.description, job.overlap_policy, job.misfire_policy, job.misfire_grace_seconds, job.max_attempts,
-            job.retry_backoff_seconds, job.timeout_seconds, job.alert_mode, job.queue, job.priority,
-            job.retention_count, job.retention_days, job.enabled) == (
-        "a tuned job", "queue", "catch_up", 15, 5, 7, 90, "log_only", "reports", -3, 20, 0, False)
+    assert (
+        job.description,
+        job.overlap_policy,
+        job.misfire_policy,
+        job.misfire_grace_seconds,
+        job.max_attempts,
+        job.retry_backoff_seconds,
+        job.timeout_seconds,
+        job.alert_mode,
+        job.queue,
+        job.priority,
+        job.retention_count,
+        job.retention_days,
+        job.enabled,
+    ) == ("a tuned job", "queue", "catch_up", 15, 5, 7, 90, "log_only", "reports", -3, 20, 0, False)
 
 
 def test_add_one_time_reads_a_naive_run_at_in_the_job_timezone(cli):
-    ok(cli("job", "add", "once", "always_succeed", "one_time", "--run-at", "2099-07-01T09:00:00",
-           "--timezone", "Europe/Paris"))
-    assert job_named("once").next_run_at == datetime(2099, 7, 1, 7, 0, tzinfo=timezone.utc)
+    ok(
+        cli(
+            "job",
+            "add",
+            "once",
+            "always_succeed",
+            "one_time",
+            "--run-at",
+            "2099-07-01T09:00:00",
+            "--timezone",
+            "Europe/Paris",
+        )
+    )
+    assert job_named("once").next_run_at == datetime(2099, 7, 1, 7, 0, tzinfo=UTC)
 
 
 def test_add_accepts_a_schedule_value_instead_of_the_shortcuts(cli):
-    doc = ok_json(cli("job", "add", "sv", "always_succeed", "interval", "--schedule-value", '{"every": {"minutes": 5}}',
-                      "--json"))
+    doc = ok_json(
+        cli("job", "add", "sv", "always_succeed", "interval", "--schedule-value", '{"every": {"minutes": 5}}', "--json")
+    )
     assert doc["schedule"]["every"] == "5m"
     assert parse_z(doc["next_run_at"]) - utcnow() <= timedelta(minutes=5)
 
@@ -82,14 +164,18 @@ ADD_ERRORS = [
     (["bad", "always_succeed", "interval", "--every", "30s", "--config", "{nope"], "config is not valid JSON"),
     (["bad", "always_succeed", "interval", "--every", "30s", "--config", "[1]"], "must be a JSON object"),
     (["bad", "always_succeed", "interval", "--schedule-value", '{"every": '], "schedule value is not valid JSON"),
-    (["bad", "sleep_for_seconds", "interval", "--every", "30s", "--config", '{"seconds": -1}'],
-     "invalid config for task 'sleep_for_seconds'"),
+    (
+        ["bad", "sleep_for_seconds", "interval", "--every", "30s", "--config", '{"seconds": -1}'],
+        "invalid config for task 'sleep_for_seconds'",
+    ),
     (["bad", "sleep_for_seconds", "interval", "--every", "30s"], "'seconds' is required"),
     (["bad", "always_succeed", "interval", "--every", "30s", "--config", '{"colour": 1}'], "unknown key(s) 'colour'"),
     (["bad", "always_succeed", "interval", "--cron", "* * * * *"], "--cron is only valid for cron schedules"),
     (["bad", "always_succeed", "interval"], "interval schedules need --every"),
-    (["bad", "always_succeed", "interval", "--every", "5m", "--schedule-value", '{"every": "5m"}'],
-     "--schedule-value cannot be combined with --every"),
+    (
+        ["bad", "always_succeed", "interval", "--every", "5m", "--schedule-value", '{"every": "5m"}'],
+        "--schedule-value cannot be combined with --every",
+    ),
     (["bad", "always_succeed", "one_time", "--run-at", "2001-01-01T00:00:00Z"], "is in the past"),
     (["bad", "always_succeed", "one_time", "--run-at", "tomorrow"], "ISO 8601"),
     (["bad", "always_succeed", "interval", "--every", "30s", "--max-attempts", "0"], "max_attempts: must be between"),
@@ -108,18 +194,25 @@ def test_add_refuses_bad_input_with_one_line_and_writes_nothing(cli, args, messa
 def test_add_refuses_a_duplicate_name(cli):
     make_job("taken")
     before = row_counts()
-    assert_error(cli("job", "add", "taken", "always_succeed", "interval", "--every", "30s"),
-                 "a job named 'taken' already exists")
+    assert_error(
+        cli("job", "add", "taken", "always_succeed", "interval", "--every", "30s"), "a job named 'taken' already exists"
+    )
     assert row_counts() == before
 
 
-@pytest.mark.parametrize("args,message", [
-    ([], "Missing argument 'NAME'"),
-    (["x", "always_succeed"], "Missing argument"),
-    (["x", "always_succeed", "weekly"], "'weekly' is not one of"),
-    (["x", "always_succeed", "interval", "--every", "1m", "--overlap-policy", "maybe"], "'maybe' is not one of"),
-    (["x", "always_succeed", "interval", "--every", "1m", "--max-attempts", "many"], "'many' is not a valid integer"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ([], "Missing argument 'NAME'"),
+        (["x", "always_succeed"], "Missing argument"),
+        (["x", "always_succeed", "weekly"], "'weekly' is not one of"),
+        (["x", "always_succeed", "interval", "--every", "1m", "--overlap-policy", "maybe"], "'maybe' is not one of"),
+        (
+            ["x", "always_succeed", "interval", "--every", "1m", "--max-attempts", "many"],
+            "'many' is not a valid integer",
+        ),
+    ],
+)
 def test_add_usage_errors_exit_2(cli, args, message):
     before = row_counts()
     assert_usage_error(cli("job", "add", *args), message)
@@ -127,6 +220,7 @@ def test_add_usage_errors_exit_2(cli, args, message):
 
 
 # --- edit ---------------------------------------------------------------------------------------
+
 
 def test_edit_changes_the_schedule_and_recomputes_the_next_run(cli):
     job = make_job("ed", schedule={"every": "1h"})
@@ -141,8 +235,22 @@ def test_edit_changes_the_schedule_and_recomputes_the_next_run(cli):
 
 def test_edit_json_prints_the_job(cli):
     job = make_job("ed")
-    doc = ok_json(cli("job", "edit", job.id, "--name", "renamed", "--schedule-type", "cron", "--cron", "0 9 * * 1-5",
-                      "--timezone", "Asia/Tokyo", "--json"))
+    doc = ok_json(
+        cli(
+            "job",
+            "edit",
+            job.id,
+            "--name",
+            "renamed",
+            "--schedule-type",
+            "cron",
+            "--cron",
+            "0 9 * * 1-5",
+            "--timezone",
+            "Asia/Tokyo",
+            "--json",
+        )
+    )
     assert doc["id"] == job.id and doc["name"] == "renamed" and doc["schedule_type"] == "cron"
     assert doc["schedule"] == {"expression": "0 9 * * 1-5"} and doc["timezone"] == "Asia/Tokyo"
     local = parse_z(doc["next_run_at"]).astimezone(__import__("zoneinfo").ZoneInfo("Asia/Tokyo"))
@@ -152,8 +260,9 @@ def test_edit_json_prints_the_job(cli):
 def test_edit_task_revalidates_the_stored_config(cli):
     job = make_job("ed", task="always_succeed", config={"message": "hi"})
     before = row_counts()
-    assert_error(cli("job", "edit", job.id, "--task", "sleep_for_seconds"),
-                 "invalid config for task 'sleep_for_seconds'")
+    assert_error(
+        cli("job", "edit", job.id, "--task", "sleep_for_seconds"), "invalid config for task 'sleep_for_seconds'"
+    )
     assert row_counts() == before and job_named("ed").task == "always_succeed"
     ok(cli("job", "edit", job.id, "--task", "always_fail"))
     assert job_named("ed").task == "always_fail"
@@ -173,16 +282,19 @@ def test_edit_disabled_cancels_queued_runs_and_enabled_resumes(cli):
     assert [e.type for e in cli_events()] == ["job_disabled", "job_updated", "job_enabled", "job_updated"]
 
 
-@pytest.mark.parametrize("args,message", [
-    (["--enabled", "--disabled"], "--enabled and --disabled cannot be used together"),
-    ([], "nothing to change"),
-    (["--cron", "0 * * * *"], "--cron is only valid for cron schedules"),
-    (["--schedule-type", "cron"], "changing the schedule type needs a new schedule value"),
-    (["--timezone", "Nowhere/Else"], "unknown timezone"),
-    (["--config", '{"seconds": 1}'], "unknown key(s) 'seconds'"),
-    (["--name", "other"], "a job named 'other' already exists"),
-    (["--every", "-5m"], "interval"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        (["--enabled", "--disabled"], "--enabled and --disabled cannot be used together"),
+        ([], "nothing to change"),
+        (["--cron", "0 * * * *"], "--cron is only valid for cron schedules"),
+        (["--schedule-type", "cron"], "changing the schedule type needs a new schedule value"),
+        (["--timezone", "Nowhere/Else"], "unknown timezone"),
+        (["--config", '{"seconds": 1}'], "unknown key(s) 'seconds'"),
+        (["--name", "other"], "a job named 'other' already exists"),
+        (["--every", "-5m"], "interval"),
+    ],
+)
 def test_edit_refuses_bad_input_and_changes_nothing(cli, args, message):
     job = make_job("ed")
     make_job("other")
@@ -200,14 +312,32 @@ def test_edit_of_a_missing_job(cli):
 
 # --- list and catalog ---------------------------------------------------------------------------
 
+
 def test_list_shows_utc_and_local_next_runs(cli):
     assert "No jobs yet" in ok(cli("job", "list"))
     make_job("a-job")
-    make_job("ny", task="generate_report", schedule_type="cron", schedule={"expression": "0 9 * * *"},
-             timezone="America/New_York")
+    make_job(
+        "ny",
+        task="generate_report",
+        schedule_type="cron",
+        schedule={"expression": "0 9 * * *"},
+        timezone="America/New_York",
+    )
     lines = ok(cli("job", "list")).splitlines()
-    assert lines[0].split() == ["ID", "NAME", "TASK", "SCHEDULE", "TIMEZONE", "ENABLED", "NEXT", "RUN", "(UTC)",
-                                "NEXT", "RUN", "(LOCAL)"]
+    assert lines[0].split() == [
+        "ID",
+        "NAME",
+        "TASK",
+        "SCHEDULE",
+        "TIMEZONE",
+        "ENABLED",
+        "NEXT",
+        "RUN",
+        "(UTC)",
+        "NEXT",
+        "RUN",
+        "(LOCAL)",
+    ]
     assert "a-job" in lines[1] and "every 1m" in lines[1]
     assert "cron 0 9 * * *" in lines[2] and "09:00:00 E" in lines[2]  # EST or EDT
     # columns line up: every row starts its NAME column at the same offset
@@ -233,6 +363,7 @@ def test_catalog_lists_every_task_with_its_config(cli):
 
 # --- preview --------------------------------------------------------------------------------------
 
+
 def test_preview_marks_the_dst_fold(cli):
     job = make_job("ny", schedule_type="cron", schedule={"expression": "30 1 * * *"}, timezone="America/New_York")
     out = ok(cli("job", "preview", job.id, "--after", "2026-10-30T12:00:00", "--count", "3"))
@@ -245,8 +376,7 @@ def test_preview_json(cli):
     job = make_job("ny", schedule_type="cron", schedule={"expression": "30 2 * * *"}, timezone="America/New_York")
     items = ok_json(cli("job", "preview", job.id, "--after", "2026-03-07T12:00:00Z", "--count", "2", "--json"))
     assert items == [
-        {"utc": "2026-03-08T07:00:00Z", "local": "2026-03-08T03:00:00-04:00",
-         "note": items[0]["note"]},
+        {"utc": "2026-03-08T07:00:00Z", "local": "2026-03-08T03:00:00-04:00", "note": items[0]["note"]},
         {"utc": "2026-03-09T06:30:00Z", "local": "2026-03-09T02:30:00-04:00", "note": None},
     ]
     assert "DST gap" in items[0]["note"]
@@ -260,6 +390,7 @@ def test_preview_errors(cli):
 
 
 # --- trigger, enable, disable, delete ---------------------------------------------------------------
+
 
 def test_trigger_creates_a_manual_execution(cli):
     job = make_job()

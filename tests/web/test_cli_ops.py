@@ -1,4 +1,5 @@
 """`flask health`, `flask prune-history`, `flask ensure-dev-user`."""
+
 from __future__ import annotations
 
 import json
@@ -9,11 +10,22 @@ from sqlalchemy import func, select
 
 from app.extensions import db as database
 from app.models import Execution, User
-from tests.web.test_cli_common import (assert_error, cli, cli_events, make_alert, make_execution,  # noqa: F401
-                                       make_heartbeat, make_job, ok, ok_json, row_counts, utcnow)
-
+from tests.web.test_cli_common import (  # noqa: F401
+    assert_error,
+    cli,
+    cli_events,
+    make_alert,
+    make_execution,
+    make_heartbeat,
+    make_job,
+    ok,
+    ok_json,
+    row_counts,
+    utcnow,
+)
 
 # --- health ---------------------------------------------------------------------------------------
+
 
 def test_health_on_an_idle_deployment(cli):
     out = ok(cli("health"))
@@ -66,6 +78,7 @@ def test_health_exits_1_when_not_ready_but_still_prints_the_report(app, cli):
 
 # --- prune-history --------------------------------------------------------------------------------
 
+
 def execution_count() -> int:
     database.session.rollback()
     return database.session.scalar(select(func.count()).select_from(Execution))
@@ -87,6 +100,7 @@ def test_prune_history_dry_run_then_for_real(cli):
 
 
 # --- ensure-dev-user ------------------------------------------------------------------------------
+
 
 def users() -> list[User]:
     database.session.rollback()

@@ -3,17 +3,19 @@
 Each demo must pass on a healthy engine, print what it proved, clean up after itself, leave the
 operator's own jobs alone, and exit 1 with one line on stderr when its claim does not hold.
 """
+
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
 
+from app.clock import utcnow
 from app.extensions import db
 from app.models import Alert, Event, Execution, Heartbeat, Job
-from app.services import scheduler as scheduler_service
+from app.services.engine import scheduler as scheduler_service
 from tests.factories import make_due_job
 
 pytestmark = pytest.mark.timeout(120)
@@ -48,8 +50,11 @@ def test_single_fire_races_real_processes_and_each_occurrence_runs_once(app, bac
     assert "4 jobs, 12 occurrences due" in out
     assert re.search(r"3 schedulers ticking at once created \d+ \+ \d+ \+ \d+ = 12 executions", out), out
     assert "creates nothing: the unique (job, scheduled_for) key" in out
-    assert re.search(r"3 workers racing claimed \d+ \+ \d+ \+ \d+ = 12; every one of the 12 executions "
-                     r"succeeded with exactly one attempt", out), out
+    assert re.search(
+        r"3 workers racing claimed \d+ \+ \d+ \+ \d+ = 12; every one of the 12 executions "
+        r"succeeded with exactly one attempt",
+        out,
+    ), out
     assert out.rstrip().endswith("each execution ran exactly once.")
     assert_cleaned_up()
     # The demo's writes are in the audit trail like any operator's.
@@ -58,12 +63,13 @@ def test_single_fire_races_real_processes_and_each_occurrence_runs_once(app, bac
 
 
 def test_misfire_demo_shows_each_policy_without_touching_other_jobs(app, cli):
-    overdue = make_due_job(next_run_at=datetime.now(timezone.utc) - timedelta(minutes=10), name="operators-own")
+    overdue = make_due_job(next_run_at=utcnow() - timedelta(minutes=10), name="operators-own")
     out = ok(cli("demo", "misfire"))
     assert "injected clock" in out
     assert re.search(r"coalesce +1 run for the latest occurrence \(-30s\); 1 misfire event folds the other 4", out)
-    assert re.search(r"catch_up +5 runs, one per occurrence \(-4m30s -3m30s -2m30s -1m30s -30s\); 4 marked catch_up",
-                     out)
+    assert re.search(
+        r"catch_up +5 runs, one per occurrence \(-4m30s -3m30s -2m30s -1m30s -30s\); 4 marked catch_up", out
+    )
     assert re.search(r"skip +4 recorded missed, 1 run \(-30s, within the grace\)", out)
     assert "a second pass at the same instant finds nothing due" in out
     assert_cleaned_up()

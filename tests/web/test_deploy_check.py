@@ -1,23 +1,32 @@
 """`flask check-deploy [--strict]`, `flask check-heartbeat`, and the refusal to start production
 processes with the development SECRET_KEY."""
+
 from __future__ import annotations
 
 import json
 import socket
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
+from app.clock import utcnow
 from app.extensions import db as database
 from app.models import Heartbeat
 from cli.deploy import check_deployment
 from config import DEV_SECRET_KEY, InsecureSettings, load_settings, refuse_insecure_start
 
 PRODUCTION = {
-    "CRONWELL_DEBUG": False, "DEBUG": False, "WEBUI_AUTH": True, "SECRET_KEY": "s" * 48,
-    "SCHEDULER_CLI_SECRET": "cli-secret", "SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://db/cronwell",
-    "REDIS_URL": "redis://cache:6379/0", "GUNICORN_WORKERS": 4, "SECURE_COOKIES": True,
-    "METRICS_ENABLED": True, "METRICS_TOKEN": "scrape-token",
+    "CRONWELL_DEBUG": False,
+    "DEBUG": False,
+    "WEBUI_AUTH": True,
+    "SECRET_KEY": "s" * 48,
+    "SCHEDULER_CLI_SECRET": "cli-secret",
+    "SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://db/cronwell",
+    "REDIS_URL": "redis://cache:6379/0",
+    "GUNICORN_WORKERS": 4,
+    "SECURE_COOKIES": True,
+    "METRICS_ENABLED": True,
+    "METRICS_TOKEN": "scrape-token",
 }
 
 
@@ -37,21 +46,25 @@ def codes(config: dict) -> list[str]:
 
 # --- the checks (pure) ----------------------------------------------------------------------------
 
+
 def test_a_production_configuration_has_no_warnings():
     assert codes(PRODUCTION) == []
 
 
-@pytest.mark.parametrize("change, code", [
-    ({"WEBUI_AUTH": False}, "auth_off"),
-    ({"CRONWELL_DEBUG": True}, "debug_on"),
-    ({"SECRET_KEY": DEV_SECRET_KEY}, "secret_key_default"),
-    ({"SECRET_KEY": "short-but-not-default"}, "secret_key_short"),
-    ({"SCHEDULER_CLI_SECRET": None}, "cli_secret_unset"),
-    ({"SQLALCHEMY_DATABASE_URI": "sqlite:////srv/cronwell.sqlite3"}, "sqlite"),
-    ({"REDIS_URL": None}, "redis_absent"),
-    ({"SECURE_COOKIES": False}, "cookies_insecure"),
-    ({"METRICS_TOKEN": None}, "metrics_open"),
-])
+@pytest.mark.parametrize(
+    "change, code",
+    [
+        ({"WEBUI_AUTH": False}, "auth_off"),
+        ({"CRONWELL_DEBUG": True}, "debug_on"),
+        ({"SECRET_KEY": DEV_SECRET_KEY}, "secret_key_default"),
+        ({"SECRET_KEY": "short-but-not-default"}, "secret_key_short"),
+        ({"SCHEDULER_CLI_SECRET": None}, "cli_secret_unset"),
+        ({"SQLALCHEMY_DATABASE_URI": "sqlite:////srv/cronwell.sqlite3"}, "sqlite"),
+        ({"REDIS_URL": None}, "redis_absent"),
+        ({"SECURE_COOKIES": False}, "cookies_insecure"),
+        ({"METRICS_TOKEN": None}, "metrics_open"),
+    ],
+)
 def test_each_risk_is_reported_with_its_code(change, code):
     assert codes({**PRODUCTION, **change}) == [code]
 
@@ -73,6 +86,7 @@ def test_the_sqlite_warning_says_one_machine_is_fine():
 
 
 # --- the command ------------------------------------------------------------------------------------
+
 
 def test_check_deploy_warns_but_exits_0_without_strict(app, run):
     app.config.update(WEBUI_AUTH=False, SCHEDULER_CLI_SECRET=None)
@@ -111,6 +125,7 @@ def test_check_deploy_never_prints_secret_values(app, run):
 
 # --- refusing to start ------------------------------------------------------------------------------
 
+
 def test_refuse_insecure_start_only_in_production_with_the_development_key():
     refuse_insecure_start({"CRONWELL_DEBUG": True, "SECRET_KEY": DEV_SECRET_KEY})
     refuse_insecure_start({"CRONWELL_DEBUG": False, "SECRET_KEY": "x" * 40})
@@ -139,11 +154,20 @@ def test_scheduler_starts_with_a_real_key(app, run):
 
 # --- check-heartbeat ----------------------------------------------------------------------------------
 
+
 def beat(kind: str, *, host: str, age_seconds: float, process_id: str | None = None) -> None:
-    now = datetime.now(timezone.utc)
-    database.session.add(Heartbeat(id=process_id or f"{kind}-{host}-1", kind=kind, host=host, pid=1,
-                                   started_at=now - timedelta(hours=1),
-                                   last_seen=now - timedelta(seconds=age_seconds), info={}))
+    now = utcnow()
+    database.session.add(
+        Heartbeat(
+            id=process_id or f"{kind}-{host}-1",
+            kind=kind,
+            host=host,
+            pid=1,
+            started_at=now - timedelta(hours=1),
+            last_seen=now - timedelta(seconds=age_seconds),
+            info={},
+        )
+    )
     database.session.commit()
 
 

@@ -4,13 +4,14 @@ without Docker: every service, command, healthcheck and environment variable.
 The compose helpers at the top (`load_compose`, `interpolate`, `service_command`) are shared with
 tests/integration/test_smoke_processes.py, which runs the same commands as real processes.
 """
+
 from __future__ import annotations
 
 import re
 import runpy
 import shlex
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import pytest
 import yaml
@@ -92,6 +93,7 @@ def flask_commands(command: list[str]) -> list[list[str]]:
 
 # --- compose.yaml -------------------------------------------------------------------------------
 
+
 def test_compose_has_every_service_with_restart_policies_and_healthchecks():
     services = load_compose()["services"]
     assert set(services) == {"postgres", "redis", "migrate", "web", "scheduler", "worker"}
@@ -128,7 +130,10 @@ def test_start_order_is_database_then_migration_then_the_processes():
 def test_the_commands_are_the_documented_ones():
     env: dict[str, str] = {}
     assert service_command("migrate", env) == [
-        "sh", "-c", 'flask db upgrade && flask ensure-dev-user --cli-secret "$SCHEDULER_CLI_SECRET"']
+        "sh",
+        "-c",
+        'flask db upgrade && flask ensure-dev-user --cli-secret "$SCHEDULER_CLI_SECRET"',
+    ]
     assert service_command("web", env) == ["gunicorn", "--config", "gunicorn.conf.py", "wsgi:app"]
     assert service_command("scheduler", env) == ["flask", "scheduler", "run"]
     assert service_command("worker", env) == ["flask", "worker", "run", "--workers", "4"]
@@ -224,8 +229,12 @@ def test_development_compose_runs_in_development_mode():
 # --- compose.prod.yaml ---------------------------------------------------------------------------
 
 PROD_FILES = ("compose.yaml", "compose.prod.yaml")
-PROD_SECRETS = {"SECRET_KEY": "k" * 48, "SCHEDULER_CLI_SECRET": "cli-secret-value", "POSTGRES_PASSWORD": "pg-pass",
-                "METRICS_TOKEN": "metrics-token-value"}
+PROD_SECRETS = {
+    "SECRET_KEY": "k" * 48,
+    "SCHEDULER_CLI_SECRET": "cli-secret-value",
+    "POSTGRES_PASSWORD": "pg-pass",
+    "METRICS_TOKEN": "metrics-token-value",
+}
 
 
 def test_production_override_sets_debug_off_secure_cookies_and_json_logs():
@@ -253,7 +262,7 @@ def test_secrets_use_the_required_form_in_every_production_service():
     for name in APP_SERVICES:
         env = override[name]["environment"]
         for variable in ("SECRET_KEY", "SCHEDULER_CLI_SECRET"):
-            assert re.fullmatch(r"\$\{%s:\?.+\}" % variable, env[variable]), (name, variable)
+            assert re.fullmatch(r"\$\{" + variable + r":\?.+\}", env[variable]), (name, variable)
     assert override["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
 
 
@@ -273,6 +282,7 @@ def test_production_containers_are_hardened():
 
 
 # --- Dockerfile and .dockerignore ----------------------------------------------------------------
+
 
 def _dockerfile() -> list[str]:
     lines, pending = [], ""
@@ -310,6 +320,7 @@ def test_dockerignore_keeps_secrets_and_local_state_out_of_the_image():
 
 
 # --- gunicorn.conf.py -------------------------------------------------------------------------------
+
 
 def test_gunicorn_config_reads_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("PROMETHEUS_MULTIPROC_DIR", str(tmp_path))  # never leak into this process

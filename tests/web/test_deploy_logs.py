@@ -1,5 +1,6 @@
 """Structured logs: one JSON object per line with an event, text for people, secrets masked, and
 gunicorn's logs through the same formatters."""
+
 from __future__ import annotations
 
 import io
@@ -12,13 +13,16 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.logs import (MASK, GunicornLogger, Redactor, configure_logging, line_logger, make_formatter,
-                      secret_values)
+from app.logs import MASK, GunicornLogger, Redactor, configure_logging, line_logger, make_formatter, secret_values
 
-SECRETS = {"SECRET_KEY": "sk-0123456789abcdef", "SCHEDULER_CLI_SECRET": "cli-secret-xyz",
-           "METRICS_TOKEN": "metrics-token-42", "DEV_ADMIN_PASSWORD": "first admin words",
-           "DATABASE_URL": "postgresql://cronwell:db-pass-77@db:5432/cronwell",
-           "REDIS_URL": "redis://:redis-pass-88@cache:6379/0"}
+SECRETS = {
+    "SECRET_KEY": "sk-0123456789abcdef",
+    "SCHEDULER_CLI_SECRET": "cli-secret-xyz",
+    "METRICS_TOKEN": "metrics-token-42",
+    "DEV_ADMIN_PASSWORD": "first admin words",
+    "DATABASE_URL": "postgresql://cronwell:db-pass-77@db:5432/cronwell",
+    "REDIS_URL": "redis://:redis-pass-88@cache:6379/0",
+}
 
 
 def capture(fmt: str = "json", secrets=None) -> tuple[logging.Logger, io.StringIO]:
@@ -40,14 +44,26 @@ def lines(stream: io.StringIO) -> list[dict]:
 
 def test_json_is_one_object_per_line_with_the_standard_fields():
     logger, stream = capture()
-    logger.info("execution finished", extra={"event": "execution_finished", "execution_id": 7, "job_id": 3,
-                                             "worker_id": "worker-a-1", "status": "succeeded"})
+    logger.info(
+        "execution finished",
+        extra={
+            "event": "execution_finished",
+            "execution_id": 7,
+            "job_id": 3,
+            "worker_id": "worker-a-1",
+            "status": "succeeded",
+        },
+    )
     logger.warning("multi\nline message")
     first, second = lines(stream)
     assert set(first) >= {"time", "level", "logger", "message", "pid", "event"}
     assert first["time"].endswith("Z") and "T" in first["time"]
     assert (first["event"], first["execution_id"], first["job_id"], first["worker_id"]) == (
-        "execution_finished", 7, 3, "worker-a-1")
+        "execution_finished",
+        7,
+        3,
+        "worker-a-1",
+    )
     assert second["event"] == "log" and second["message"] == "multi\nline message"
 
 
@@ -63,25 +79,47 @@ def test_exceptions_stay_inside_the_json_line():
 
 def test_secret_values_come_from_the_settings_and_url_passwords():
     found = secret_values(SECRETS)
-    assert set(found) == {"sk-0123456789abcdef", "cli-secret-xyz", "metrics-token-42", "first admin words",
-                          "db-pass-77", "redis-pass-88"}
+    assert set(found) == {
+        "sk-0123456789abcdef",
+        "cli-secret-xyz",
+        "metrics-token-42",
+        "first admin words",
+        "db-pass-77",
+        "redis-pass-88",
+    }
     assert secret_values({"SECRET_KEY": "abc"}) == []  # too short to mask safely
 
 
 @pytest.mark.parametrize("fmt", ["json", "text"])
 def test_secrets_never_reach_the_output(fmt):
     logger, stream = capture(fmt, secret_values(SECRETS))
-    logger.info("connecting to %s with key %s", SECRETS["DATABASE_URL"], SECRETS["SECRET_KEY"],
-                extra={"event": "x", "cli_secret": "anything", "password": "hunter2hunter2",
-                       "payload": {"token": "t0k3n-value", "note": f"used {SECRETS['METRICS_TOKEN']}"},
-                       "url": "https://user:inline-pass@example.test/path"})
+    logger.info(
+        "connecting to %s with key %s",
+        SECRETS["DATABASE_URL"],
+        SECRETS["SECRET_KEY"],
+        extra={
+            "event": "x",
+            "cli_secret": "anything",
+            "password": "hunter2hunter2",
+            "payload": {"token": "t0k3n-value", "note": f"used {SECRETS['METRICS_TOKEN']}"},
+            "url": "https://user:inline-pass@example.test/path",
+        },
+    )
     try:
         raise RuntimeError(f"auth failed for {SECRETS['SCHEDULER_CLI_SECRET']}")
     except RuntimeError:
         logger.exception("boom")
     output = stream.getvalue()
-    for secret in ("sk-0123456789abcdef", "db-pass-77", "anything", "hunter2hunter2", "t0k3n-value",
-                   "metrics-token-42", "inline-pass", "cli-secret-xyz"):
+    for secret in (
+        "sk-0123456789abcdef",
+        "db-pass-77",
+        "anything",
+        "hunter2hunter2",
+        "t0k3n-value",
+        "metrics-token-42",
+        "inline-pass",
+        "cli-secret-xyz",
+    ):
         assert secret not in output, (secret, output)
     assert MASK in output and "postgresql://cronwell:***@db:5432/cronwell" in output
 
@@ -121,12 +159,20 @@ def test_status_lines_of_the_long_running_commands_become_named_events(app, caps
     monkeypatch.setattr(logging, "getLogger", lambda name=None: logger)
     with app.app_context():
         echo = status_echo("worker", "worker-h-1")
-    for line in ("worker worker-h-1 started (4 slots, queues all)", "worker claimed=3 succeeded=2",
-                 "worker worker-h-1 stopped", "worker metrics on http://127.0.0.1:9102/metrics port=9102"):
+    for line in (
+        "worker worker-h-1 started (4 slots, queues all)",
+        "worker claimed=3 succeeded=2",
+        "worker worker-h-1 stopped",
+        "worker metrics on http://127.0.0.1:9102/metrics port=9102",
+    ):
         echo(line)
     events = [(r["event"], r["worker_id"]) for r in lines(stream)]
-    assert events == [("worker_started", "worker-h-1"), ("worker_summary", "worker-h-1"),
-                      ("worker_stopped", "worker-h-1"), ("worker_metrics", "worker-h-1")]
+    assert events == [
+        ("worker_started", "worker-h-1"),
+        ("worker_summary", "worker-h-1"),
+        ("worker_stopped", "worker-h-1"),
+        ("worker_metrics", "worker-h-1"),
+    ]
     assert capsys.readouterr().out == ""  # nothing free-form on stdout
     app.config["LOG_FORMAT"] = "text"
     with app.app_context():
@@ -154,21 +200,42 @@ def test_json_mode_routes_warnings_and_uncaught_exceptions_into_the_log(monkeypa
 
 def test_gunicorn_access_log_is_one_structured_record_per_request(monkeypatch):
     monkeypatch.setenv("LOG_FORMAT", "json")
-    cfg = SimpleNamespace(loglevel="info", errorlog="-", accesslog="-", capture_output=False, syslog=False,
-                          logconfig_dict={}, logconfig_json=None, logconfig=None,
-                          disable_redirect_access_to_syslog=False, user=0, group=0)
+    cfg = SimpleNamespace(
+        loglevel="info",
+        errorlog="-",
+        accesslog="-",
+        capture_output=False,
+        syslog=False,
+        logconfig_dict={},
+        logconfig_json=None,
+        logconfig=None,
+        disable_redirect_access_to_syslog=False,
+        user=0,
+        group=0,
+    )
     glog = GunicornLogger(cfg)
     stream = io.StringIO()
     for handler in glog.access_log.handlers:
         handler.setStream(stream)
     response = SimpleNamespace(status="200 OK", sent=512, headers={})
-    environ = {"REQUEST_METHOD": "GET", "PATH_INFO": "/jobs/", "QUERY_STRING": "token=never-logged",
-               "REMOTE_ADDR": "10.0.0.5", "HTTP_AUTHORIZATION": "Bearer never-logged", "RAW_URI": "/jobs/?token=x",
-               "SERVER_PROTOCOL": "HTTP/1.1"}
+    environ = {
+        "REQUEST_METHOD": "GET",
+        "PATH_INFO": "/jobs/",
+        "QUERY_STRING": "token=never-logged",
+        "REMOTE_ADDR": "10.0.0.5",
+        "HTTP_AUTHORIZATION": "Bearer never-logged",
+        "RAW_URI": "/jobs/?token=x",
+        "SERVER_PROTOCOL": "HTTP/1.1",
+    }
     glog.access(response, SimpleNamespace(headers=[]), environ, timedelta(milliseconds=12.5))
     [record] = lines(stream)
     assert record["event"] == "http_request" and record["logger"] == "gunicorn.access"
     assert (record["method"], record["path"], record["status"], record["bytes"], record["remote"]) == (
-        "GET", "/jobs/", 200, 512, "10.0.0.5")
+        "GET",
+        "/jobs/",
+        200,
+        512,
+        "10.0.0.5",
+    )
     assert record["duration_ms"] == 12.5
     assert "never-logged" not in stream.getvalue()

@@ -1,21 +1,23 @@
 """Prometheus metrics: the web's /metrics (gating, content, multiprocess under gunicorn) and what
 the scheduler tick and the worker record."""
+
 from __future__ import annotations
 
 import subprocess
 import sys
 import textwrap
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from types import SimpleNamespace
 
 import pytest
 from prometheus_client import REGISTRY
 
 from app import metrics
+from app.clock import utcnow
 from app.extensions import db
-from app.services import jobs
-from app.services.scheduler import Scheduler
-from app.services.worker import Worker
+from app.services.engine.scheduler import Scheduler
+from app.services.engine.worker import Worker
+from app.services.use_cases import jobs
 from tests.factories import make_due_job, make_job
 from tests.helpers.processes import PROJECT_ROOT
 
@@ -23,7 +25,7 @@ TOKEN = "scrape-token-0123456789"
 
 
 def now() -> datetime:
-    return datetime.now(timezone.utc)
+    return utcnow()
 
 
 def sample(name: str, **labels) -> float:
@@ -59,6 +61,7 @@ def values(text: str) -> dict[str, float]:
 
 # --- gating -----------------------------------------------------------------------------------------
 
+
 def test_metrics_are_off_by_default(client):
     assert client.get("/metrics").status_code == 404
 
@@ -80,6 +83,7 @@ def test_without_a_token_metrics_are_open(app, client):
 
 # --- what the web serves ----------------------------------------------------------------------------
 
+
 def test_web_metrics_count_requests_by_route_and_read_the_queue(app, client):
     app.config.update(METRICS_ENABLED=True, METRICS_TOKEN=TOKEN)
     job = make_job(now=now())
@@ -92,7 +96,7 @@ def test_web_metrics_count_requests_by_route_and_read_the_queue(app, client):
     found = values(body)
     key = 'cronwell_http_requests_total{endpoint="/healthz",method="GET",status="200"}'
     assert found[key] == before + 1
-    assert any(k.startswith("cronwell_http_requests_total{endpoint=\"unmatched\"") for k in found)
+    assert any(k.startswith('cronwell_http_requests_total{endpoint="unmatched"') for k in found)
     assert 'cronwell_http_request_duration_seconds_bucket{endpoint="/healthz",le="0.005",method="GET"}' in found
     assert found["cronwell_queue_depth"] == 2
     assert found["cronwell_executions_in_flight"] == 0
@@ -138,8 +142,9 @@ def test_gunicorn_workers_are_summed_through_the_multiprocess_directory(tmp_path
             sys.stdout.write(body.decode())
     """)
     env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
-    result = subprocess.run([sys.executable, "-c", script], cwd=PROJECT_ROOT, env=env, capture_output=True,
-                            text=True, timeout=60)
+    result = subprocess.run(
+        [sys.executable, "-c", script], cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert result.returncode == 0, result.stderr
     found = values(result.stdout)
     assert found['cronwell_http_requests_total{endpoint="/a",method="GET",status="200"}'] == 2
@@ -147,6 +152,7 @@ def test_gunicorn_workers_are_summed_through_the_multiprocess_directory(tmp_path
 
 
 # --- what the scheduler and worker record ------------------------------------------------------------
+
 
 def test_a_tick_records_its_duration_and_what_it_created(app):
     start = now().replace(microsecond=0)
@@ -198,8 +204,9 @@ def test_the_worker_records_outcomes_retries_dead_letters_durations_and_fork_tim
     assert sample("cronwell_executions_finished_total", status="failed") == before["failed"] + 1
     assert sample("cronwell_retries_scheduled_total", source="worker") == before["retries"] + 1
     assert sample("cronwell_dead_letters_total", status="failed") == before["dead"] + 1
-    tasks = (sample("cronwell_task_duration_seconds_count", status="failed")
-             + sample("cronwell_task_duration_seconds_count", status="succeeded"))
+    tasks = sample("cronwell_task_duration_seconds_count", status="failed") + sample(
+        "cronwell_task_duration_seconds_count", status="succeeded"
+    )
     assert tasks == before["tasks"] + 3
     assert sample("cronwell_executor_fork_seconds_count") == before["forks"] + 3
     assert sample("cronwell_worker_claim_batch_size_count") >= before["claims"] + 2

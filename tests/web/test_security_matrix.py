@@ -7,6 +7,7 @@ rotation on sign-in, open-redirect attempts on `next=`, login rate limiting shar
 gunicorn worker processes through Redis, no secret in logs or error pages, and no traceback on
 a page with DEBUG off.
 """
+
 from __future__ import annotations
 
 import json
@@ -51,8 +52,9 @@ class Row:
     operator: bool = False
 
 
-def row(methods: str, anon_get: str, user_get: str, anon_post: str = NOT_ALLOWED, user_post: str = NOT_ALLOWED,
-        **flags) -> Row:
+def row(
+    methods: str, anon_get: str, user_get: str, anon_post: str = NOT_ALLOWED, user_post: str = NOT_ALLOWED, **flags
+) -> Row:
     return Row(frozenset(methods.split(",")), anon_get, user_get, anon_post, user_post, **flags)
 
 
@@ -103,8 +105,13 @@ def world(app) -> dict:
     alert = make_alert(job, execution)
     make_user("matrix-operator", role="operator")
     make_user("matrix-viewer", role="viewer")
-    return {"job_id": job.id, "execution_id": execution.id, "alert_id": alert.id, "name": "summary",
-            "filename": "vendor/htmx.min.js"}
+    return {
+        "job_id": job.id,
+        "execution_id": execution.id,
+        "alert_id": alert.id,
+        "name": "summary",
+        "filename": "vendor/htmx.min.js",
+    }
 
 
 def url_for_rule(rule, world: dict) -> str:
@@ -171,6 +178,7 @@ def test_every_route_for_every_kind_of_visitor(app, world, public_read):
 
 # --- CSRF ----------------------------------------------------------------------------------------
 
+
 def post_routes(app, world) -> list[str]:
     return sorted(url_for_rule(rule, world) for rule in app.url_map.iter_rules() if "POST" in rule.methods)
 
@@ -185,8 +193,9 @@ def test_every_post_needs_the_csrf_token_forms_and_htmx(app, world, who):
             "no token": client.post(url, {}, csrf=False),
             "HTMX without header": client.post(url, {}, csrf=False, htmx=True),
             "foreign token": client.request("POST", url, data={"csrf_token": foreign_token}),
-            "foreign HTMX header": client.request("POST", url, headers={"HX-Request": "true",
-                                                                        "X-CSRFToken": foreign_token}),
+            "foreign HTMX header": client.request(
+                "POST", url, headers={"HX-Request": "true", "X-CSRFToken": foreign_token}
+            ),
             "garbage token": client.request("POST", url, data={"csrf_token": "x" * 40}),
         }
         for case, response in cases.items():
@@ -198,6 +207,7 @@ def test_every_post_needs_the_csrf_token_forms_and_htmx(app, world, who):
 
 
 # --- sign-in: session rotation and open redirects -----------------------------------------------
+
 
 def test_sign_in_rotates_the_session_and_a_planted_cookie_stays_anonymous(app, world):
     client = WebClient(app)
@@ -216,12 +226,31 @@ def test_sign_in_rotates_the_session_and_a_planted_cookie_stays_anonymous(app, w
     assert classify(client.get("/dashboard/")) == SIGN_IN
 
 
-OFF_SITE = ["https://evil.example/", "//evil.example/", "///evil.example/", "/\\evil.example", "\\/evil.example",
-            "\\\\evil.example", "javascript:alert(1)", "data:text/html,<script>alert(1)</script>", "http:/evil.example",
-            "https:evil.example", "/\t/evil.example", "/\n/evil.example", " //evil.example", "\x00//evil.example",
-            "//evil.example@localhost/", "//localhost@evil.example/", "http://localhost@evil.example/",
-            "%2F%2Fevil.example", "/%5Cevil.example", "//%65vil.example", "〱evil.example", "/ /evil.example",
-            "//" + "a" * 3000]
+OFF_SITE = [
+    "https://evil.example/",
+    "//evil.example/",
+    "///evil.example/",
+    "/\\evil.example",
+    "\\/evil.example",
+    "\\\\evil.example",
+    "javascript:alert(1)",
+    "data:text/html,<script>alert(1)</script>",
+    "http:/evil.example",
+    "https:evil.example",
+    "/\t/evil.example",
+    "/\n/evil.example",
+    " //evil.example",
+    "\x00//evil.example",
+    "//evil.example@localhost/",
+    "//localhost@evil.example/",
+    "http://localhost@evil.example/",
+    "%2F%2Fevil.example",
+    "/%5Cevil.example",
+    "//%65vil.example",
+    "〱evil.example",
+    "/ /evil.example",
+    "//" + "a" * 3000,
+]
 
 
 def assert_same_site(location: str) -> None:
@@ -243,8 +272,9 @@ def test_next_never_leads_off_site(app, world, target):
 
 
 def test_the_next_built_for_an_anonymous_htmx_request_stays_on_site(app, world):
-    response = WebClient(app).get("/dashboard/panels/summary", htmx=True,
-                                  headers={"HX-Current-URL": "https://evil.example//evil.example/x"})
+    response = WebClient(app).get(
+        "/dashboard/panels/summary", htmx=True, headers={"HX-Current-URL": "https://evil.example//evil.example/x"}
+    )
     assert response.status_code == 401
     body = response.get_data(as_text=True)
     assert "evil.example" not in body
@@ -281,8 +311,12 @@ def test_debug_off_error_pages_show_no_traceback_or_secret(app_env, capfd, monke
 # --- two gunicorn workers sharing Redis ----------------------------------------------------------
 
 REDIS_URL = os.environ.get("CRONWELL_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
-SECRETS = {"SECRET_KEY": SECRET_KEY, "SCHEDULER_CLI_SECRET": "matrix-cli-secret-value",
-           "METRICS_TOKEN": "matrix-metrics-token-value", "DEV_ADMIN_PASSWORD": "matrix dev admin password"}
+SECRETS = {
+    "SECRET_KEY": SECRET_KEY,
+    "SCHEDULER_CLI_SECRET": "matrix-cli-secret-value",
+    "METRICS_TOKEN": "matrix-metrics-token-value",
+    "DEV_ADMIN_PASSWORD": "matrix dev admin password",
+}
 LIMIT = 5
 PASSWORD = "matrix-user-password-1"
 
@@ -290,9 +324,9 @@ PASSWORD = "matrix-user-password-1"
 @pytest.fixture
 def gunicorn(app_env, backend, tmp_path):
     """gunicorn -w 2 on a free port, on the test's database, sharing the local Redis."""
-    from tests.integration.test_smoke_processes import free_port, require_redis
-    from tests.helpers.processes import PROJECT_ROOT, descendants_of, wait_for
     from tests.faults.scenario import http_get
+    from tests.helpers.processes import PROJECT_ROOT, descendants_of, wait_for
+    from tests.integration.test_smoke_processes import free_port, require_redis
 
     if backend != "sqlite":
         pytest.skip("one backend is enough for the process test")
@@ -302,19 +336,39 @@ def gunicorn(app_env, backend, tmp_path):
     env.update(app_env)
     env.update(SECRETS)
     prefix = f"cronwell-matrix-{uuid.uuid4().hex}:"
-    env.update({"DEBUG": "0", "LOG_FORMAT": "json", "LOG_LEVEL": "INFO", "REDIS_URL": REDIS_URL,
-                "CACHE_KEY_PREFIX": prefix, "GUNICORN_BIND": f"127.0.0.1:{port}",
-                "GUNICORN_WORKERS": "2", "GUNICORN_THREADS": "2", "LOGIN_RATE_LIMIT_ATTEMPTS": str(LIMIT),
-                "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus"), "PYTHONUNBUFFERED": "1"})
+    env.update(
+        {
+            "DEBUG": "0",
+            "LOG_FORMAT": "json",
+            "LOG_LEVEL": "INFO",
+            "REDIS_URL": REDIS_URL,
+            "CACHE_KEY_PREFIX": prefix,
+            "GUNICORN_BIND": f"127.0.0.1:{port}",
+            "GUNICORN_WORKERS": "2",
+            "GUNICORN_THREADS": "2",
+            "LOGIN_RATE_LIMIT_ATTEMPTS": str(LIMIT),
+            "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "prometheus"),
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     log_path = tmp_path / "gunicorn.log"
     with open(log_path, "wb") as log:
-        process = subprocess.Popen([sys.executable, "-m", "gunicorn", "--config", "gunicorn.conf.py", "wsgi:app"],
-                                   cwd=PROJECT_ROOT, env=env, stdin=subprocess.DEVNULL, stdout=log,
-                                   stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "--config", "gunicorn.conf.py", "wsgi:app"],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
     base = f"http://127.0.0.1:{port}"
     try:
-        wait_for(lambda: process.poll() is None and http_get(f"{base}/healthz")[0] == 200, within=60, interval=0.2,
-                 what=lambda: f"gunicorn to answer\n{log_path.read_text(errors='replace')[-3000:]}")
+        wait_for(
+            lambda: process.poll() is None and http_get(f"{base}/healthz")[0] == 200,
+            within=60,
+            interval=0.2,
+            what=lambda: f"gunicorn to answer\n{log_path.read_text(errors='replace')[-3000:]}",
+        )
         wait_for(lambda: len(descendants_of(process.pid)) >= 2, within=30, what="two gunicorn workers")
 
         def both_workers_answer() -> bool:
@@ -372,8 +426,10 @@ def test_login_rate_limit_holds_across_two_gunicorn_workers(app, gunicorn):
         thread.join(60)
     checked, refused = statuses.count(400), statuses.count(429)
     login_pids = answering_pids(log_path, "/auth/login", "POST")
-    print(f"\n[rate limit] {len(statuses)} concurrent wrong guesses: {checked} checked, {refused} refused; "
-          f"answered by worker pids {sorted(login_pids)}")
+    print(
+        f"\n[rate limit] {len(statuses)} concurrent wrong guesses: {checked} checked, {refused} refused; "
+        f"answered by worker pids {sorted(login_pids)}"
+    )
     assert len(statuses) == 4 * LIMIT and sorted(set(statuses)) == [400, 429], statuses
     assert len(login_pids) >= 2, "only one gunicorn worker took sign-in attempts; the test proved nothing"
     # One counter for both processes: every attempt, whichever worker took it, counted in Redis.

@@ -1,4 +1,5 @@
 """Access rules of SPEC section 9: what anonymous visitors, viewers and operators may see and do."""
+
 from __future__ import annotations
 
 import pytest
@@ -114,9 +115,12 @@ def test_anonymous_posts_change_nothing(app, seeded):
     job, execution, alert = seeded
     client = WebClient(app)
     attempts = [
-        (f"/jobs/{job.id}/disable", {}), (f"/jobs/{job.id}/trigger", {}),
-        (f"/jobs/{job.id}/delete", {"confirm_name": job.name}), (f"/executions/{execution.id}/retry", {}),
-        (f"/alerts/{alert.id}/resolve", {}), ("/alerts/resolve", {"alert_ids": str(alert.id)}),
+        (f"/jobs/{job.id}/disable", {}),
+        (f"/jobs/{job.id}/trigger", {}),
+        (f"/jobs/{job.id}/delete", {"confirm_name": job.name}),
+        (f"/executions/{execution.id}/retry", {}),
+        (f"/alerts/{alert.id}/resolve", {}),
+        ("/alerts/resolve", {"alert_ids": str(alert.id)}),
         ("/jobs/new", {"name": "sneaky", "task": "always_succeed", "schedule_type": "interval", "every": "5m"}),
     ]
     for url, data in attempts:

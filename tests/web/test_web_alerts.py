@@ -1,4 +1,5 @@
 """Alerts page: open and all alerts, dead letters, resolve one, bulk resolve, HTMX resolve."""
+
 from __future__ import annotations
 
 import pytest
@@ -45,18 +46,22 @@ def test_resolve_one(app, operator):
 
 def test_bulk_resolve_selected(app, operator):
     a, b, c = make_alert(), make_alert(), make_alert()
-    response = operator.client.post("/alerts/resolve", data={"alert_ids": [str(a.id), str(c.id)],
-                                                             "csrf_token": operator.csrf_token()})
+    response = operator.client.post(
+        "/alerts/resolve", data={"alert_ids": [str(a.id), str(c.id)], "csrf_token": operator.csrf_token()}
+    )
     assert response.status_code == 303
     assert _open_ids() == {b.id}
     assert "2 alert(s) resolved." in operator.get("/alerts/").get_data(as_text=True)
 
 
-@pytest.mark.parametrize("data,message", [
-    ({}, "select at least one alert"),
-    ({"alert_ids": "999"}, "does not exist"),
-    ({"alert_ids": "abc"}, "not alert ids"),
-])
+@pytest.mark.parametrize(
+    "data,message",
+    [
+        ({}, "select at least one alert"),
+        ({"alert_ids": "999"}, "does not exist"),
+        ({"alert_ids": "abc"}, "not alert ids"),
+    ],
+)
 def test_bulk_resolve_bad_input_is_explained(app, operator, data, message):
     alert = make_alert()
     response = operator.post("/alerts/resolve", data)

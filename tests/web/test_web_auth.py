@@ -1,4 +1,5 @@
 """Sign in and sign out: credentials, session rotation, safe `next=`, CSRF and rate limiting."""
+
 from __future__ import annotations
 
 import pytest
@@ -28,8 +29,9 @@ def test_sign_in_form_renders_with_labels(app):
     assert '<label for="password">Password</label>' in body
 
 
-@pytest.mark.parametrize("username,password", [("alice", "wrong"), ("nobody", "right-password"), ("", ""),
-                                               ("alice", "x" * 5000)])
+@pytest.mark.parametrize(
+    "username,password", [("alice", "wrong"), ("nobody", "right-password"), ("", ""), ("alice", "x" * 5000)]
+)
 def test_bad_credentials_are_refused_inline(app, user, username, password):
     client = WebClient(app)
     response = client.login(username, password)
@@ -96,10 +98,22 @@ def test_next_on_this_site_is_followed(app, user, target):
     assert response.headers["Location"] == target
 
 
-@pytest.mark.parametrize("target", [
-    "https://evil.example/", "//evil.example/path", "/\\evil.example", "\\\\evil.example", "javascript:alert(1)",
-    "http:/evil.example", "/\x00/evil", "/\t/evil.example", "evil.example", " //evil.example", "%2F%2Fevil.example",
-])
+@pytest.mark.parametrize(
+    "target",
+    [
+        "https://evil.example/",
+        "//evil.example/path",
+        "/\\evil.example",
+        "\\\\evil.example",
+        "javascript:alert(1)",
+        "http:/evil.example",
+        "/\x00/evil",
+        "/\t/evil.example",
+        "evil.example",
+        " //evil.example",
+        "%2F%2Fevil.example",
+    ],
+)
 def test_next_off_site_is_ignored(app, user, target):
     response = WebClient(app).login("alice", "right-password", next_url=target)
     assert response.status_code == 302
@@ -137,8 +151,9 @@ def test_rate_limit_is_per_username_across_addresses(app, user):
     client_a, client_b = WebClient(app), WebClient(app)
     client_a.post("/auth/login", {"username": "alice", "password": "x"}, environ_base={"REMOTE_ADDR": "10.0.0.1"})
     client_b.post("/auth/login", {"username": "alice", "password": "x"}, environ_base={"REMOTE_ADDR": "10.0.0.2"})
-    third = WebClient(app).post("/auth/login", {"username": "alice", "password": "right-password"},
-                                environ_base={"REMOTE_ADDR": "10.0.0.3"})
+    third = WebClient(app).post(
+        "/auth/login", {"username": "alice", "password": "right-password"}, environ_base={"REMOTE_ADDR": "10.0.0.3"}
+    )
     assert third.status_code == 429
     other_user = make_user("carol", "pw-carol")
     assert WebClient(app).login(other_user.username, "pw-carol").status_code == 302

@@ -1,10 +1,12 @@
 """Dashboard and health page: panels, polling fragments, heartbeats, the first 25 jobs."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
 import pytest
 
+from app.clock import utcnow
 from app.extensions import db
 from app.models import Heartbeat
 from tests.web.webtools import make_alert, make_execution, make_job, signed_in_client
@@ -18,9 +20,18 @@ def client(app):
 
 
 def _beat(kind: str, process_id: str, seconds_ago: float) -> None:
-    now = datetime.now(timezone.utc)
-    db.session.add(Heartbeat(id=process_id, kind=kind, host="host-1", pid=123, started_at=now - timedelta(hours=1),
-                             last_seen=now - timedelta(seconds=seconds_ago), info={}))
+    now = utcnow()
+    db.session.add(
+        Heartbeat(
+            id=process_id,
+            kind=kind,
+            host="host-1",
+            pid=123,
+            started_at=now - timedelta(hours=1),
+            last_seen=now - timedelta(seconds=seconds_ago),
+            info={},
+        )
+    )
     db.session.commit()
 
 

@@ -1,8 +1,10 @@
 """Execution pages: list with filters and pagination, detail with attempts and output, retry, cancel."""
+
 from __future__ import annotations
 
 import pytest
 
+from app.clock import utcnow
 from app.extensions import db
 from app.models import Execution
 from tests.web.test_web_jobs import rows
@@ -42,12 +44,15 @@ def test_filters_by_status_and_job_and_keeps_them_in_page_links(app):
     assert rows(client.get(f"/executions/?job={b.id}").get_data(as_text=True)) == 1
 
 
-@pytest.mark.parametrize("query,message", [
-    ("status=exploded", "must be one of"),
-    ("job=abc", "whole number"),
-    ("job=999", "does not exist"),
-    ("job=99999999999999999999999", "whole number"),
-])
+@pytest.mark.parametrize(
+    "query,message",
+    [
+        ("status=exploded", "must be one of"),
+        ("job=abc", "whole number"),
+        ("job=999", "does not exist"),
+        ("job=99999999999999999999999", "whole number"),
+    ],
+)
 def test_bad_filters_are_explained_not_500(app, query, message):
     response = WebClient(app).get(f"/executions/?{query}")
     assert response.status_code == 400
@@ -76,7 +81,7 @@ def test_in_flight_detail_polls_and_htmx_gets_the_fragment(app):
     page = client.get(f"/executions/{execution.id}").get_data(as_text=True)
     assert 'hx-trigger="every 2s, cronwell:resume"' in page and "data-poll" in page
     fragment = client.get(f"/executions/{execution.id}", htmx=True).get_data(as_text=True)
-    assert fragment.lstrip().startswith("<div id=\"execution-body\"") and "<html" not in fragment
+    assert fragment.lstrip().startswith('<div id="execution-body"') and "<html" not in fragment
 
 
 def test_missing_execution_is_404(app):
@@ -130,15 +135,15 @@ def test_actions_on_missing_execution_do_not_500(app, operator):
 
 
 def test_list_counts_stop_at_the_cap_and_say_more_than(app, monkeypatch):
+
+    from app.services.use_cases import jobs as job_service
     from app.web import pagination
-    from app.services import jobs as job_service
     from tests.factories import make_job
-    from datetime import datetime, timezone
 
     monkeypatch.setattr(pagination, "COUNT_CAP", 3)
-    job = make_job(now=datetime.now(timezone.utc))
+    job = make_job(now=utcnow())
     for _ in range(5):
-        job_service.trigger_job(job.id, now=datetime.now(timezone.utc), actor="test")
+        job_service.trigger_job(job.id, now=utcnow(), actor="test")
     response = app.test_client().get("/executions/")
     assert response.status_code == 200
     assert "of more than 3" in response.get_data(as_text=True)

@@ -1,8 +1,9 @@
 """Job pages: list and pagination, detail, create/edit with inline errors, the live preview, actions."""
+
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -27,8 +28,17 @@ def operator(app):
 
 def test_job_list_paginates_at_50(app):
     for i in range(120):
-        db.session.add(Job(name=f"bulk-{i:03d}", task="always_succeed", config={}, schedule_type="cron",
-                           schedule={"expression": "0 * * * *"}, timezone="UTC", enabled=True))
+        db.session.add(
+            Job(
+                name=f"bulk-{i:03d}",
+                task="always_succeed",
+                config={},
+                schedule_type="cron",
+                schedule={"expression": "0 * * * *"},
+                timezone="UTC",
+                enabled=True,
+            )
+        )
     db.session.commit()
     client = WebClient(app)
     first = client.get("/jobs/").get_data(as_text=True)
@@ -67,36 +77,40 @@ def test_create_job(app, operator):
 
 
 def test_create_disabled_cron_job_in_a_zone(app, operator):
-    data = job_form(name="Weekdays", schedule_type="cron", every="", cron="0 9 * * 1-5",
-                    timezone="America/New_York", enabled=None)
+    data = job_form(
+        name="Weekdays", schedule_type="cron", every="", cron="0 9 * * 1-5", timezone="America/New_York", enabled=None
+    )
     assert operator.post("/jobs/new", data).status_code == 303
     job = db.session.query(Job).filter_by(name="Weekdays").one()
     assert job.enabled is False and job.timezone == "America/New_York"
     assert job.schedule == {"expression": "0 9 * * 1-5"}
 
 
-@pytest.mark.parametrize("overrides,field_text", [
-    ({"schedule_type": "cron", "cron": "61 * * * *"}, "minute"),
-    ({"schedule_type": "cron", "cron": "0 0 30 2 *"}, "never"),
-    ({"schedule_type": "cron", "cron": "0 0 * * * *"}, "5 fields"),
-    ({"schedule_type": "cron", "cron": ""}, "cron"),
-    ({"every": "five minutes"}, "interval"),
-    ({"every": ""}, "every"),
-    ({"schedule_type": "one_time", "run_at": "tomorrow"}, "ISO 8601"),
-    ({"schedule_type": "one_time", "run_at": "2001-01-01T00:00:00Z"}, "in the past"),
-    ({"timezone": "Mars/Olympus"}, "unknown timezone"),
-    ({"config": "{not json"}, "not valid JSON"),
-    ({"config": "[1, 2]"}, "JSON object"),
-    ({"task": "sleep_for_seconds", "config": '{"seconds": "soon"}'}, "seconds"),
-    ({"task": "rm -rf /"}, "Not a valid choice"),
-    ({"name": ""}, "required"),
-    ({"name": "x" * 201}, "200"),
-    ({"max_attempts": "0"}, "between 1"),
-    ({"timeout_seconds": "abc"}, "whole number"),
-    ({"queue": "Bad Queue!"}, "lower-case"),
-    ({"overlap_policy": "sometimes"}, "Not a valid choice"),
-    ({"schedule_type": "weekly"}, "Not a valid choice"),
-])
+@pytest.mark.parametrize(
+    "overrides,field_text",
+    [
+        ({"schedule_type": "cron", "cron": "61 * * * *"}, "minute"),
+        ({"schedule_type": "cron", "cron": "0 0 30 2 *"}, "never"),
+        ({"schedule_type": "cron", "cron": "0 0 * * * *"}, "5 fields"),
+        ({"schedule_type": "cron", "cron": ""}, "cron"),
+        ({"every": "five minutes"}, "interval"),
+        ({"every": ""}, "every"),
+        ({"schedule_type": "one_time", "run_at": "tomorrow"}, "ISO 8601"),
+        ({"schedule_type": "one_time", "run_at": "2001-01-01T00:00:00Z"}, "in the past"),
+        ({"timezone": "Mars/Olympus"}, "unknown timezone"),
+        ({"config": "{not json"}, "not valid JSON"),
+        ({"config": "[1, 2]"}, "JSON object"),
+        ({"task": "sleep_for_seconds", "config": '{"seconds": "soon"}'}, "seconds"),
+        ({"task": "rm -rf /"}, "Not a valid choice"),
+        ({"name": ""}, "required"),
+        ({"name": "x" * 201}, "200"),
+        ({"max_attempts": "0"}, "between 1"),
+        ({"timeout_seconds": "abc"}, "whole number"),
+        ({"queue": "Bad Queue!"}, "lower-case"),
+        ({"overlap_policy": "sometimes"}, "Not a valid choice"),
+        ({"schedule_type": "weekly"}, "Not a valid choice"),
+    ],
+)
 def test_invalid_job_input_is_shown_inline_never_500(app, operator, overrides, field_text):
     response = operator.post("/jobs/new", job_form(**overrides))
     assert response.status_code == 400
@@ -139,8 +153,9 @@ def test_edit_sends_only_changed_fields_and_keeps_interval_phase(app, operator):
 
 def test_edit_schedule_recomputes_next_run(app, operator):
     job = make_job("resched", schedule={"every": "1h"})
-    response = operator.post(f"/jobs/{job.id}/edit", job_form(name="resched", schedule_type="cron", every="",
-                                                               cron="0 3 * * *"))
+    response = operator.post(
+        f"/jobs/{job.id}/edit", job_form(name="resched", schedule_type="cron", every="", cron="0 3 * * *")
+    )
     assert response.status_code == 303
     db.session.rollback()
     job = db.session.get(Job, job.id)
@@ -168,25 +183,31 @@ def test_missing_job_pages_are_404(app, operator):
     assert operator.get("/jobs/abc").status_code == 404
 
 
-@pytest.mark.parametrize("args,expected", [
-    ("schedule_type=cron&cron=*/15+*+*+*+*", 5),
-    ("schedule_type=interval&every=90s", 5),
-    ("schedule_type=one_time&run_at=2099-01-01T00:00:00Z", 1),
-])
+@pytest.mark.parametrize(
+    "args,expected",
+    [
+        ("schedule_type=cron&cron=*/15+*+*+*+*", 5),
+        ("schedule_type=interval&every=90s", 5),
+        ("schedule_type=one_time&run_at=2099-01-01T00:00:00Z", 1),
+    ],
+)
 def test_preview_lists_next_fire_times(app, operator, args, expected):
     response = operator.get(f"/jobs/preview?{args}&timezone=UTC", htmx=True)
     assert response.status_code == 200
     assert response.get_data(as_text=True).count("<li>") == expected
 
 
-@pytest.mark.parametrize("args,message", [
-    ("schedule_type=cron&cron=61+*+*+*+*", "minute"),
-    ("schedule_type=cron&cron=", "Type a cron expression"),
-    ("schedule_type=interval&every=0s", "interval"),
-    ("schedule_type=cron&cron=*+*+*+*+*&timezone=Nowhere/Special", "unknown timezone"),
-    ("schedule_type=one_time&run_at=2001-01-01T00:00:00Z", "no future fire times"),
-    ("schedule_type=bogus", "unknown schedule type"),
-])
+@pytest.mark.parametrize(
+    "args,message",
+    [
+        ("schedule_type=cron&cron=61+*+*+*+*", "minute"),
+        ("schedule_type=cron&cron=", "Type a cron expression"),
+        ("schedule_type=interval&every=0s", "interval"),
+        ("schedule_type=cron&cron=*+*+*+*+*&timezone=Nowhere/Special", "unknown timezone"),
+        ("schedule_type=one_time&run_at=2001-01-01T00:00:00Z", "no future fire times"),
+        ("schedule_type=bogus", "unknown schedule type"),
+    ],
+)
 def test_preview_shows_the_error(app, operator, args, message):
     response = operator.get(f"/jobs/preview?{args}", htmx=True)
     assert response.status_code == 200
@@ -196,9 +217,10 @@ def test_preview_shows_the_error(app, operator, args, message):
 def test_preview_marks_dst_adjustments(app, operator, monkeypatch):
     import app.jobs.routes as routes
 
-    monkeypatch.setattr(routes, "utcnow", lambda: datetime(2027, 3, 13, 12, 0, tzinfo=timezone.utc))
-    body = operator.get("/jobs/preview?schedule_type=cron&cron=30+2+*+*+*&timezone=America/New_York",
-                        htmx=True).get_data(as_text=True)
+    monkeypatch.setattr(routes, "utcnow", lambda: datetime(2027, 3, 13, 12, 0, tzinfo=UTC))
+    body = operator.get(
+        "/jobs/preview?schedule_type=cron&cron=30+2+*+*+*&timezone=America/New_York", htmx=True
+    ).get_data(as_text=True)
     assert "2027-03-14 07:00:00 UTC" in body  # 02:30 does not exist that day: runs at 03:00 EDT
     assert 'class="dst-note"' in body
 

@@ -4,17 +4,18 @@ Status counts are exact up to COUNT_CAP rows and planner estimates above it ("ab
 count at most COUNT_CAP rows and page through them with a deferred join. The cap is lowered here
 so a few rows cross it: the rules are the same at 50,000 (bench/dashboard.py times them there).
 """
+
 from __future__ import annotations
 
 import re
 
 import pytest
-from sqlalchemy import select, text
+from sqlalchemy import text
 
 from app.extensions import db
 from app.models import Execution
-from app.services import dashboard, row_counts
-from app.services import executions as execution_service
+from app.services.read import dashboard, row_counts
+from app.services.use_cases import executions as execution_service
 from app.web import pagination
 from tests.web.webtools import WebClient, make_execution, make_job, signed_in_client
 
@@ -89,16 +90,19 @@ def test_pages_are_the_right_rows_in_order(app):
     client = WebClient(app)
     for query in (f"status=failed&job={job.id}", "status=succeeded", ""):
         status = re.search(r"status=(\w+)", query)
-        expected = list(db.session.scalars(
-            execution_service.list_query(status=status and status.group(1),
-                                         job_id=job.id if "job=" in query else None)
-            .with_only_columns(Execution.id)))
+        expected = list(
+            db.session.scalars(
+                execution_service.list_query(
+                    status=status and status.group(1), job_id=job.id if "job=" in query else None
+                ).with_only_columns(Execution.id)
+            )
+        )
         per_page = 50
         last_page = -(-len(expected) // per_page)
         for page in (1, 2, 3):
             shown = min(page, last_page)  # a page past the end shows the last one
             body = client.get(f"/executions/?{query}&page={page}").get_data(as_text=True)
-            assert _ids_in(body) == expected[(shown - 1) * per_page:shown * per_page], (query, page)
+            assert _ids_in(body) == expected[(shown - 1) * per_page : shown * per_page], (query, page)
 
 
 def test_pages_past_the_count_cap_say_so_and_show_the_last_counted_page(app, monkeypatch):
@@ -115,21 +119,26 @@ def test_pages_past_the_count_cap_say_so_and_show_the_last_counted_page(app, mon
     assert 'rel="next"' not in deep
 
 
-@pytest.mark.parametrize("filters,index", [({}, "pk_executions"), ({"job_id": 1}, "ix_executions_job_id"),
-                                           ({"status": "failed"}, "ix_executions_status_id")])
+@pytest.mark.parametrize(
+    "filters,index",
+    [({}, "pk_executions"), ({"job_id": 1}, "ix_executions_job_id"), ({"status": "failed"}, "ix_executions_status_id")],
+)
 def test_list_pages_find_their_rows_in_an_index_in_list_order(pg_app, filters, index):
     # The page's keys come from an index that holds the filter and the order (id), so OFFSET steps
     # over index entries only, and no page sorts every matching row. The planner needs a table of
     # some size (and statistics) to prefer that over a sort, as it does at a million rows; job 1
     # and the failed rows are each 2-5 % of it, like one job among many or one terminal status.
     make_job("one"), make_job("two")
-    db.session.execute(text(
-        """INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts, max_attempts,
+    db.session.execute(
+        text(
+            """INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts, max_attempts,
                                    queue, priority, exclusive, available_at, finished_at, output, error,
                                    created_at, updated_at)
            SELECT CASE WHEN g % 50 = 0 THEN 1 ELSE 2 END, now(), 'manual', 'plan-' || g, CASE WHEN g % 20 = 0 THEN 'failed' ELSE 'succeeded' END,
                   0, 3, 'default', 0, false, now(), now(), '', '', now(), now()
-           FROM generate_series(1, 20000) AS g"""))
+           FROM generate_series(1, 20000) AS g"""
+        )
+    )
     db.session.commit()
     _analyze()
     keys = execution_service.list_query(**filters).with_only_columns(Execution.id).limit(50).offset(100)

@@ -1,4 +1,5 @@
 """Security headers, cookie flags, CSRF on HTMX posts, escaping, and a CSP the pages satisfy."""
+
 from __future__ import annotations
 
 import re
@@ -13,8 +14,12 @@ XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 
 def test_security_headers_on_pages_fragments_and_json(app):
     client = signed_in_client(app)
-    for response in (client.get("/"), client.get("/dashboard/panels/summary", htmx=True), client.get("/healthz"),
-                     client.get("/no-such-page")):
+    for response in (
+        client.get("/"),
+        client.get("/dashboard/panels/summary", htmx=True),
+        client.get("/healthz"),
+        client.get("/no-such-page"),
+    ):
         csp = response.headers["Content-Security-Policy"]
         assert "script-src 'self'" in csp and "style-src 'self'" in csp
         assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
@@ -46,8 +51,19 @@ def _pages(app):
     execution = make_execution(job, "failed", output="out", error="err")
     make_alert(job, execution)
     client = signed_in_client(app)
-    urls = ["/", "/dashboard/", "/jobs/", f"/jobs/{job.id}", f"/jobs/{job.id}/edit", "/jobs/new",
-            f"/jobs/{job.id}/delete", "/executions/", f"/executions/{execution.id}", "/alerts/", "/health/"]
+    urls = [
+        "/",
+        "/dashboard/",
+        "/jobs/",
+        f"/jobs/{job.id}",
+        f"/jobs/{job.id}/edit",
+        "/jobs/new",
+        f"/jobs/{job.id}/delete",
+        "/executions/",
+        f"/executions/{execution.id}",
+        "/alerts/",
+        "/health/",
+    ]
     return client, urls
 
 
@@ -81,9 +97,18 @@ def test_user_input_is_escaped_everywhere(app):
     execution = make_execution(job, "failed", output=XSS, error=XSS)
     make_alert(job, execution, message=XSS)
     client = signed_in_client(app)
-    for url in ("/dashboard/", "/jobs/", f"/jobs/{job.id}", f"/jobs/{job.id}/edit", "/executions/",
-                f"/executions/{execution.id}", "/alerts/", "/dashboard/panels/alerts", "/dashboard/panels/jobs",
-                f"/jobs/{job.id}/delete"):
+    for url in (
+        "/dashboard/",
+        "/jobs/",
+        f"/jobs/{job.id}",
+        f"/jobs/{job.id}/edit",
+        "/executions/",
+        f"/executions/{execution.id}",
+        "/alerts/",
+        "/dashboard/panels/alerts",
+        "/dashboard/panels/jobs",
+        f"/jobs/{job.id}/delete",
+    ):
         body = client.get(url).get_data(as_text=True)
         assert '<script>alert("x")' not in body, url
         assert "<img src=x" not in body, url
@@ -92,8 +117,9 @@ def test_user_input_is_escaped_everywhere(app):
 
 def test_escaping_in_preview_errors(app):
     client = signed_in_client(app)
-    body = client.get("/jobs/preview?schedule_type=cron&cron=*+*+*+*+*&timezone=%3Cscript%3Ealert(1)%3C/script%3E",
-                      htmx=True).get_data(as_text=True)
+    body = client.get(
+        "/jobs/preview?schedule_type=cron&cron=*+*+*+*+*&timezone=%3Cscript%3Ealert(1)%3C/script%3E", htmx=True
+    ).get_data(as_text=True)
     assert "<script>" not in body and "&lt;script&gt;" in body
 
 
@@ -109,9 +135,23 @@ def test_htmx_post_needs_the_csrf_header(app):
     assert 'id="panel-alerts"' in accepted.get_data(as_text=True)
 
 
-@pytest.mark.parametrize("url", ["/jobs/1/disable", "/jobs/1/enable", "/jobs/1/trigger", "/jobs/1/delete",
-                                 "/jobs/new", "/jobs/1/edit", "/executions/1/retry", "/executions/1/cancel",
-                                 "/alerts/resolve", "/alerts/1/resolve", "/auth/login", "/auth/logout"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/jobs/1/disable",
+        "/jobs/1/enable",
+        "/jobs/1/trigger",
+        "/jobs/1/delete",
+        "/jobs/new",
+        "/jobs/1/edit",
+        "/executions/1/retry",
+        "/executions/1/cancel",
+        "/alerts/resolve",
+        "/alerts/1/resolve",
+        "/auth/login",
+        "/auth/logout",
+    ],
+)
 def test_every_post_without_csrf_token_is_400(app, url):
     make_job()
     client = signed_in_client(app)

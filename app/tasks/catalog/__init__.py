@@ -9,4 +9,5 @@ imported inside the tasks that need them, in the forked child.
     artifacts     write_file_artifact (only inside ARTIFACT_DIR)
     health_check  http_health_check_local (loopback URLs only)
 """
+
 from app.tasks.catalog import artifacts, demo, health_check, history  # noqa: F401

@@ -5,6 +5,7 @@ at once) and again when the task runs (a config may predate a rule, or bypass th
 the name is resolved against the real artifact directory and opened relative to a directory file
 descriptor with O_NOFOLLOW, so a symlink planted in the directory cannot redirect the write.
 """
+
 from __future__ import annotations
 
 import errno

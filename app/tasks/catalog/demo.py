@@ -1,4 +1,5 @@
 """Demo tasks: sleeping, succeeding, failing, and failing exactly once to show retries."""
+
 from __future__ import annotations
 
 import hashlib

@@ -7,6 +7,7 @@ Only loopback targets are allowed, so a job cannot be turned into a probe of the
 http.client: no proxy from the environment, and redirects are never followed (a 3xx is just the
 status that was received).
 """
+
 from __future__ import annotations
 
 import ipaddress
@@ -47,9 +48,7 @@ def parse_loopback_url(url: str) -> LoopbackTarget:
         raise ValueError("key 'url': must not contain a user name or password ('@')")
     host = parts.hostname or ""
     if not _is_loopback_host(host, bracketed=parts.netloc.startswith("[")):
-        raise ValueError(
-            f"key 'url': host {host!r} is not loopback (use localhost, 127.x.y.z or [::1])"
-        )
+        raise ValueError(f"key 'url': host {host!r} is not loopback (use localhost, 127.x.y.z or [::1])")
     if port is not None and not 1 <= port <= 65535:
         raise ValueError(f"key 'url': port {port} is outside 1-65535")
     request_target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -4,10 +4,12 @@ A task runs in a process forked from the worker's zygote: it inherits no Flask a
 must not reuse a pooled connection from its parent. Each task opens one short-lived connection from
 `ctx.database_url` (NullPool, so nothing outlives the task) and imports SQLAlchemy only then.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 
+from app.clock import utcnow
 from app.tasks.registry import TaskContext, task
 
 DEFAULT_REPORT_HOURS = 24
@@ -58,7 +60,7 @@ def generate_report(config: dict, ctx: TaskContext) -> None:
 
     hours = int(config.get("hours", DEFAULT_REPORT_HOURS))
     title = config.get("title", "Cronwell report")
-    now = datetime.now(timezone.utc)
+    now = utcnow()
     cutoff = now - timedelta(hours=hours)
     # Typed bind: SQLite gets the same text format SQLAlchemy's DateTime stores there.
     cutoff_param = bindparam("cutoff", type_=DateTime(timezone=True))
@@ -106,10 +108,10 @@ def generate_report(config: dict, ctx: TaskContext) -> None:
 )
 def cleanup_old_runs(config: dict, ctx: TaskContext) -> None:
     """Prune execution history with the same rules as `flask prune-history`."""
-    from app.services.retention import prune_with_url
+    from app.services.engine.retention import prune_with_url
 
     dry_run = config.get("dry_run", False)
-    summary = prune_with_url(ctx.database_url, now=datetime.now(timezone.utc), dry_run=dry_run)
+    summary = prune_with_url(ctx.database_url, now=utcnow(), dry_run=dry_run)
     print("retention dry run (nothing deleted):" if dry_run else "retention applied:")
     for key, value in sorted(summary.items()):
         print(f"  {key}: {value}")

@@ -1,4 +1,5 @@
 """Alerts and dead letters: raising them (engine) and resolving them (operators)."""
+
 from __future__ import annotations
 
 import logging
@@ -35,8 +36,11 @@ def resolve_alerts(alert_ids: list[int], *, now: datetime, actor: str) -> int:
     missing = sorted(set(alert_ids) - found)
     if missing:
         raise NotFound(f"alert {', '.join(map(str, missing))} does not exist")
-    result = db.session.execute(update(Alert).where(Alert.id.in_(alert_ids), Alert.resolved_at.is_(None))
-                                .values(resolved_at=now, resolved_by=actor))
+    result = db.session.execute(
+        update(Alert)
+        .where(Alert.id.in_(alert_ids), Alert.resolved_at.is_(None))
+        .values(resolved_at=now, resolved_by=actor)
+    )
     record_event("alerts_resolved", now=now, actor=actor, alert_ids=sorted(alert_ids), changed=result.rowcount)
     db.session.commit()
     return result.rowcount

@@ -1,6 +1,7 @@
 """Job operations shared by the CLI and the web UI: create, edit, enable, disable, trigger,
 delete and preview. Each mutation validates, writes in one transaction, records an audit event,
 invalidates the affected cache keys after commit and wakes the scheduler and workers."""
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -12,21 +13,47 @@ from app.database import begin_write
 from app.extensions import db
 from app.models import Execution, Job
 from app.scheduling import Schedule, parse_schedule, preview
-from app.services import wakeups
 from app.services.audit import record_event
+from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.services.validation import clean_job_fields
 from app.store import executions as store
 
 EDITABLE = (
-    "name", "description", "task", "config", "schedule_type", "schedule", "timezone", "overlap_policy",
-    "misfire_policy", "misfire_grace_seconds", "max_attempts", "retry_backoff_seconds", "timeout_seconds",
-    "alert_mode", "retention_count", "retention_days", "queue", "priority",
+    "name",
+    "description",
+    "task",
+    "config",
+    "schedule_type",
+    "schedule",
+    "timezone",
+    "overlap_policy",
+    "misfire_policy",
+    "misfire_grace_seconds",
+    "max_attempts",
+    "retry_backoff_seconds",
+    "timeout_seconds",
+    "alert_mode",
+    "retention_count",
+    "retention_days",
+    "queue",
+    "priority",
 )
 DEFAULTS = {
-    "description": "", "config": {}, "timezone": "UTC", "overlap_policy": "skip", "misfire_policy": "coalesce",
-    "misfire_grace_seconds": 60, "max_attempts": 3, "retry_backoff_seconds": 10, "timeout_seconds": 30,
-    "alert_mode": "web", "retention_count": 500, "retention_days": 30, "queue": "default", "priority": 0,
+    "description": "",
+    "config": {},
+    "timezone": "UTC",
+    "overlap_policy": "skip",
+    "misfire_policy": "coalesce",
+    "misfire_grace_seconds": 60,
+    "max_attempts": 3,
+    "retry_backoff_seconds": 10,
+    "timeout_seconds": 30,
+    "alert_mode": "web",
+    "retention_count": 500,
+    "retention_days": 30,
+    "queue": "default",
+    "priority": 0,
 }
 
 
@@ -56,8 +83,12 @@ def _first_run(schedule: Schedule, now: datetime, grace_seconds: int, schedule_t
     if schedule_type == "one_time":
         run_at = schedule.next_after(datetime.min.replace(tzinfo=now.tzinfo))
         if run_at is not None and run_at < now - timedelta(seconds=grace_seconds):
-            raise ValidationFailed({"schedule": f"run_at {run_at.isoformat()} is in the past; "
-                                                "use a future time, or trigger the job to run it now"})
+            raise ValidationFailed(
+                {
+                    "schedule": f"run_at {run_at.isoformat()} is in the past; "
+                    "use a future time, or trigger the job to run it now"
+                }
+            )
         return run_at
     return schedule.next_after(now)
 
@@ -85,8 +116,16 @@ def create_job(data: dict, *, now: datetime, actor: str) -> Job:
     job.next_run_at = _first_run(schedule, now, job.misfire_grace_seconds, job.schedule_type)
     db.session.add(job)
     db.session.flush()
-    record_event("job_created", now=now, actor=actor, job_id=job.id, name=job.name, task=job.task,
-                 schedule_type=job.schedule_type, schedule=job.schedule)
+    record_event(
+        "job_created",
+        now=now,
+        actor=actor,
+        job_id=job.id,
+        name=job.name,
+        task=job.task,
+        schedule_type=job.schedule_type,
+        schedule=job.schedule,
+    )
     _commit(job.id)
     return job
 
@@ -109,8 +148,12 @@ def update_job(job_id: int, data: dict, *, now: datetime, actor: str) -> Job:
         _unique_name(cleaned["name"], exclude_id=job.id)
     changed = {k: v for k, v in cleaned.items() if getattr(job, k) != v}
     if schedule is not None and ("schedule" in changed or "timezone" in changed or "schedule_type" in changed):
-        job.next_run_at = _first_run(schedule, now, cleaned.get("misfire_grace_seconds", job.misfire_grace_seconds),
-                                     cleaned.get("schedule_type", job.schedule_type))
+        job.next_run_at = _first_run(
+            schedule,
+            now,
+            cleaned.get("misfire_grace_seconds", job.misfire_grace_seconds),
+            cleaned.get("schedule_type", job.schedule_type),
+        )
     for key, value in changed.items():
         setattr(job, key, value)
     job.updated_at = now
@@ -154,8 +197,9 @@ def _set_enabled(job: Job, enabled: bool, *, now: datetime, actor: str) -> int:
     job.enabled = False
     ids = store.cancel_queued_for_job(db.session.connection(), job.id, now=now, reason="job disabled")
     # next_run_at is kept so enabling resumes; the ledger also needs it to excuse occurrences.
-    record_event("job_disabled", now=now, actor=actor, job_id=job.id, cancelled=len(ids),
-                 next_run_at=_iso(job.next_run_at))
+    record_event(
+        "job_disabled", now=now, actor=actor, job_id=job.id, cancelled=len(ids), next_run_at=_iso(job.next_run_at)
+    )
     return len(ids)
 
 

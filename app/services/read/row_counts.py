@@ -10,11 +10,12 @@ estimates if the UI says so). SQLite has no planner estimates, so its counts sta
 
 The pure rules (`settle`, `settle_total`, `round_estimate`) come first; the SQL after them.
 """
+
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 from sqlalchemy import Select, func, select, text
 from sqlalchemy.orm import Session
@@ -22,7 +23,7 @@ from sqlalchemy.orm import Session
 COUNT_CAP = 50_000
 
 EXACT = "exact"
-ESTIMATE = "estimate"    # the planner's figure, rounded: shown as "about N"
+ESTIMATE = "estimate"  # the planner's figure, rounded: shown as "about N"
 MORE_THAN = "more_than"  # past the cap, and the planner expects fewer: shown as "more than N"
 
 

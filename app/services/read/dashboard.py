@@ -14,6 +14,7 @@ deleted after commit by the services that change the underlying rows:
 Recent activity, open alerts and heartbeats are read fresh: they are small indexed reads and
 their whole point is to be current.
 """
+
 from __future__ import annotations
 
 import json
@@ -27,7 +28,7 @@ from app.domain.states import TERMINAL, ExecutionStatus, values
 from app.extensions import db
 from app.models import Alert, Execution, Heartbeat, Job
 from app.scheduling import ScheduleError
-from app.services import row_counts
+from app.services.read import row_counts
 from app.services.serialize import heartbeat_to_dict, iso
 from app.tasks import all_tasks
 
@@ -47,7 +48,7 @@ def _ttl(name: str) -> int:
 def summary_counts() -> dict:
     """Jobs (total, enabled) and executions by status, over all history.
 
-    `count_kinds` says how each execution count was obtained (see `app.services.row_counts`):
+    `count_kinds` says how each execution count was obtained (see `app.services.read.row_counts`):
     "exact", "estimate" (the planner's figure for a status with more than 50,000 rows) or
     "more_than" (past 50,000, with statistics too old to say how far); `executions_total_kind`
     likewise for the total. Pages must show the kind next to any count that is not exact.
@@ -57,10 +58,14 @@ def summary_counts() -> dict:
         by_status = execution_counts_by_status()
         total = row_counts.settle_total(by_status.values())
         jobs_total, enabled = db.session.execute(select(func.count(), func.count().filter(Job.enabled))).one()
-        return {"jobs_total": jobs_total, "jobs_enabled": enabled or 0,
-                "executions_by_status": {status: c.value for status, c in by_status.items()},
-                "count_kinds": {status: c.kind for status, c in by_status.items()},
-                "executions_total": total.value, "executions_total_kind": total.kind}
+        return {
+            "jobs_total": jobs_total,
+            "jobs_enabled": enabled or 0,
+            "executions_by_status": {status: c.value for status, c in by_status.items()},
+            "count_kinds": {status: c.kind for status, c in by_status.items()},
+            "executions_total": total.value,
+            "executions_total_kind": total.kind,
+        }
 
     return get_cache().get_or_compute(cache.SUMMARY, _ttl(cache.SUMMARY), compute)
 
@@ -89,7 +94,7 @@ def execution_counts_by_status(cap: int | None = None) -> dict[str, row_counts.R
 
 def queue_depth(now: datetime) -> dict:
     """Due claimable rows, retries waiting for their backoff, rows in flight, the oldest wait."""
-    from app.services.status import queue_summary
+    from app.services.read.status import queue_summary
 
     return get_cache().get_or_compute(cache.QUEUE_DEPTH, _ttl(cache.QUEUE_DEPTH), lambda: queue_summary(now))
 
@@ -101,10 +106,20 @@ def upcoming_runs(now: datetime, limit: int = UPCOMING_LIMIT) -> list[dict]:
         rows = db.session.execute(
             select(Job.id, Job.name, Job.next_run_at, Job.timezone, Job.schedule_type, Job.task)
             .where(Job.enabled, Job.next_run_at.is_not(None))
-            .order_by(Job.next_run_at, Job.id).limit(limit)
+            .order_by(Job.next_run_at, Job.id)
+            .limit(limit)
         )
-        return [{"job_id": r.id, "job_name": r.name, "next_run_at": iso(r.next_run_at), "timezone": r.timezone,
-                 "schedule_type": r.schedule_type, "task": r.task} for r in rows]
+        return [
+            {
+                "job_id": r.id,
+                "job_name": r.name,
+                "next_run_at": iso(r.next_run_at),
+                "timezone": r.timezone,
+                "schedule_type": r.schedule_type,
+                "task": r.task,
+            }
+            for r in rows
+        ]
 
     return get_cache().get_or_compute(cache.UPCOMING, _ttl(cache.UPCOMING), compute)
 
@@ -125,9 +140,9 @@ def recent_activity(limit: int = 15) -> list[Execution]:
 
 def open_alerts(limit: int = 5) -> tuple[list[Alert], int]:
     """The newest open alerts and how many are open in all."""
-    alerts = list(db.session.scalars(
-        select(Alert).where(Alert.resolved_at.is_(None)).order_by(Alert.id.desc()).limit(limit)
-    ))
+    alerts = list(
+        db.session.scalars(select(Alert).where(Alert.resolved_at.is_(None)).order_by(Alert.id.desc()).limit(limit))
+    )
     total = db.session.scalar(select(func.count()).where(Alert.resolved_at.is_(None))) or 0
     return alerts, total
 
@@ -150,24 +165,37 @@ def job_stats(job_id: int) -> dict:
         )
         for status, count in rows:
             by_status[status] = count
-        recent = list(db.session.execute(
-            select(Execution.id, Execution.status, Execution.started_at, Execution.finished_at, Execution.scheduled_for)
-            .where(Execution.job_id == job_id, Execution.status.in_(_TERMINAL))
-            .order_by(Execution.id.desc()).limit(CHART_POINTS)
-        ))
+        recent = list(
+            db.session.execute(
+                select(
+                    Execution.id, Execution.status, Execution.started_at, Execution.finished_at, Execution.scheduled_for
+                )
+                .where(Execution.job_id == job_id, Execution.status.in_(_TERMINAL))
+                .order_by(Execution.id.desc())
+                .limit(CHART_POINTS)
+            )
+        )
         history = []
         for row in reversed(recent):
             duration = None
             if row.started_at and row.finished_at:
                 duration = round((row.finished_at - row.started_at).total_seconds(), 3)
-            history.append({"id": row.id, "status": row.status, "duration_seconds": duration,
-                            "finished_at": iso(row.finished_at), "scheduled_for": iso(row.scheduled_for)})
+            history.append(
+                {
+                    "id": row.id,
+                    "status": row.status,
+                    "duration_seconds": duration,
+                    "finished_at": iso(row.finished_at),
+                    "scheduled_for": iso(row.scheduled_for),
+                }
+            )
         durations = sorted(p["duration_seconds"] for p in history if p["duration_seconds"] is not None)
         finished = by_status["succeeded"] + by_status["failed"] + by_status["timed_out"] + by_status["dead_lettered"]
         last = next((p for p in reversed(history)), None)
         last_success = next((p for p in reversed(history) if p["status"] == "succeeded"), None)
-        last_failure = next((p for p in reversed(history) if p["status"] in ("failed", "timed_out", "dead_lettered")),
-                            None)
+        last_failure = next(
+            (p for p in reversed(history) if p["status"] in ("failed", "timed_out", "dead_lettered")), None
+        )
         return {
             "by_status": by_status,
             "total": sum(by_status.values()),
@@ -186,8 +214,8 @@ def job_stats(job_id: int) -> dict:
 
 def job_upcoming(job: Job, now: datetime, count: int = PREVIEW_COUNT) -> dict:
     """The job's next `count` fire times after now (UTC, local, DST note), or the error."""
-    from app.services.jobs import schedule_of
     from app.scheduling import preview
+    from app.services.use_cases.jobs import schedule_of
 
     def compute() -> dict:
         try:
@@ -197,8 +225,7 @@ def job_upcoming(job: Job, now: datetime, count: int = PREVIEW_COUNT) -> dict:
         return {"error": None, "items": [item.to_json() for item in items]}
 
     def still_ahead(value: dict) -> list[dict]:
-        return [item for item in value["items"]
-                if datetime.fromisoformat(item["utc"].replace("Z", "+00:00")) > now]
+        return [item for item in value["items"] if datetime.fromisoformat(item["utc"].replace("Z", "+00:00")) > now]
 
     key = cache.job_upcoming_key(job.id)
     value = get_cache().get_or_compute(key, _ttl("job_upcoming"), compute)
@@ -212,7 +239,7 @@ def job_upcoming(job: Job, now: datetime, count: int = PREVIEW_COUNT) -> dict:
 
 def dashboard_jobs(limit: int = 25) -> tuple[list[Job], int]:
     """The first `limit` jobs (oldest first) and how many there are, for the dashboard panel."""
-    from app.services.jobs import list_query
+    from app.services.use_cases.jobs import list_query
 
     jobs = list(db.session.scalars(list_query().limit(limit)))
     total = db.session.scalar(select(func.count()).select_from(Job)) or 0

@@ -1,5 +1,6 @@
 """Operator accounts: the development admin created by `flask ensure-dev-user`, signing in,
 and loading the signed-in user."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -26,8 +27,7 @@ class EnsureUserResult:
     warnings: list[str] = field(default_factory=list)
 
 
-def ensure_dev_user(*, username: str, password: str | None, debug: bool, now: datetime,
-                    actor: str) -> EnsureUserResult:
+def ensure_dev_user(*, username: str, password: str | None, debug: bool, now: datetime, actor: str) -> EnsureUserResult:
     """Create the admin account `username` unless it exists (idempotent, for container start-up).
 
     Without an explicit password the account gets the well-known default, which is allowed only
@@ -42,11 +42,14 @@ def ensure_dev_user(*, username: str, password: str | None, debug: bool, now: da
     warnings: list[str] = []
     if password is None:
         if not debug:
-            raise Conflict(f"refusing to create {username!r} with the default password while DEBUG=0; "
-                           "set DEV_ADMIN_PASSWORD")
+            raise Conflict(
+                f"refusing to create {username!r} with the default password while DEBUG=0; set DEV_ADMIN_PASSWORD"
+            )
         password = DEFAULT_DEV_PASSWORD
-        warnings.append(f"created {username!r} with the default password {DEFAULT_DEV_PASSWORD!r}: development "
-                        "only; set DEV_ADMIN_PASSWORD or change it")
+        warnings.append(
+            f"created {username!r} with the default password {DEFAULT_DEV_PASSWORD!r}: development "
+            "only; set DEV_ADMIN_PASSWORD or change it"
+        )
     elif not password:
         raise ValidationFailed({"password": "DEV_ADMIN_PASSWORD must not be empty"})
     begin_write(db.session)

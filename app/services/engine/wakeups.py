@@ -5,6 +5,7 @@ and `cronwell_work` (new runnable executions: idle workers claim now). NOTIFY is
 in PostgreSQL, so a notification is delivered only if the writing transaction commits. On
 SQLite there is no such thing; processes fall back to polling.
 """
+
 from __future__ import annotations
 
 from sqlalchemy import text
@@ -43,7 +44,7 @@ class Listener:
         self._conn = connection
 
     @classmethod
-    def open(cls, engine, channels: list[str]) -> "Listener":
+    def open(cls, engine, channels: list[str]) -> Listener:
         if engine.dialect.name != "postgresql" or not enabled():
             return cls(None)
         import psycopg

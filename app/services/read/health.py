@@ -1,19 +1,21 @@
 """Readiness and heartbeat health, shared by /readyz, the health page and `flask health`."""
+
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 from flask import current_app
 from sqlalchemy import select, text
 
 from app.cache import get_cache
+from app.clock import utcnow
 from app.extensions import SCHEMA_HEAD, db
 from app.models import Heartbeat
 
 
 def readiness(now: datetime | None = None) -> dict:
     """Check the database, Redis (when configured), migrations and required heartbeats."""
-    now = now or datetime.now(timezone.utc)
+    now = now or utcnow()
     cfg = current_app.config
     checks: dict[str, dict] = {}
     try:
@@ -28,13 +30,17 @@ def readiness(now: datetime | None = None) -> dict:
         ok = get_cache().ping()
         checks["redis"] = {"ok": ok} if ok else {"ok": False, "error": "unreachable"}
     stale_after = timedelta(seconds=cfg["HEARTBEAT_STALE_SECONDS"])
-    for kind, required in (("scheduler", cfg["READYZ_REQUIRE_HEARTBEATS"]),
-                           ("worker", cfg["READYZ_REQUIRE_HEARTBEATS"] or cfg["READYZ_REQUIRE_WORKER_HEARTBEAT"])):
+    for kind, required in (
+        ("scheduler", cfg["READYZ_REQUIRE_HEARTBEATS"]),
+        ("worker", cfg["READYZ_REQUIRE_HEARTBEATS"] or cfg["READYZ_REQUIRE_WORKER_HEARTBEAT"]),
+    ):
         if required and checks["database"]["ok"]:
             fresh = db.session.scalar(
                 select(Heartbeat.id).where(Heartbeat.kind == kind, Heartbeat.last_seen >= now - stale_after).limit(1)
             )
-            checks[f"{kind}_heartbeat"] = {"ok": True} if fresh else {"ok": False, "error": f"no {kind} seen in {stale_after.seconds}s"}
+            checks[f"{kind}_heartbeat"] = (
+                {"ok": True} if fresh else {"ok": False, "error": f"no {kind} seen in {stale_after.seconds}s"}
+            )
     return {"ready": all(c["ok"] for c in checks.values()), "checks": checks}
 
 
@@ -45,6 +51,8 @@ def _migrations_check() -> dict:
     except Exception:  # no alembic_version table: never migrated
         current = None
     if current != SCHEMA_HEAD:
-        return {"ok": False,
-                "error": f"database at revision {current}, code expects {SCHEMA_HEAD}; run `flask db upgrade`"}
+        return {
+            "ok": False,
+            "error": f"database at revision {current}, code expects {SCHEMA_HEAD}; run `flask db upgrade`",
+        }
     return {"ok": True}

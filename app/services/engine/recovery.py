@@ -5,6 +5,7 @@ stopped heartbeating its work: crashed, killed, or cut off from the database. Th
 attempt is recorded; the execution is retried if attempts remain, otherwise dead-lettered.
 Runs in the scheduler tick and in idle workers; SKIP LOCKED lets them overlap safely.
 """
+
 from __future__ import annotations
 
 import logging
@@ -19,7 +20,7 @@ from app.domain.policies import retry_delay
 from app.domain.states import ExecutionStatus as S
 from app.models import Job
 from app.services.audit import insert_event
-from app.services.dead_letters import dead_letter
+from app.services.engine.dead_letters import dead_letter
 from app.store import executions as store
 
 log = logging.getLogger("cronwell.recovery")
@@ -39,8 +40,11 @@ class RecoveryReport:
 
 def settle_abandoned(conn: Connection, row: store.ExpiredLease, *, now: datetime, reason: str) -> str | None:
     """Record the abandoned attempt and move the execution on; returns the new status or None if lost."""
-    job = conn.execute(select(Job.__table__.c.name, Job.__table__.c.retry_backoff_seconds, Job.__table__.c.alert_mode)
-                       .where(Job.__table__.c.id == row.job_id)).one()
+    job = conn.execute(
+        select(Job.__table__.c.name, Job.__table__.c.retry_backoff_seconds, Job.__table__.c.alert_mode).where(
+            Job.__table__.c.id == row.job_id
+        )
+    ).one()
     retry_at = None
     if row.status == S.RUNNING.value:
         if row.attempts < row.max_attempts:
@@ -50,11 +54,27 @@ def settle_abandoned(conn: Connection, row: store.ExpiredLease, *, now: datetime
         return None
     if row.status == S.RUNNING.value:
         store.abandon_attempt(conn, row.id, row.attempts, now=now, error=reason)
-    insert_event(conn, "lease_recovered", now=now, job_id=row.job_id, execution_id=row.id, worker_id=row.claimed_by,
-                 from_status=row.status, to_status=new_status)
+    insert_event(
+        conn,
+        "lease_recovered",
+        now=now,
+        job_id=row.job_id,
+        execution_id=row.id,
+        worker_id=row.claimed_by,
+        from_status=row.status,
+        to_status=new_status,
+    )
     if new_status == S.DEAD_LETTERED.value:
-        dead_letter(conn, execution_id=row.id, job_id=row.job_id, job_name=job.name, alert_mode=job.alert_mode,
-                    status=new_status, reason=reason, now=now)
+        dead_letter(
+            conn,
+            execution_id=row.id,
+            job_id=row.job_id,
+            job_name=job.name,
+            alert_mode=job.alert_mode,
+            status=new_status,
+            reason=reason,
+            now=now,
+        )
     return new_status
 
 

@@ -6,15 +6,16 @@ job changes (PostgreSQL NOTIFY). Several schedulers may run at once: each tick l
 jobs it works on with SKIP LOCKED, and the unique occurrence key makes a duplicate row
 impossible even if two schedulers ever considered the same occurrence.
 """
+
 from __future__ import annotations
 
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Callable
 
 from flask import Flask
 from sqlalchemy import bindparam, func, select, update
@@ -27,8 +28,8 @@ from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.models import Job
 from app.scheduling import Schedule, parse_schedule
-from app.services import heartbeats, recovery, retention, wakeups
 from app.services.audit import insert_event
+from app.services.engine import heartbeats, recovery, retention, wakeups
 from app.store import executions as store
 
 log = logging.getLogger("cronwell.scheduler")
@@ -60,13 +61,16 @@ class TickReport:
     job_ids: set[int] = field(default_factory=set)
 
     def line(self) -> str:
-        return (f"tick due={self.due} created={self.created} missed={self.missed} coalesced={self.coalesced} "
-                f"recovered={self.recovered} pruned={self.pruned} ms={self.duration_ms:.1f}")
+        return (
+            f"tick due={self.due} created={self.created} missed={self.missed} coalesced={self.coalesced} "
+            f"recovered={self.recovered} pruned={self.pruned} ms={self.duration_ms:.1f}"
+        )
 
 
 class Scheduler:
-    def __init__(self, app: Flask, *, scheduler_id: str | None = None, clock: Clock = utcnow,
-                 batch_size: int = 500) -> None:
+    def __init__(
+        self, app: Flask, *, scheduler_id: str | None = None, clock: Clock = utcnow, batch_size: int = 500
+    ) -> None:
         self.app = app
         self.id = scheduler_id or heartbeats.default_process_id("scheduler")
         self.clock = clock
@@ -121,8 +125,11 @@ class Scheduler:
         """
         with write_transaction(self.engine) as conn:
             due = conn.execute(
-                select(jobs).where(jobs.c.enabled, jobs.c.next_run_at <= now)
-                .order_by(jobs.c.next_run_at).limit(self.batch_size).with_for_update(skip_locked=True)
+                select(jobs)
+                .where(jobs.c.enabled, jobs.c.next_run_at <= now)
+                .order_by(jobs.c.next_run_at)
+                .limit(self.batch_size)
+                .with_for_update(skip_locked=True)
             ).fetchall()
             if due:
                 busy = store.jobs_with_active_runs(conn, [j.id for j in due if j.overlap_policy == "skip"], now)
@@ -137,44 +144,79 @@ class Scheduler:
                         report.created += 1
                     else:
                         report.missed += 1
-                conn.execute(update(jobs).where(jobs.c.id == bindparam("job_id"))
-                             .values(next_run_at=bindparam("next_run_at")), next_runs)
+                conn.execute(
+                    update(jobs).where(jobs.c.id == bindparam("job_id")).values(next_run_at=bindparam("next_run_at")),
+                    next_runs,
+                )
                 if report.created:
                     wakeups.notify(conn, wakeups.WORK_CHANNEL)
         report.due += len(due)
         return len(due)
 
-    def _plan_job(self, conn, job, now: datetime, busy: bool,
-                  report: TickReport) -> tuple[list[dict], datetime | None]:
+    def _plan_job(self, conn, job, now: datetime, busy: bool, report: TickReport) -> tuple[list[dict], datetime | None]:
         """The execution rows one due job gets this tick and its next run (misfire events are
         written here too)."""
         schedule = cached_schedule(job.schedule_type, job.schedule, job.timezone)
-        plan = plan_occurrences(next_run_at=job.next_run_at, now=now, next_after=schedule.next_after,
-                                policy=job.misfire_policy, grace=timedelta(seconds=job.misfire_grace_seconds),
-                                cap=self.cap)
+        plan = plan_occurrences(
+            next_run_at=job.next_run_at,
+            now=now,
+            next_after=schedule.next_after,
+            policy=job.misfire_policy,
+            grace=timedelta(seconds=job.misfire_grace_seconds),
+            cap=self.cap,
+        )
         rows = []
         for scheduled_for, trigger in plan.fire:
             if busy:
                 # Overlap policy skip: an earlier run is still active, so this one is recorded
                 # as missed instead of piling up behind it.
-                rows.append(store.occurrence_row(job, scheduled_for, trigger=trigger, status=S.MISSED, now=now,
-                                                 reason="overlap: an earlier run of this job was still active"))
+                rows.append(
+                    store.occurrence_row(
+                        job,
+                        scheduled_for,
+                        trigger=trigger,
+                        status=S.MISSED,
+                        now=now,
+                        reason="overlap: an earlier run of this job was still active",
+                    )
+                )
                 continue
             rows.append(store.occurrence_row(job, scheduled_for, trigger=trigger, status=S.PENDING, now=now))
             busy = job.overlap_policy == "skip"  # catch-up re-checks overlap before each occurrence
         for scheduled_for in plan.missed:
-            rows.append(store.occurrence_row(
-                job, scheduled_for, trigger="schedule", status=S.MISSED, now=now,
-                reason=f"misfire: more than {job.misfire_grace_seconds}s late and the misfire policy is skip"))
+            rows.append(
+                store.occurrence_row(
+                    job,
+                    scheduled_for,
+                    trigger="schedule",
+                    status=S.MISSED,
+                    now=now,
+                    reason=f"misfire: more than {job.misfire_grace_seconds}s late and the misfire policy is skip",
+                )
+            )
         if plan.coalesced:
             report.coalesced += plan.coalesced
-            insert_event(conn, "misfire_coalesced", now=now, job_id=job.id, occurrences=plan.coalesced,
-                         at_least=plan.lower_bound, first=_iso(job.next_run_at), into=_iso(plan.fire[0][0]))
+            insert_event(
+                conn,
+                "misfire_coalesced",
+                now=now,
+                job_id=job.id,
+                occurrences=plan.coalesced,
+                at_least=plan.lower_bound,
+                first=_iso(job.next_run_at),
+                into=_iso(plan.fire[0][0]),
+            )
         if plan.unrecorded:
-            insert_event(conn, "misfire_skipped", now=now, job_id=job.id, occurrences=plan.unrecorded,
-                         at_least=plan.lower_bound, **{"from": _iso(plan.unrecorded_range[0]),
-                                                       "until": _iso(plan.unrecorded_range[1])},
-                         note="late occurrences beyond MISFIRE_CATCH_UP_CAP are counted here, not recorded one by one")
+            insert_event(
+                conn,
+                "misfire_skipped",
+                now=now,
+                job_id=job.id,
+                occurrences=plan.unrecorded,
+                at_least=plan.lower_bound,
+                **{"from": _iso(plan.unrecorded_range[0]), "until": _iso(plan.unrecorded_range[1])},
+                note="late occurrences beyond MISFIRE_CATCH_UP_CAP are counted here, not recorded one by one",
+            )
         report.job_ids.add(job.id)
         return rows, plan.next_run_at
 
@@ -196,8 +238,14 @@ class Scheduler:
 
     def _heartbeat(self, now: datetime) -> None:
         with write_transaction(self.engine) as conn:
-            heartbeats.beat(conn, process_id=self.id, kind="scheduler", started_at=self.started_at, now=now,
-                            info={"ticks": self.ticks})
+            heartbeats.beat(
+                conn,
+                process_id=self.id,
+                kind="scheduler",
+                started_at=self.started_at,
+                now=now,
+                info={"ticks": self.ticks},
+            )
 
     def _housekeeping(self, now: datetime, report: TickReport) -> None:
         """Once a minute prune stale heartbeats; once an hour apply retention."""
@@ -238,8 +286,10 @@ class Scheduler:
                 except Exception as exc:  # database down: back off and retry, never crash-loop
                     failures += 1
                     delay = min(30.0, 0.5 * 2 ** min(failures, 6))
-                    log.error("scheduler tick failed; retrying", extra={"event": "tick_failed", "error": str(exc)[:300],
-                                                                        "retry_in": delay})
+                    log.error(
+                        "scheduler tick failed; retrying",
+                        extra={"event": "tick_failed", "error": str(exc)[:300], "retry_in": delay},
+                    )
                     self.engine.dispose()
                     listener.close()
                     listener = wakeups.Listener.open(self.engine, [wakeups.JOBS_CHANNEL])

@@ -1,4 +1,5 @@
 """Process heartbeats: who is alive, since when, and what it is doing."""
+
 from __future__ import annotations
 
 import os
@@ -21,11 +22,25 @@ def default_process_id(kind: str) -> str:
 def beat(conn: Connection, *, process_id: str, kind: str, started_at: datetime, now: datetime, info: dict) -> None:
     """Insert or refresh this process's heartbeat row."""
     insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    stmt = insert(heartbeats).values(id=process_id, kind=kind, host=socket.gethostname(), pid=os.getpid(),
-                                     started_at=started_at, last_seen=now, info=info)
-    stmt = stmt.on_conflict_do_update(index_elements=[heartbeats.c.id],
-                                      set_={"last_seen": now, "info": info, "pid": os.getpid(),
-                                            "started_at": started_at, "host": socket.gethostname()})
+    stmt = insert(heartbeats).values(
+        id=process_id,
+        kind=kind,
+        host=socket.gethostname(),
+        pid=os.getpid(),
+        started_at=started_at,
+        last_seen=now,
+        info=info,
+    )
+    stmt = stmt.on_conflict_do_update(
+        index_elements=[heartbeats.c.id],
+        set_={
+            "last_seen": now,
+            "info": info,
+            "pid": os.getpid(),
+            "started_at": started_at,
+            "host": socket.gethostname(),
+        },
+    )
     conn.execute(stmt)
 
 

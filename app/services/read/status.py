@@ -4,6 +4,7 @@ Everything an operator asks first: are the scheduler and workers alive, how much
 and for how long, how executions are distributed by status, are there open alerts, and is this
 deployment ready (`readiness()`, the same checks as /readyz).
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -11,10 +12,11 @@ from datetime import datetime
 from flask import current_app
 from sqlalchemy import and_, func, or_, select
 
-from app.domain.states import ExecutionStatus as S, values
+from app.domain.states import ExecutionStatus as S
+from app.domain.states import values
 from app.extensions import db
 from app.models import Alert, DeadLetter, Execution, Heartbeat, Job
-from app.services.health import readiness
+from app.services.read.health import readiness
 from app.services.serialize import heartbeat_to_dict, iso
 
 
@@ -59,9 +61,7 @@ def status_report(now: datetime, executions_by_status: dict | None = None) -> di
         counts = dict.fromkeys(values(S), 0)
         for status, count in db.session.execute(select(Execution.status, func.count()).group_by(Execution.status)):
             counts[status] = count
-    jobs_total, jobs_enabled = db.session.execute(
-        select(func.count(), func.count().filter(Job.enabled))
-    ).one()
+    jobs_total, jobs_enabled = db.session.execute(select(func.count(), func.count().filter(Job.enabled))).one()
     return {
         "now": iso(now),
         "readiness": readiness(now),

@@ -10,15 +10,16 @@ cut off cannot overwrite what the new owner did: its late result is discarded an
 `run(burst=True)` drains what is due and returns, which is how tests drive it; `run()` keeps
 going, sleeping on the executor's socket and the PostgreSQL LISTEN socket together.
 """
+
 from __future__ import annotations
 
 import logging
 import select
 import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Callable, Iterator, Sequence
 
 from flask import Flask
 from sqlalchemy.engine import Connection
@@ -30,9 +31,9 @@ from app.domain.policies import retry_delay
 from app.domain.states import AttemptStatus
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
 from app.extensions import db
-from app.services import heartbeats, recovery, wakeups
 from app.services.audit import insert_event
-from app.services.dead_letters import dead_letter
+from app.services.engine import heartbeats, recovery, wakeups
+from app.services.engine.dead_letters import dead_letter
 from app.store import executions as store
 
 log = logging.getLogger("cronwell.worker")
@@ -66,15 +67,25 @@ class WorkerStats:
     fork_ms: list[float] = field(default_factory=list)
 
     def line(self) -> str:
-        return (f"worker claimed={self.claimed} succeeded={self.succeeded} failed={self.failed} "
-                f"timed_out={self.timed_out} retried={self.retried} dead_lettered={self.dead_lettered} "
-                f"cancelled={self.cancelled} discarded={self.discarded}")
+        return (
+            f"worker claimed={self.claimed} succeeded={self.succeeded} failed={self.failed} "
+            f"timed_out={self.timed_out} retried={self.retried} dead_lettered={self.dead_lettered} "
+            f"cancelled={self.cancelled} discarded={self.discarded}"
+        )
 
 
 class Worker:
-    def __init__(self, app: Flask, *, worker_id: str | None = None, slots: int = 4,
-                 queues: Sequence[str] | None = None, clock: Clock = utcnow,
-                 executor: ForkServer | None = None, poll_seconds: float | None = None) -> None:
+    def __init__(
+        self,
+        app: Flask,
+        *,
+        worker_id: str | None = None,
+        slots: int = 4,
+        queues: Sequence[str] | None = None,
+        clock: Clock = utcnow,
+        executor: ForkServer | None = None,
+        poll_seconds: float | None = None,
+    ) -> None:
         self.app = app
         self.id = worker_id or heartbeats.default_process_id("worker")
         self.slots = max(1, slots)
@@ -96,8 +107,11 @@ class Worker:
         self._conn: Connection | None = None  # kept across turns; see _transaction
         cfg = app.config
         self._lease = (cfg["LEASE_SECONDS"], cfg["LEASE_BUFFER_SECONDS"])
-        self._context_base = {"artifact_dir": cfg["ARTIFACT_DIR"], "marker_dir": cfg["MARKER_DIR"],
-                              "database_url": db.engine.url.render_as_string(hide_password=False)}
+        self._context_base = {
+            "artifact_dir": cfg["ARTIFACT_DIR"],
+            "marker_dir": cfg["MARKER_DIR"],
+            "database_url": db.engine.url.render_as_string(hide_password=False),
+        }
 
     @property
     def engine(self):
@@ -112,8 +126,13 @@ class Worker:
         """Stop claiming; running tasks are allowed to finish (see `shutdown`)."""
         self._stopping = True
 
-    def run(self, *, burst: bool = False, should_stop: Callable[[], bool] = lambda: False,
-            echo: Callable[[str], None] = lambda line: None) -> WorkerStats:
+    def run(
+        self,
+        *,
+        burst: bool = False,
+        should_stop: Callable[[], bool] = lambda: False,
+        echo: Callable[[str], None] = lambda line: None,
+    ) -> WorkerStats:
         """Work until stopped (or, with burst, until nothing is due or running)."""
         started_here = self.executor.zygote_pid is None
         self._should_stop = should_stop
@@ -137,17 +156,22 @@ class Worker:
                     activity = self.run_once(wait=0.0 if burst else None, listener=listener)
                     failures = 0
                 except ExecutorCrashed as crash:
-                    log.error("executor crashed; restarting it", extra={"event": "executor_crashed", "error": str(crash)})
+                    log.error(
+                        "executor crashed; restarting it", extra={"event": "executor_crashed", "error": str(crash)}
+                    )
                     self._record_results(crash.results)
-                    self.executor = ForkServer(kill_grace_seconds=self.executor.kill_grace_seconds,
-                                               preload=self.executor.preload)
+                    self.executor = ForkServer(
+                        kill_grace_seconds=self.executor.kill_grace_seconds, preload=self.executor.preload
+                    )
                     self.executor.start()
                     continue
                 except Exception as exc:  # database trouble: back off, keep running tasks alive
                     failures += 1
                     delay = min(30.0, 0.5 * 2 ** min(failures, 6))
-                    log.error("worker loop failed; retrying", extra={"event": "worker_loop_failed",
-                                                                     "error": str(exc)[:300], "retry_in": delay})
+                    log.error(
+                        "worker loop failed; retrying",
+                        extra={"event": "worker_loop_failed", "error": str(exc)[:300], "retry_in": delay},
+                    )
                     self._drop_connection()
                     self.engine.dispose()
                     listener.close()
@@ -173,8 +197,10 @@ class Worker:
                 self._record_results(crash.results)
                 break
             except Exception as exc:  # database unreachable: expired-lease recovery settles the rest
-                log.error("could not record results while stopping", extra={
-                    "event": "shutdown_record_failed", "error": str(exc)[:300]})
+                log.error(
+                    "could not record results while stopping",
+                    extra={"event": "shutdown_record_failed", "error": str(exc)[:300]},
+                )
                 break
         leftovers = list(self.running.values())
         try:
@@ -185,8 +211,10 @@ class Worker:
             try:
                 self._abandon(leftovers, reason=f"worker {self.id} stopped before the task finished")
             except Exception as exc:
-                log.error("could not settle running executions while stopping; their leases will expire",
-                          extra={"event": "shutdown_settle_failed", "error": str(exc)[:300]})
+                log.error(
+                    "could not settle running executions while stopping; their leases will expire",
+                    extra={"event": "shutdown_settle_failed", "error": str(exc)[:300]},
+                )
         try:
             with write_transaction(self.engine) as conn:
                 heartbeats.remove(conn, self.id)
@@ -252,9 +280,16 @@ class Worker:
         single = all(item.outcome.status is AttemptStatus.SUCCEEDED for item in finished)
         try:
             with self._transaction(single_statement=single) as conn:
-                turn = store.record_and_claim(conn, finished, worker_id=self.id, now=now, limit=free,
-                                              queues=self.queues, lease_seconds=self._lease[0],
-                                              buffer_seconds=self._lease[1])
+                turn = store.record_and_claim(
+                    conn,
+                    finished,
+                    worker_id=self.id,
+                    now=now,
+                    limit=free,
+                    queues=self.queues,
+                    lease_seconds=self._lease[0],
+                    buffer_seconds=self._lease[1],
+                )
                 for item, result in zip(finished, results):
                     if item.execution_id in turn.recorded:
                         self._recorded(conn, self.running[item.execution_id], result, item.retry_at, now)
@@ -276,8 +311,9 @@ class Worker:
             metrics.observe_cancelled()
             self.stats.cancelled += 1
             self._dirty_jobs.add(item.job_id)
-        metrics.observe_fire_lateness([(item.trigger, item.scheduled_for) for item, number in turn.started
-                                       if number == 1], now)
+        metrics.observe_fire_lateness(
+            [(item.trigger, item.scheduled_for) for item, number in turn.started if number == 1], now
+        )
         for item, number in turn.started:
             self._submit(item, number, now)
         started = len(turn.started)
@@ -290,15 +326,44 @@ class Worker:
         return started, len(results)
 
     def _submit(self, item: store.ClaimedExecution, attempt: int, now: datetime) -> None:
-        self.running[item.id] = Running(item.id, item.job_id, item.job_name, attempt, item.max_attempts, now,
-                                        item.retry_backoff_seconds, item.alert_mode)
-        context = dict(self._context_base, execution_id=item.id, job_id=item.job_id, job_name=item.job_name,
-                       idempotency_key=item.idempotency_key, attempt=attempt)
-        self.executor.submit(TaskRequest(execution_id=item.id, task_name=item.task, config=item.config,
-                                         context=context, timeout_seconds=item.timeout_seconds))
-        log.info("execution started", extra={"event": "execution_started", "execution_id": item.id,
-                                             "job_id": item.job_id, "worker_id": self.id, "task": item.task,
-                                             "attempt": attempt})
+        self.running[item.id] = Running(
+            item.id,
+            item.job_id,
+            item.job_name,
+            attempt,
+            item.max_attempts,
+            now,
+            item.retry_backoff_seconds,
+            item.alert_mode,
+        )
+        context = dict(
+            self._context_base,
+            execution_id=item.id,
+            job_id=item.job_id,
+            job_name=item.job_name,
+            idempotency_key=item.idempotency_key,
+            attempt=attempt,
+        )
+        self.executor.submit(
+            TaskRequest(
+                execution_id=item.id,
+                task_name=item.task,
+                config=item.config,
+                context=context,
+                timeout_seconds=item.timeout_seconds,
+            )
+        )
+        log.info(
+            "execution started",
+            extra={
+                "event": "execution_started",
+                "execution_id": item.id,
+                "job_id": item.job_id,
+                "worker_id": self.id,
+                "task": item.task,
+                "attempt": attempt,
+            },
+        )
         self._dirty_jobs.add(item.job_id)
 
     @contextmanager
@@ -341,8 +406,13 @@ class Worker:
 
     def _finished(self, result: TaskResult, now: datetime) -> store.Finished:
         run = self.running[result.execution_id]
-        outcome = store.Outcome(status=AttemptStatus(result.status), exit_code=result.exit_code,
-                                output=result.output, error=result.error, pid=result.pid)
+        outcome = store.Outcome(
+            status=AttemptStatus(result.status),
+            exit_code=result.exit_code,
+            output=result.output,
+            error=result.error,
+            pid=result.pid,
+        )
         retry_at = None
         if result.status != "succeeded" and run.attempt < run.max_attempts:
             retry_at = now + retry_delay(run.retry_backoff_seconds, run.attempt)
@@ -350,33 +420,64 @@ class Worker:
 
     def _recorded(self, conn, run: Running, result: TaskResult, retry_at: datetime | None, now: datetime) -> None:
         metrics.observe_outcome(result.status, retried=retry_at is not None)
-        log.info("execution finished", extra={"event": "execution_finished", "execution_id": run.execution_id,
-                                              "job_id": run.job_id, "worker_id": self.id, "attempt": run.attempt,
-                                              "status": result.status, "retry": retry_at is not None,
-                                              "duration_ms": round(result.duration_seconds * 1000, 1)})
+        log.info(
+            "execution finished",
+            extra={
+                "event": "execution_finished",
+                "execution_id": run.execution_id,
+                "job_id": run.job_id,
+                "worker_id": self.id,
+                "attempt": run.attempt,
+                "status": result.status,
+                "retry": retry_at is not None,
+                "duration_ms": round(result.duration_seconds * 1000, 1),
+            },
+        )
         if result.status == "succeeded":
             self.stats.succeeded += 1
             return
         setattr(self.stats, result.status, getattr(self.stats, result.status) + 1)
         if retry_at is not None:
             self.stats.retried += 1
-            insert_event(conn, "retry_scheduled", now=now, job_id=run.job_id, execution_id=run.execution_id,
-                         attempt=run.attempt, status=result.status, retry_at=retry_at.isoformat())
+            insert_event(
+                conn,
+                "retry_scheduled",
+                now=now,
+                job_id=run.job_id,
+                execution_id=run.execution_id,
+                attempt=run.attempt,
+                status=result.status,
+                retry_at=retry_at.isoformat(),
+            )
         else:
             self.stats.dead_lettered += 1
             metrics.observe_dead_letter(result.status)
             last_line = (result.error or "").strip().splitlines()[-1:] or ["no error text"]
             reason = f"{result.status} after {run.attempt} attempt(s): {last_line[0][:300]}"
-            dead_letter(conn, execution_id=run.execution_id, job_id=run.job_id, job_name=run.job_name,
-                        alert_mode=run.alert_mode, status=result.status, reason=reason, now=now)
+            dead_letter(
+                conn,
+                execution_id=run.execution_id,
+                job_id=run.job_id,
+                job_name=run.job_name,
+                alert_mode=run.alert_mode,
+                status=result.status,
+                reason=reason,
+                now=now,
+            )
 
     def _abandon(self, runs: list[Running], *, reason: str) -> None:
         """Settle tasks this worker had to kill on shutdown, as lease recovery would."""
         now = self.clock()
         with write_transaction(self.engine) as conn:
             for run in runs:
-                row = store.ExpiredLease(id=run.execution_id, job_id=run.job_id, status="running",
-                                         attempts=run.attempt, max_attempts=run.max_attempts, claimed_by=self.id)
+                row = store.ExpiredLease(
+                    id=run.execution_id,
+                    job_id=run.job_id,
+                    status="running",
+                    attempts=run.attempt,
+                    max_attempts=run.max_attempts,
+                    claimed_by=self.id,
+                )
                 store.expire_lease(conn, run.execution_id, worker_id=self.id, now=now)
                 recovery.settle_abandoned(conn, row, now=now, reason=reason)
                 self._dirty_jobs.add(run.job_id)
@@ -385,9 +486,10 @@ class Worker:
     def _lost(self, execution_id: int, step: str) -> None:
         # Zero rows changed: cancelled, recovered or deleted meanwhile. Never overwrite.
         self.stats.discarded += 1
-        log.warning("execution changed hands; result discarded",
-                    extra={"event": "result_discarded", "execution_id": execution_id, "step": step,
-                           "worker_id": self.id})
+        log.warning(
+            "execution changed hands; result discarded",
+            extra={"event": "result_discarded", "execution_id": execution_id, "step": step, "worker_id": self.id},
+        )
 
     # --- housekeeping -----------------------------------------------------------------------
 
@@ -395,10 +497,21 @@ class Worker:
         if self._last_heartbeat is None or now - self._last_heartbeat >= HEARTBEAT_EVERY:
             self._last_heartbeat = now
             with write_transaction(self.engine) as conn:
-                heartbeats.beat(conn, process_id=self.id, kind="worker", started_at=self.started_at, now=now,
-                                info={"slots": self.slots, "busy": len(self.running), "queues": self.queues or ["*"],
-                                      "running": sorted(self.running)[:20], "succeeded": self.stats.succeeded,
-                                      "failed": self.stats.failed + self.stats.timed_out})
+                heartbeats.beat(
+                    conn,
+                    process_id=self.id,
+                    kind="worker",
+                    started_at=self.started_at,
+                    now=now,
+                    info={
+                        "slots": self.slots,
+                        "busy": len(self.running),
+                        "queues": self.queues or ["*"],
+                        "running": sorted(self.running)[:20],
+                        "succeeded": self.stats.succeeded,
+                        "failed": self.stats.failed + self.stats.timed_out,
+                    },
+                )
         if not self.running and (self._last_recovery is None or now - self._last_recovery >= RECOVERY_EVERY):
             # Idle workers help recover abandoned work so recovery does not wait for a scheduler.
             self._last_recovery = now

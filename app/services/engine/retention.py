@@ -5,6 +5,7 @@ dead-lettered ones (and any execution with a DeadLetter row) are never removed, 
 never hide work or an unresolved failure. Either axis set to 0 is disabled. Deletes run in
 batches so a large backlog never holds one huge transaction.
 """
+
 from __future__ import annotations
 
 from datetime import datetime, timedelta
@@ -63,20 +64,29 @@ def prune(conn: Connection, *, now: datetime, dry_run: bool = False, actor: str 
         for row in conn.execute(stmt, {"oldest_cutoff": cutoff, "batch": BATCH * 50}):
             finished = UTCDateTime().process_result_value(
                 row.finished_at if not isinstance(row.finished_at, str) else datetime.fromisoformat(row.finished_at),
-                conn.dialect)
+                conn.dialect,
+            )
             if finished < now - timedelta(days=row.retention_days) and row.id not in doomed:
                 doomed.add(row.id)
                 by_job[row.job_id] = by_job.get(row.job_id, 0) + 1
     if not dry_run:
         ids = sorted(doomed)
         for start in range(0, len(ids), BATCH):
-            chunk = ids[start:start + BATCH]
-            conn.execute(text("DELETE FROM executions WHERE id IN :ids").bindparams(bindparam("ids", expanding=True)),
-                         {"ids": chunk})
+            chunk = ids[start : start + BATCH]
+            conn.execute(
+                text("DELETE FROM executions WHERE id IN :ids").bindparams(bindparam("ids", expanding=True)),
+                {"ids": chunk},
+            )
         if ids:
             # The ledger (`flask verify`) reads this to know which jobs' history is incomplete.
-            insert_event(conn, "history_pruned", now=now, actor=actor, deleted=len(ids),
-                         by_job={str(k): v for k, v in sorted(by_job.items())})
+            insert_event(
+                conn,
+                "history_pruned",
+                now=now,
+                actor=actor,
+                deleted=len(ids),
+                by_job={str(k): v for k, v in sorted(by_job.items())},
+            )
     return {"deleted": len(doomed), "dry_run": dry_run, "by_job": {str(k): v for k, v in sorted(by_job.items())}}
 
 

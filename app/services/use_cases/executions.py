@@ -1,4 +1,5 @@
 """Execution operations for operators: list, inspect, retry, cancel."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -11,8 +12,8 @@ from app.database import begin_write
 from app.domain.states import CANCELLABLE, RETRYABLE, ExecutionStatus, values
 from app.extensions import db
 from app.models import Execution, Job
-from app.services import wakeups
 from app.services.audit import record_event
+from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.store import executions as store
 
@@ -51,8 +52,10 @@ def retry_execution(execution_id: int, *, now: datetime, actor: str) -> Executio
     begin_write(db.session)
     original = get_execution(execution_id)
     if ExecutionStatus(original.status) not in RETRYABLE:
-        raise Conflict(f"execution {execution_id} is {original.status}; only failed, timed_out, dead_lettered "
-                       "or cancelled executions can be retried")
+        raise Conflict(
+            f"execution {execution_id} is {original.status}; only failed, timed_out, dead_lettered "
+            "or cancelled executions can be retried"
+        )
     job = original.job
     if not job.enabled:
         raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before retrying its executions")
@@ -69,8 +72,10 @@ def cancel_execution(execution_id: int, *, now: datetime, actor: str) -> Executi
     begin_write(db.session)
     execution = get_execution(execution_id)
     if ExecutionStatus(execution.status) not in CANCELLABLE:
-        raise Conflict(f"execution {execution_id} is {execution.status}; only pending, retry_scheduled or claimed "
-                       "executions can be cancelled")
+        raise Conflict(
+            f"execution {execution_id} is {execution.status}; only pending, retry_scheduled or claimed "
+            "executions can be cancelled"
+        )
     if not store.cancel_execution(db.session.connection(), execution_id, now=now, reason=f"cancelled by {actor}"):
         raise Conflict(f"execution {execution_id} changed state meanwhile; nothing was cancelled")
     record_event("execution_cancelled", now=now, actor=actor, job_id=execution.job_id, execution_id=execution_id)

@@ -11,6 +11,7 @@ them against executions and misfire events:
 The span starts at the job's creation, its last schedule change, or (after retention pruned its
 history) its oldest retained occurrence, and ends at its next_run_at.
 """
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -43,9 +44,17 @@ class LedgerReport:
         return not self.violations
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "jobs": self.jobs, "occurrences": self.occurrences, "executions": self.executions,
-                "coalesced_or_skipped": self.coalesced_or_skipped, "excused_disabled": self.excused_disabled,
-                "in_flight": self.in_flight, "violations": self.violations, "warnings": self.warnings}
+        return {
+            "ok": self.ok,
+            "jobs": self.jobs,
+            "occurrences": self.occurrences,
+            "executions": self.executions,
+            "coalesced_or_skipped": self.coalesced_or_skipped,
+            "excused_disabled": self.excused_disabled,
+            "in_flight": self.in_flight,
+            "violations": self.violations,
+            "warnings": self.warnings,
+        }
 
 
 def _parse(value: str | None) -> datetime | None:
@@ -57,9 +66,15 @@ def verify(*, now: datetime, lease_slack: timedelta = timedelta(seconds=5)) -> L
     _check_rows(report, now, lease_slack)
     events_by_job: dict[int, list[Event]] = defaultdict(list)
     pruned_jobs: set[int] = set()
-    for event in db.session.scalars(select(Event).where(Event.type.in_(
-            ["misfire_coalesced", "misfire_skipped", "job_disabled", "job_enabled", "job_updated", "history_pruned"]))
-            .order_by(Event.id)):
+    for event in db.session.scalars(
+        select(Event)
+        .where(
+            Event.type.in_(
+                ["misfire_coalesced", "misfire_skipped", "job_disabled", "job_enabled", "job_updated", "history_pruned"]
+            )
+        )
+        .order_by(Event.id)
+    ):
         if event.type == "history_pruned":
             pruned_jobs |= {int(job_id) for job_id in event.payload.get("by_job", {})}
         elif event.job_id is not None:
@@ -73,37 +88,58 @@ def verify(*, now: datetime, lease_slack: timedelta = timedelta(seconds=5)) -> L
 def _check_rows(report: LedgerReport, now: datetime, lease_slack: timedelta) -> None:
     e = Execution
     report.executions = db.session.scalar(select(func.count()).select_from(e)) or 0
-    for key, count in db.session.execute(select(e.idempotency_key, func.count()).group_by(e.idempotency_key)
-                                         .having(func.count() > 1)):
+    for key, count in db.session.execute(
+        select(e.idempotency_key, func.count()).group_by(e.idempotency_key).having(func.count() > 1)
+    ):
         report.violations.append(f"idempotency key {key} is used by {count} executions")
     for job_id, at, count in db.session.execute(
-            select(e.job_id, e.scheduled_for, func.count()).where(e.trigger.in_(["schedule", "catch_up"]))
-            .group_by(e.job_id, e.scheduled_for).having(func.count() > 1)):
+        select(e.job_id, e.scheduled_for, func.count())
+        .where(e.trigger.in_(["schedule", "catch_up"]))
+        .group_by(e.job_id, e.scheduled_for)
+        .having(func.count() > 1)
+    ):
         report.violations.append(f"job {job_id} occurrence {at.isoformat()} has {count} executions")
-    for row in db.session.execute(select(e.id, e.status, e.lease_expires_at).where(
-            e.status.in_(["claimed", "running"]))):
+    for row in db.session.execute(
+        select(e.id, e.status, e.lease_expires_at).where(e.status.in_(["claimed", "running"]))
+    ):
         report.in_flight += 1
         if row.lease_expires_at is None or row.lease_expires_at < now - lease_slack:
-            report.violations.append(f"execution {row.id} is {row.status} with a lease that expired at "
-                                     f"{row.lease_expires_at}; recovery has not settled it")
+            report.violations.append(
+                f"execution {row.id} is {row.status} with a lease that expired at "
+                f"{row.lease_expires_at}; recovery has not settled it"
+            )
     for row in db.session.execute(select(e.id, e.attempts, e.max_attempts).where(e.attempts > e.max_attempts)):
         report.violations.append(f"execution {row.id} made {row.attempts} attempts, more than {row.max_attempts}")
-    attempt_counts = dict(db.session.execute(select(Attempt.execution_id, func.count()).group_by(Attempt.execution_id)).all())
+    attempt_counts = dict(
+        db.session.execute(select(Attempt.execution_id, func.count()).group_by(Attempt.execution_id)).all()
+    )
     for row in db.session.execute(select(e.id, e.attempts)):
         if attempt_counts.get(row.id, 0) != row.attempts:
-            report.violations.append(f"execution {row.id} counts {row.attempts} attempts but has "
-                                     f"{attempt_counts.get(row.id, 0)} Attempt rows")
+            report.violations.append(
+                f"execution {row.id} counts {row.attempts} attempts but has "
+                f"{attempt_counts.get(row.id, 0)} Attempt rows"
+            )
     dead = set(db.session.scalars(select(DeadLetter.execution_id)))
-    for row in db.session.execute(select(e.id, e.status).where(
-            (e.status == "dead_lettered") | (e.status.in_(["failed", "timed_out"]) & (e.attempts >= e.max_attempts)))):
+    for row in db.session.execute(
+        select(e.id, e.status).where(
+            (e.status == "dead_lettered") | (e.status.in_(["failed", "timed_out"]) & (e.attempts >= e.max_attempts))
+        )
+    ):
         if row.id not in dead:
             report.violations.append(f"execution {row.id} is {row.status} with no attempts left but has no dead letter")
 
 
 def _check_job(report: LedgerReport, job: Job, events: list[Event], pruned: bool, now: datetime) -> None:
     schedule = parse_schedule(job.schedule_type, job.schedule, job.timezone)
-    rows = db.session.execute(select(Execution.scheduled_for).where(
-        Execution.job_id == job.id, Execution.trigger.in_(["schedule", "catch_up"]))).scalars().all()
+    rows = (
+        db.session.execute(
+            select(Execution.scheduled_for).where(
+                Execution.job_id == job.id, Execution.trigger.in_(["schedule", "catch_up"])
+            )
+        )
+        .scalars()
+        .all()
+    )
     have = Counter(rows)
     start = job.created_at
     accounted: list[tuple[datetime, datetime]] = []  # half-open spans covered by events
@@ -144,6 +180,8 @@ def _check_job(report: LedgerReport, job: Job, events: list[Event], pruned: bool
         elif any(a <= occurrence <= b for a, b in disabled):
             report.excused_disabled += 1
         else:
-            report.violations.append(f"job {job.id} ({job.name}) occurrence {occurrence.isoformat()} was due "
-                                     "but has no execution and no misfire event: lost")
+            report.violations.append(
+                f"job {job.id} ({job.name}) occurrence {occurrence.isoformat()} was due "
+                "but has no execution and no misfire event: lost"
+            )
         occurrence = schedule.next_after(occurrence)

@@ -1,0 +1,51 @@
+"""Dead letters: executions that used up their attempts, flagged for an operator."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from sqlalchemy.engine import Connection
+
+from app.models import Alert, DeadLetter
+from app.services.audit import insert_event
+
+log = logging.getLogger("cronwell.alerts")
+
+
+def dead_letter(
+    conn: Connection,
+    *,
+    execution_id: int,
+    job_id: int,
+    job_name: str,
+    alert_mode: str,
+    status: str,
+    reason: str,
+    now: datetime,
+) -> None:
+    """Record the DeadLetter, an Alert (alert_mode web), an event, and the structured ALERT log line."""
+    conn.execute(
+        DeadLetter.__table__.insert().values(execution_id=execution_id, job_id=job_id, reason=reason, created_at=now)
+    )
+    message = f"job {job_name!r} execution {execution_id} {status}: {reason}"
+    if alert_mode == "web":
+        conn.execute(
+            Alert.__table__.insert().values(
+                job_id=job_id, execution_id=execution_id, kind="dead_letter", message=message[:2000], created_at=now
+            )
+        )
+    insert_event(
+        conn, "dead_lettered", now=now, job_id=job_id, execution_id=execution_id, status=status, reason=reason[:500]
+    )
+    # Written in both alert modes: log pipelines can page on it.
+    log.error(
+        "ALERT " + message[:500],
+        extra={
+            "event": "ALERT",
+            "alert_kind": "dead_letter",
+            "job_id": job_id,
+            "execution_id": execution_id,
+            "alert_mode": alert_mode,
+        },
+    )

@@ -1,0 +1,1 @@
+"""Read models: dashboard, status, health, the ledger check and row counts. They only read."""
