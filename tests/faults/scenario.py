@@ -32,10 +32,6 @@ CLONED_COLUMNS = (
 )
 
 
-def utcnow() -> datetime:
-    return utcnow()
-
-
 def clone_jobs(*, count: int, now: datetime, prefix: str, every: str, **fields) -> int:
     """Create one job through the service, then `count - 1` copies of it in one INSERT.
 

@@ -13,8 +13,6 @@ test_database_outages.py provokes with a real restart).
 
 from __future__ import annotations
 
-from datetime import datetime
-
 import pytest
 from sqlalchemy import select
 from sqlalchemy.exc import OperationalError
@@ -28,10 +26,6 @@ from app.store import executions as store
 from tests.factories import make_job
 
 pytestmark = pytest.mark.timeout(60)
-
-
-def utcnow() -> datetime:
-    return utcnow()
 
 
 def database_gone() -> OperationalError:

@@ -38,10 +38,6 @@ def backend() -> str:
     return "postgres"
 
 
-def utcnow() -> datetime:
-    return utcnow()
-
-
 def fresh_session() -> None:
     """End the test's own transaction so the next read sees what other processes committed."""
     db.session.rollback()

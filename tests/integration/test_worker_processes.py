@@ -10,7 +10,7 @@ bounded poll for a condition.
 from __future__ import annotations
 
 import signal
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
@@ -30,10 +30,6 @@ from tests.factories import make_job
 from tests.helpers.processes import children_of, cmdline, flask_processes, is_alive, wait_for  # noqa: F401
 
 pytestmark = pytest.mark.timeout(120)
-
-
-def utcnow() -> datetime:
-    return utcnow()
 
 
 def fresh(model, key):

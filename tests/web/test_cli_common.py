@@ -82,10 +82,6 @@ def cli_events(type_: str | None = None) -> list[Event]:
     return list(database.session.scalars(query))
 
 
-def utcnow() -> datetime:
-    return utcnow()
-
-
 def make_job(
     name: str = "every-minute",
     task: str = "always_succeed",
