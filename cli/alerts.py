@@ -8,7 +8,7 @@ from flask.cli import AppGroup
 from app.clock import utcnow
 from app.services.serialize import alert_to_dict, dead_letter_to_dict
 from app.services.use_cases import alerts as alert_service
-from cli.common import ACTOR, emit_json, fmt_utc, handle_errors, json_option, mutating, print_table
+from cli.common import ACTOR, ALERT_ID, emit_json, fmt_utc, handle_errors, json_option, mutating, print_table
 
 alerts_cli = AppGroup("alerts", help="List and resolve alerts; list dead letters.")
 
@@ -65,7 +65,7 @@ def list_alerts(include_resolved, as_json):
 
 
 @alerts_cli.command("resolve")
-@click.argument("alert_ids", metavar="ALERT_ID...", nargs=-1, required=True, type=int)
+@click.argument("alert_ids", metavar="ALERT_ID...", nargs=-1, required=True, type=ALERT_ID)
 @mutating
 @handle_errors
 def resolve(alert_ids):

@@ -20,6 +20,8 @@ import click
 from flask import current_app
 from sqlalchemy.exc import SQLAlchemyError
 
+from app.models import Alert, Execution, Job
+from app.models.ids import id_in_range, is_whole_number, key_max
 from app.scheduling import ScheduleError
 from app.scheduling.timezones import parse_instant, resolve_timezone
 from app.services.errors import ServiceError
@@ -56,6 +58,46 @@ def handle_errors(func: Callable) -> Callable:
             raise click.ClickException(_one_line(f"database error: {detail}")) from None
 
     return wrapper
+
+
+class IdType(click.ParamType):
+    """The id of a `model` row: a whole number in ASCII digits (anything else is a usage error, exit 2).
+
+    A number no row can have (zero, negative, beyond the key column's type) is a missing object:
+    `Error: <noun> N does not exist` and exit 1, the line the services print for any unknown id.
+    It is raised here, so the value never reaches the database (PostgreSQL refuses an out-of-range
+    parameter as "integer out of range", SQLite's driver with an OverflowError).
+    """
+
+    def __init__(self, noun: str, model) -> None:
+        self.noun = noun
+        self.name = f"{noun} id"
+        self.largest = key_max(model)
+
+    def get_metavar(self, param, ctx=None) -> str:
+        return f"{self.noun.upper()}_ID"
+
+    def convert(self, value, param, ctx) -> int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            text = str(value)
+        else:
+            text = str(value).strip()
+        digits = text[1:] if text[:1] in ("+", "-") else text
+        if not is_whole_number(digits):
+            self.fail(f"{_clip(str(value))!r} is not a {self.noun} id (a whole number)", param, ctx)
+        found = None if text.startswith("-") else id_in_range(digits, self.largest)
+        if found is None:
+            raise click.ClickException(f"{self.noun} {_clip(text)} does not exist")
+        return found
+
+
+def _clip(text: str, limit: int = 40) -> str:
+    return text if len(text) <= limit else f"{text[:20]}... ({len(text)} characters)"
+
+
+JOB_ID = IdType("job", Job)
+EXECUTION_ID = IdType("execution", Execution)
+ALERT_ID = IdType("alert", Alert)
 
 
 def check_cli_secret(given: str | None) -> None:

@@ -11,6 +11,8 @@ from app.services.serialize import execution_to_dict
 from app.services.use_cases import executions as execution_service
 from cli.common import (
     ACTOR,
+    EXECUTION_ID,
+    JOB_ID,
     emit_json,
     fmt_both,
     fmt_duration,
@@ -27,7 +29,7 @@ execution_cli = AppGroup("execution", help="List, inspect, retry and cancel exec
 
 @execution_cli.command("list")
 @click.option("--status", type=click.Choice(values(ExecutionStatus)), help="Only executions in this status.")
-@click.option("--job", "job_id", type=int, metavar="JOB_ID", help="Only executions of this job.")
+@click.option("--job", "job_id", type=JOB_ID, metavar="JOB_ID", help="Only executions of this job.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 @json_option
 @handle_errors
@@ -63,7 +65,7 @@ def list_executions(status, job_id, limit, as_json):
 
 
 @execution_cli.command("inspect")
-@click.argument("execution_id", type=int)
+@click.argument("execution_id", type=EXECUTION_ID)
 @json_option
 @handle_errors
 def inspect(execution_id, as_json):
@@ -125,7 +127,7 @@ def inspect(execution_id, as_json):
 
 
 @execution_cli.command("retry")
-@click.argument("execution_id", type=int)
+@click.argument("execution_id", type=EXECUTION_ID)
 @json_option
 @mutating
 @handle_errors
@@ -144,7 +146,7 @@ def retry(execution_id, as_json):
 
 
 @execution_cli.command("cancel")
-@click.argument("execution_id", type=int)
+@click.argument("execution_id", type=EXECUTION_ID)
 @json_option
 @mutating
 @handle_errors

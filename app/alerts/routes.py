@@ -9,7 +9,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from app.alerts.forms import ResolveAlertsForm
 from app.clock import utcnow
-from app.services.errors import ServiceError
+from app.services.errors import NotFound, ServiceError
 from app.services.read import dashboard
 from app.services.use_cases import alerts as alert_service
 from app.web.access import current_actor, is_htmx, operator_required, signin_required
@@ -39,20 +39,22 @@ def index():
 def resolve_selected():
     """Resolve every alert ticked on the list."""
     form = ResolveAlertsForm()
-    ids, bad = form.selected_ids(request.form.getlist("alert_ids"))
+    ids, bad, beyond = form.selected_ids(request.form.getlist("alert_ids"))
     if bad:
         flash(f"Ignored values that are not alert ids: {', '.join(bad)}", "error")
-    return _resolve(ids)
+    return _resolve(ids, missing=beyond)
 
 
-@bp.post("/<int:alert_id>/resolve")
+@bp.post("/<id:alert_id>/resolve")
 @operator_required
 def resolve_one(alert_id: int):
     return _resolve([alert_id])
 
 
-def _resolve(ids: list[int]):
+def _resolve(ids: list[int], missing: list[str] = ()):
     try:
+        if missing:  # beyond the id column: refused like any unknown id, and nothing is resolved
+            raise NotFound(f"alert {', '.join(missing)} does not exist")
         changed = alert_service.resolve_alerts(ids, now=utcnow(), actor=current_actor())
         message, category = f"{changed} alert(s) resolved.", "success"
     except ServiceError as exc:

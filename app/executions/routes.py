@@ -7,6 +7,8 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from app.clock import utcnow
 from app.domain.states import CANCELLABLE, RETRYABLE, ExecutionStatus
 from app.executions.forms import ExecutionActionForm, ExecutionFilterForm
+from app.models import Job
+from app.models.ids import id_in_range, is_whole_number, key_max
 from app.services.errors import NotFound, ServiceError, ValidationFailed
 from app.services.use_cases import executions as execution_service
 from app.services.use_cases import jobs as job_service
@@ -29,14 +31,15 @@ def index():
     job = None
     job_id = None
     if job_text:
-        if job_text.isascii() and job_text.isdigit() and len(job_text) < 12:  # not "²", which int() refuses
-            job_id = int(job_text)
+        if not is_whole_number(job_text):  # ASCII digits only: not "²", which int() refuses
+            errors.append(f"Job ID must be a whole number, got {job_text!r}.")
+        elif (job_id := id_in_range(job_text, key_max(Job))) is None:
+            errors.append(f"job {job_text} does not exist")  # beyond the column: no row can have it
+        else:
             try:
                 job = job_service.get_job(job_id)
             except NotFound as exc:
                 errors.append(str(exc))
-        else:
-            errors.append(f"Job ID must be a whole number, got {job_text!r}.")
     page = Page(items=[], page=1, per_page=PER_PAGE, total=0)
     if not errors:
         try:
@@ -51,7 +54,7 @@ def index():
     ), (400 if errors else 200)
 
 
-@bp.get("/<int:execution_id>")
+@bp.get("/<id:execution_id>")
 @signin_required
 def detail(execution_id: int):
     """Everything about one execution: attempts, output and error. While it is in flight the
@@ -68,7 +71,7 @@ def detail(execution_id: int):
     return render_template("executions/detail.html", **context)
 
 
-@bp.post("/<int:execution_id>/retry")
+@bp.post("/<id:execution_id>/retry")
 @operator_required
 def retry(execution_id: int):
     """Run a finished execution again, as a new execution."""
@@ -81,7 +84,7 @@ def retry(execution_id: int):
     return redirect(url_for("executions.detail", execution_id=new.id), code=303)
 
 
-@bp.post("/<int:execution_id>/cancel")
+@bp.post("/<id:execution_id>/cancel")
 @operator_required
 def cancel(execution_id: int):
     """Cancel a queued execution (a running one must finish or time out)."""

@@ -12,12 +12,14 @@ from app.clock import utcnow
 
 def register_web(app: Flask) -> None:
     """Attach everything the web UI needs to `app`."""
+    from app.web.converters import register_converters
     from app.web.errors import register_error_handlers
     from app.web.filters import register_filters
     from app.web.security import add_security_headers, configure_cookies
 
     configure_cookies(app)
     register_login(app)
+    register_converters(app)
     register_blueprints(app)
     register_filters(app)
     register_error_handlers(app)
