@@ -1,18 +1,19 @@
-"""Alembic environment, run by `flask db ...` (cli/db.py) inside the app context.
+"""Alembic environment, run by `flask db ...` (Flask-Migrate, set up by cli/db.py) in the app context.
 
-The engine and the metadata are the app's own `db` (app/extensions.py), so migrations run against
-exactly the database the app is configured for (DATABASE_URL) and autogenerate compares with the
-models.
+The engine and the metadata are the app's own `db` as registered with Flask-Migrate, so migrations
+run against exactly the database the app is configured for (DATABASE_URL) and autogenerate
+compares with the models.
 """
 
 import logging
 from logging.config import fileConfig
 
 from alembic import context
-
-from app.extensions import db
+from flask import current_app
 
 config = context.config
+migrate = current_app.extensions["migrate"]  # flask_migrate._MigrateConfig: its db and options
+db = migrate.db
 
 # Alembic's progress lines (INFO) on stderr; keep the application's loggers alive when migrations
 # run inside an already configured process (the tests, `flask db`).
@@ -20,10 +21,8 @@ if config.config_file_name is not None:
     fileConfig(config.config_file_name, disable_existing_loggers=False)
 logger = logging.getLogger("alembic.env")
 
-# For every backend, as Flask-Migrate used to do: compare column types in autogenerate, and render
-# ALTERs as batch operations, which SQLite needs (it rebuilds the table) and PostgreSQL runs as
-# plain ALTER TABLE. One style of migration file works on both.
-CONFIGURE_ARGS = {"compare_type": True, "render_as_batch": True}
+# compare_type and render_as_batch, given to Migrate in cli/db.py (MIGRATE_OPTIONS).
+CONFIGURE_ARGS = migrate.configure_args
 
 
 def render_item(type_, obj, autogen_context):

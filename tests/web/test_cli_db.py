@@ -1,4 +1,4 @@
-"""`flask db ...` (cli/db.py, ours over Alembic), and that only `flask db` loads Alembic.
+"""`flask db ...` (Flask-Migrate, set up by cli/db.py), and that only `flask db` loads Alembic.
 
 Real `flask` processes: what a process imports is only visible in a fresh interpreter (this one
 has Alembic loaded by the fixtures), and `flask db` is run exactly as deploys run it.
@@ -102,6 +102,8 @@ def test_upgrade_current_downgrade_on_an_empty_database(empty_env):
     assert flask(empty_env, "db", "current").stdout.strip() == f"{head} (head)"
     assert flask(empty_env, "db", "check").returncode == 0  # the migrations build what the models say
 
+    assert flask(empty_env, "db", "downgrade", "-1").returncode == 0  # a relative step is a revision
+    assert flask(empty_env, "db", "current").stdout.strip() == f"{int(head) - 1:04d}"
     assert flask(empty_env, "db", "downgrade", "base").returncode == 0
     assert flask(empty_env, "db", "current").stdout == ""
     assert flask(empty_env, "db", "upgrade").returncode == 0
