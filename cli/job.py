@@ -8,8 +8,6 @@ import click
 from flask.cli import AppGroup
 
 from app.clock import utcnow
-from app.domain.states import AlertMode, MisfirePolicy, OverlapPolicy, ScheduleType, values
-from app.scheduling import schedule_value_from_options
 from app.services.serialize import execution_to_dict, job_to_dict
 from app.services.use_cases import jobs as job_service
 from app.tasks import all_tasks
@@ -26,88 +24,14 @@ from cli.common import (
     parse_after,
     print_table,
 )
+from cli.job_fields import job_arguments, job_data, job_options, schedule_given
 
 job_cli = AppGroup("job", help="Create, change, inspect, run and remove jobs.")
-
-# Options shared by `add` and `edit`, mapped onto the job fields of the same name.
-POLICY_FIELDS = (
-    "description",
-    "config",
-    "timezone",
-    "overlap_policy",
-    "misfire_policy",
-    "misfire_grace_seconds",
-    "max_attempts",
-    "retry_backoff_seconds",
-    "timeout_seconds",
-    "alert_mode",
-    "retention_count",
-    "retention_days",
-    "queue",
-    "priority",
-)
-
-
-def _job_options(func):
-    """The schedule and policy options of `job add` and `job edit`."""
-    options = [
-        click.option(
-            "--schedule-value",
-            metavar="JSON",
-            help='Schedule as JSON, e.g. \'{"every": "30s"}\' (instead of --every/--cron/--run-at).',
-        ),
-        click.option("--run-at", metavar="ISO", help="one_time: when to run; no offset means --timezone local time."),
-        click.option("--every", metavar="DURATION", help="interval: 30s, 5m, 2h, 1d, 1h30m."),
-        click.option("--cron", metavar="EXPR", help="cron: 5-field expression or @hourly/@daily/..., in --timezone."),
-        click.option("--timezone", metavar="TZ", help="IANA zone the schedule runs in (default UTC)."),
-        click.option("--description", metavar="TEXT"),
-        click.option("--config", metavar="JSON", help="Task config as a JSON object (see `flask job catalog`)."),
-        click.option(
-            "--overlap-policy",
-            type=click.Choice(values(OverlapPolicy)),
-            help="When a run is still active: skip (default), queue, allow.",
-        ),
-        click.option(
-            "--misfire-policy",
-            type=click.Choice(values(MisfirePolicy)),
-            help="Runs missed beyond the grace: coalesce (default), catch_up, skip.",
-        ),
-        click.option("--misfire-grace-seconds", type=int, metavar="N"),
-        click.option("--max-attempts", type=int, metavar="N"),
-        click.option("--retry-backoff-seconds", type=int, metavar="N", help="Base delay; doubles per attempt."),
-        click.option("--timeout-seconds", type=int, metavar="N", help="Hard timeout of one attempt."),
-        click.option("--alert-mode", type=click.Choice(values(AlertMode)), help="web (default) or log_only."),
-        click.option("--retention-count", type=int, metavar="N", help="Executions kept (0: no limit)."),
-        click.option("--retention-days", type=int, metavar="N", help="Days of history kept (0: no limit)."),
-        click.option("--queue", metavar="NAME", help="Worker queue (default 'default')."),
-        click.option("--priority", type=int, metavar="N", help="Lower runs first (default 0)."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
 
 
 def _echo_next_run(job) -> None:
     state = "" if job.enabled else " (disabled)"
     click.echo(f"Next run: {fmt_both(job.next_run_at, job.timezone) or 'none'}{state}")
-
-
-def _policy_fields(options: dict) -> dict:
-    return {field: options[field] for field in POLICY_FIELDS if options.get(field) is not None}
-
-
-def _schedule_given(options: dict) -> bool:
-    return any(options.get(k) is not None for k in ("schedule_value", "run_at", "every", "cron"))
-
-
-def _schedule_value(schedule_type: str, options: dict) -> dict:
-    return schedule_value_from_options(
-        schedule_type,
-        every=options["every"],
-        cron=options["cron"],
-        run_at=options["run_at"],
-        schedule_value=options["schedule_value"],
-    )
 
 
 def schedule_summary(job) -> str:
@@ -120,15 +44,13 @@ def schedule_summary(job) -> str:
 
 
 @job_cli.command("add")
-@click.argument("name")
-@click.argument("task")
-@click.argument("schedule_type", metavar="{one_time|interval|cron}", type=click.Choice(values(ScheduleType)))
-@_job_options
+@job_arguments()
+@job_options(edit=False)
 @click.option("--disabled", is_flag=True, help="Create the job disabled (enable it later).")
 @json_option
 @mutating
 @handle_errors
-def add_job(name, task, schedule_type, disabled, as_json, **options):
+def add_job(disabled, as_json, **options):
     """Create a job running TASK on a schedule.
 
     \b
@@ -138,14 +60,7 @@ def add_job(name, task, schedule_type, disabled, as_json, **options):
       flask job add once always_succeed one_time --run-at 2026-01-01T12:00:00Z
       flask job add nap sleep_for_seconds interval --schedule-value '{"every": "5m"}' --config '{"seconds": 2}'
     """
-    data = {
-        "name": name,
-        "task": task,
-        "schedule_type": schedule_type,
-        "schedule": _schedule_value(schedule_type, options),
-        "enabled": not disabled,
-        **_policy_fields(options),
-    }
+    data = {**job_data(options, schedule_type=options["schedule_type"]), "enabled": not disabled}
     job = job_service.create_job(data, now=utcnow(), actor=ACTOR)
     if as_json:
         emit_json(job_to_dict(job))
@@ -156,18 +71,13 @@ def add_job(name, task, schedule_type, disabled, as_json, **options):
 
 @job_cli.command("edit")
 @click.argument("job_id", type=JOB_ID)
-@click.option("--name", metavar="TEXT", help="New unique name.")
-@click.option("--task", metavar="TASK", help="Another registered task; the config is checked against it.")
-@click.option(
-    "--schedule-type", type=click.Choice(values(ScheduleType)), help="New schedule type; give the new schedule with it."
-)
-@_job_options
+@job_options(edit=True)
 @click.option("--enabled", "enable", is_flag=True, help="Enable the job.")
 @click.option("--disabled", "disable", is_flag=True, help="Disable the job (cancels its queued runs).")
 @json_option
 @mutating
 @handle_errors
-def edit_job(job_id, name, task, schedule_type, enable, disable, as_json, **options):
+def edit_job(job_id, enable, disable, as_json, **options):
     """Change a job. Only the options given change; a new schedule or timezone recomputes the next run.
 
     \b
@@ -179,14 +89,8 @@ def edit_job(job_id, name, task, schedule_type, enable, disable, as_json, **opti
     if enable and disable:
         raise click.ClickException("--enabled and --disabled cannot be used together")
     job = job_service.get_job(job_id)
-    data = {
-        key: value
-        for key, value in (("name", name), ("task", task), ("schedule_type", schedule_type))
-        if value is not None
-    }
-    data.update(_policy_fields(options))
-    if _schedule_given(options):
-        data["schedule"] = _schedule_value(schedule_type or job.schedule_type, options)
+    schedule_type = (options["schedule_type"] or job.schedule_type) if schedule_given(options) else None
+    data = job_data(options, schedule_type=schedule_type)
     if enable or disable:
         data["enabled"] = enable
     if not data:

@@ -8,14 +8,15 @@ import click
 from flask.cli import AppGroup
 
 from app.clock import utcnow
-from app.scheduling import ScheduleError, parse_schedule, schedule_value_from_options
+from app.scheduling import SCHEDULE_INPUTS, ScheduleError, parse_schedule, schedule_value_from_options
 from app.scheduling import preview as preview_schedule
 from cli.common import emit_json, fmt_utc, handle_errors, json_option, parse_after, print_table
 
 schedule_cli = AppGroup("schedule", help="Validate and preview schedules (no job needed).")
 
-# The key a --schedule-value object must hold for each schedule type.
-_TYPE_BY_KEY = {"expression": "cron", "every": "interval", "run_at": "one_time"}
+# The schedule type of each key a --schedule-value object may hold, and of each input option.
+_TYPE_BY_KEY = {schedule_input.key: kind for kind, schedule_input in SCHEDULE_INPUTS.items()}
+_TYPE_BY_FLAG = {schedule_input.flag: kind for kind, schedule_input in SCHEDULE_INPUTS.items()}
 
 
 def _schedule_type_of(text: str) -> str:
@@ -71,7 +72,7 @@ def preview(cron, every, run_at, schedule_value, timezone, after, count, as_json
     if schedule_value is not None:
         schedule_type = _schedule_type_of(schedule_value)
     else:
-        schedule_type = {"--cron": "cron", "--every": "interval", "--run-at": "one_time"}[given[0]]
+        schedule_type = _TYPE_BY_FLAG[given[0]]
     value = schedule_value_from_options(
         schedule_type, every=every, cron=cron, run_at=run_at, schedule_value=schedule_value
     )

@@ -1,110 +1,131 @@
-"""The job form and the action forms on the job pages.
+"""The job form, generated from the job definition, and the action forms on the job pages.
 
-Fields are read as text and handed to the job service, which owns validation (the CLI and the web
-give the same messages); the service's per-field errors are then shown next to each field.
+The form has one control per definition field marked `form` (the schedule as one text input per
+schedule type). Values are read as text and handed to the job service, whose schema owns
+validation (the CLI and the web give the same messages); the per-field errors are then shown next
+to each control.
 """
 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from flask_wtf import FlaskForm
+from marshmallow import fields, missing
 from wtforms import BooleanField, SelectChoice, SelectField, StringField, TextAreaField
-from wtforms.validators import Length
 
-from app.domain.states import MisfirePolicy, OverlapPolicy, ScheduleType, values
-from app.scheduling import ScheduleError, format_interval, parse_interval
-from app.services.use_cases.jobs import DEFAULTS
+from app.definitions import JobSchema
+from app.scheduling import SCHEDULE_INPUTS, ScheduleError, format_interval, parse_interval
 
-SCHEDULE_INPUTS = {"interval": "every", "cron": "cron", "one_time": "run_at"}
-NUMBER_FIELDS = (
-    "misfire_grace_seconds",
-    "max_attempts",
-    "retry_backoff_seconds",
-    "timeout_seconds",
-    "retention_count",
-    "retention_days",
-    "priority",
-)
-TEXT_FIELDS = (
-    "name",
-    "description",
-    "task",
-    "schedule_type",
-    "timezone",
-    "overlap_policy",
-    "misfire_policy",
-    "alert_mode",
-    "queue",
-)
 _NUMBER = {"inputmode": "numeric", "pattern": "-?[0-9]*"}
-_SCHEDULE = {"class": "schedule-input", "autocomplete": "off", "spellcheck": "false"}
+_DEFINITION = JobSchema()
 
 
-def _choices(enum_type) -> list[SelectChoice]:
-    return [SelectChoice(value, value.replace("_", " ")) for value in values(enum_type)]
+def form_fields() -> list[tuple[str, fields.Field]]:
+    """The definition's fields the form shows, in declaration order."""
+    return [(name, field) for name, field in _DEFINITION.load_fields.items() if field.metadata.get("form")]
+
+
+def _default(field: fields.Field) -> Any:
+    value = field.metadata.get("form_default", field.load_default)
+    if value is missing:
+        return None
+    return value() if callable(value) else value
+
+
+def _help(field: fields.Field) -> str:
+    return field.metadata.get("form_help", field.metadata.get("description", ""))
+
+
+def _control(field: fields.Field):
+    """The WTForms field for one definition field (not the schedule: see `_schedule_controls`)."""
+    meta = field.metadata
+    label, attrs, help_text, default = meta["label"], dict(meta.get("form_attrs", {})), _help(field), _default(field)
+    if field.kind == "flag":
+        return BooleanField(label, default=default, description=help_text)
+    if field.kind in ("choice", "task"):
+        labels = meta.get("choice_labels", {})
+        choices = [SelectChoice(v, labels.get(v, v.replace("_", " "))) for v in getattr(field, "choices", ())]
+        return SelectField(label, choices=choices, default=default, render_kw=attrs or None, description=help_text)
+    if field.kind == "number":
+        return StringField(label, default=str(default), render_kw={**_NUMBER, **attrs}, description=help_text)
+    if field.kind == "json":
+        default = None  # the form shows an empty box for `{}`
+    widget = TextAreaField if meta.get("form_widget") == "textarea" else StringField
+    return widget(label, default=default, render_kw=attrs or None, description=help_text)
+
+
+def _schedule_controls(field: fields.Field) -> dict:
+    """One text input per schedule type, named after its option (`every`, `cron`, `run_at`)."""
+    controls = {}
+    for schedule_input in SCHEDULE_INPUTS.values():
+        shown = field.metadata["inputs"][schedule_input.option]
+        controls[schedule_input.option] = StringField(
+            shown["label"],
+            render_kw={**field.metadata.get("form_attrs", {}), "placeholder": shown["placeholder"]},
+            description=shown["form_help"],
+        )
+    return controls
 
 
 class JobForm(FlaskForm):
-    name = StringField("Name", validators=[Length(max=200)])
-    description = TextAreaField("Description", validators=[Length(max=2000)], render_kw={"rows": 2})
-    task = SelectField("Task", choices=[])
-    config = TextAreaField("Task config (JSON object)", render_kw={"rows": 4, "spellcheck": "false"})
-    schedule_type = SelectField(
-        "Schedule type",
-        choices=_choices(ScheduleType),
-        default="interval",
-        render_kw={**_SCHEDULE, "data-schedule-type": ""},
-    )
-    every = StringField("Every", render_kw={**_SCHEDULE, "placeholder": "30s, 5m, 2h or 1d"})
-    cron = StringField("Cron expression", render_kw={**_SCHEDULE, "placeholder": "0 9 * * 1-5"})
-    run_at = StringField("Run at", render_kw={**_SCHEDULE, "placeholder": "2026-01-01T12:00:00Z"})
-    timezone = StringField(
-        "Timezone (IANA)", default="UTC", render_kw={**_SCHEDULE, "placeholder": "UTC", "list": "timezones"}
-    )
-    overlap_policy = SelectField("Overlap policy", choices=_choices(OverlapPolicy), default=DEFAULTS["overlap_policy"])
-    misfire_policy = SelectField("Misfire policy", choices=_choices(MisfirePolicy), default=DEFAULTS["misfire_policy"])
-    misfire_grace_seconds = StringField(
-        "Misfire grace (seconds)", default=str(DEFAULTS["misfire_grace_seconds"]), render_kw=_NUMBER
-    )
-    max_attempts = StringField("Max attempts", default=str(DEFAULTS["max_attempts"]), render_kw=_NUMBER)
-    retry_backoff_seconds = StringField(
-        "Retry backoff (seconds)", default=str(DEFAULTS["retry_backoff_seconds"]), render_kw=_NUMBER
-    )
-    timeout_seconds = StringField("Timeout (seconds)", default=str(DEFAULTS["timeout_seconds"]), render_kw=_NUMBER)
-    alert_mode = SelectField(
-        "Alert mode",
-        choices=[SelectChoice("web", "web (alert row + log)"), SelectChoice("log_only", "log only")],
-        default=DEFAULTS["alert_mode"],
-    )
-    retention_count = StringField(
-        "Keep at most N executions (0 = no limit)", default=str(DEFAULTS["retention_count"]), render_kw=_NUMBER
-    )
-    retention_days = StringField(
-        "Keep executions for N days (0 = no limit)", default=str(DEFAULTS["retention_days"]), render_kw=_NUMBER
-    )
-    queue = StringField("Queue", default=DEFAULTS["queue"])
-    priority = StringField("Priority (lower runs first)", default=str(DEFAULTS["priority"]), render_kw=_NUMBER)
-    enabled = BooleanField("Enabled", default=True)
+    """Create or edit a job; its controls are added below from the job definition."""
 
     def set_task_choices(self, catalog: list[dict]) -> None:
         self.task.choices = [SelectChoice(t["name"]) for t in catalog]
 
     def schedule_input(self):
         """The input that holds the schedule for the chosen type (where its error is shown)."""
-        return self[SCHEDULE_INPUTS.get(self.schedule_type.data, "every")]
+        schedule_input = SCHEDULE_INPUTS.get(self.schedule_type.data, SCHEDULE_INPUTS["interval"])
+        return self[schedule_input.option]
 
     def service_data(self) -> dict:
         """The form as the job service's input (text values; the service validates them)."""
-        data = {field: (self[field].data or "").strip() for field in TEXT_FIELDS if field != "description"}
-        data["description"] = self.description.data or ""
-        data.update({field: (self[field].data or "").strip() for field in NUMBER_FIELDS})
-        data["config"] = (self.config.data or "").strip() or "{}"
-        data["timezone"] = data["timezone"] or "UTC"
+        data: dict[str, Any] = {}
+        for name, field in form_fields():
+            if field.kind == "schedule":
+                continue
+            if field.kind == "flag":
+                data[name] = bool(self[name].data)
+                continue
+            text = self[name].data or ""
+            text = text.strip() if getattr(field, "strip", True) else text
+            if not text and getattr(field, "blank_default", False):
+                text = field.load_default
+            data[name] = text
         text = (self.schedule_input().data or "").strip()
-        key = {"interval": "every", "cron": "expression", "one_time": "run_at"}.get(data["schedule_type"], "every")
+        key = SCHEDULE_INPUTS.get(data["schedule_type"], SCHEDULE_INPUTS["interval"]).key
         data["schedule"] = {key: text} if text else {}
         return data
+
+    def changes(self, initial: dict) -> dict:
+        """The service input for the fields whose submitted value differs from the stored one
+        (`initial`, as `initial_values` gives it). An untouched schedule is not sent, so an
+        interval keeps its phase and its next run."""
+        submitted = self.service_data()
+        changes: dict[str, Any] = {}
+        for name, field in form_fields():
+            if field.kind == "schedule":
+                continue
+            before = initial[name]
+            if field.kind == "flag":
+                differs = submitted[name] != bool(before)
+            elif field.kind == "json":
+                differs = _json_or_text(submitted[name]) != _json_or_text(before)
+            else:
+                before = "" if before is None else str(before)
+                differs = submitted[name] != (before.strip() if getattr(field, "strip", True) else before)
+            if differs:
+                changes[name] = submitted[name]
+        schedule_input = self.schedule_input()
+        if (
+            submitted["schedule_type"] != initial["schedule_type"]
+            or (schedule_input.data or "").strip() != (initial[schedule_input.name] or "").strip()
+        ):
+            changes["schedule_type"] = submitted["schedule_type"]
+            changes["schedule"] = submitted["schedule"]
+        return changes
 
     def attach_errors(self, errors: dict[str, str]) -> None:
         """Show the service's per-field messages next to the fields; others at the top."""
@@ -117,16 +138,30 @@ class JobForm(FlaskForm):
                 self.form_errors.append(f"{field}: {message}")
 
 
+for _name, _field in form_fields():
+    for _control_name, _unbound in (
+        _schedule_controls(_field) if _field.kind == "schedule" else {_name: _control(_field)}
+    ).items():
+        setattr(JobForm, _control_name, _unbound)
+
+
 def initial_values(job) -> dict:
     """A stored job's values as the form shows them."""
-    data = {field: getattr(job, field) for field in TEXT_FIELDS}
-    data.update({field: str(getattr(job, field)) for field in NUMBER_FIELDS})
-    data["config"] = json.dumps(job.config or {}, indent=2, sort_keys=True)
-    data["enabled"] = job.enabled
-    schedule = job.schedule or {}
-    data["every"] = _every_text(schedule.get("every")) if job.schedule_type == "interval" else ""
-    data["cron"] = schedule.get("expression", "") if job.schedule_type == "cron" else ""
-    data["run_at"] = schedule.get("run_at", "") if job.schedule_type == "one_time" else ""
+    data: dict[str, Any] = {}
+    for name, field in form_fields():
+        value = getattr(job, name)
+        if field.kind == "schedule":
+            for schedule_type, schedule_input in SCHEDULE_INPUTS.items():
+                text = (value or {}).get(schedule_input.key, "") if job.schedule_type == schedule_type else ""
+                data[schedule_input.option] = _every_text(text) if schedule_input.key == "every" and text else text
+        elif field.kind == "json":
+            data[name] = json.dumps(value or {}, indent=2, sort_keys=True)
+        elif field.kind == "number":
+            data[name] = str(value)
+        elif field.kind == "flag":
+            data[name] = bool(value)
+        else:
+            data[name] = value
     return data
 
 
@@ -135,6 +170,13 @@ def _every_text(value) -> str:
         return format_interval(parse_interval(value))
     except (ScheduleError, ValueError, TypeError):
         return str(value or "")
+
+
+def _json_or_text(text: str):
+    try:
+        return json.loads(text or "{}")
+    except ValueError:
+        return text
 
 
 class ConfirmForm(FlaskForm):

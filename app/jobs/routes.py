@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from functools import lru_cache
 from zoneinfo import available_timezones
@@ -10,8 +9,8 @@ from zoneinfo import available_timezones
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from app.clock import utcnow
-from app.jobs.forms import NUMBER_FIELDS, SCHEDULE_INPUTS, ConfirmForm, DeleteJobForm, JobForm, initial_values
-from app.scheduling import ScheduleError, parse_schedule, preview, schedule_value_from_options
+from app.jobs.forms import ConfirmForm, DeleteJobForm, JobForm, initial_values
+from app.scheduling import SCHEDULE_INPUTS, ScheduleError, parse_schedule, preview, schedule_value_from_options
 from app.services.errors import ServiceError, ValidationFailed
 from app.services.read import dashboard
 from app.services.use_cases import executions
@@ -70,7 +69,12 @@ def _describe(job) -> str:
 
 def _form_page(form: JobForm, *, job=None, status: int = 200):
     return render_template(
-        "jobs/form.html", form=form, job=job, catalog=dashboard.task_catalog(), timezones=timezone_names()
+        "jobs/form.html",
+        form=form,
+        job=job,
+        catalog=dashboard.task_catalog(),
+        timezones=timezone_names(),
+        schedule_inputs=SCHEDULE_INPUTS,
     ), status
 
 
@@ -84,10 +88,8 @@ def create():
         return _form_page(form)
     if not form.validate_on_submit():
         return _form_page(form, status=400)
-    data = form.service_data()
-    data["enabled"] = bool(form.enabled.data)
     try:
-        job = job_service.create_job(data, now=utcnow(), actor=current_actor())
+        job = job_service.create_job(form.service_data(), now=utcnow(), actor=current_actor())
     except ValidationFailed as exc:
         form.attach_errors(exc.errors)
         return _form_page(form, status=400)
@@ -111,7 +113,7 @@ def edit(job_id: int):
         return _form_page(form, job=job)
     if not form.validate_on_submit():
         return _form_page(form, job=job, status=400)
-    changes = changed_fields(form, initial)
+    changes = form.changes(initial)
     if not changes:
         flash("Nothing changed.", "info")
         return _see_job(job.id)
@@ -127,45 +129,13 @@ def edit(job_id: int):
     return _see_job(job.id)
 
 
-def changed_fields(form: JobForm, initial: dict) -> dict:
-    """The service input for the fields whose submitted value differs from the stored one."""
-    submitted = form.service_data()
-    changes: dict = {}
-    for field in ("name", "task", "overlap_policy", "misfire_policy", "alert_mode", "queue", *NUMBER_FIELDS):
-        if submitted[field] != str(initial[field] or "").strip():
-            changes[field] = submitted[field]
-    if (form.description.data or "") != (initial["description"] or ""):
-        changes["description"] = form.description.data or ""
-    if _json_or_text(submitted["config"]) != _json_or_text(initial["config"]):
-        changes["config"] = submitted["config"]
-    schedule_input = SCHEDULE_INPUTS.get(submitted["schedule_type"], "every")
-    if (
-        submitted["schedule_type"] != initial["schedule_type"]
-        or (form[schedule_input].data or "").strip() != (initial[schedule_input] or "").strip()
-    ):
-        changes["schedule_type"] = submitted["schedule_type"]
-        changes["schedule"] = submitted["schedule"]
-    if submitted["timezone"] != (initial["timezone"] or "UTC"):
-        changes["timezone"] = submitted["timezone"]
-    if bool(form.enabled.data) != bool(initial["enabled"]):
-        changes["enabled"] = bool(form.enabled.data)
-    return changes
-
-
-def _json_or_text(text: str):
-    try:
-        return json.loads(text or "{}")
-    except ValueError:
-        return text
-
-
 @bp.get("/preview")
 @signin_required
 def schedule_preview():
     """HTMX fragment: the next five fire times of the schedule being typed, or why it is invalid."""
     args = request.args
     schedule_type = args.get("schedule_type", "interval")
-    option = {"interval": "every", "cron": "cron", "one_time": "run_at"}.get(schedule_type)
+    option = SCHEDULE_INPUTS[schedule_type].option if schedule_type in SCHEDULE_INPUTS else None
     text = (args.get(option or "", "") or "").strip()
     zone = (args.get("timezone") or "UTC").strip() or "UTC"
     now = utcnow()

@@ -13,17 +13,20 @@ from app.scheduling.durations import format_interval, parse_interval
 from app.scheduling.errors import ScheduleError
 from app.scheduling.preview import PreviewItem, preview
 from app.scheduling.schedules import (
+    SCHEDULE_INPUTS,
     SCHEDULE_TYPES,
     CronSchedule,
     IntervalSchedule,
     OneTimeSchedule,
     Schedule,
+    ScheduleInput,
     occurrences_between,
     parse_schedule,
     schedule_value_from_options,
 )
 
 __all__ = [
+    "SCHEDULE_INPUTS",
     "SCHEDULE_TYPES",
     "CronExpression",
     "CronSchedule",
@@ -33,6 +36,7 @@ __all__ = [
     "PreviewItem",
     "Schedule",
     "ScheduleError",
+    "ScheduleInput",
     "format_interval",
     "occurrences_between",
     "parse_interval",

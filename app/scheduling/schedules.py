@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import json
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
@@ -21,6 +22,28 @@ from app.scheduling.errors import ScheduleError
 from app.scheduling.timezones import ensure_utc, format_utc, parse_instant, resolve_timezone
 
 SCHEDULE_TYPES = ("one_time", "interval", "cron")
+
+
+@dataclass(frozen=True)
+class ScheduleInput:
+    """How an operator gives one schedule type: the key of its stored value, and the option
+    (CLI `--every`, form input `every`) that carries that value as text."""
+
+    key: str
+    option: str
+
+    @property
+    def flag(self) -> str:
+        """The option as a CLI flag: `--run-at`."""
+        return "--" + self.option.replace("_", "-")
+
+
+# The one map from schedule type to its input, in the order forms and messages list them.
+SCHEDULE_INPUTS: dict[str, ScheduleInput] = {
+    "interval": ScheduleInput(key="every", option="every"),
+    "cron": ScheduleInput(key="expression", option="cron"),
+    "one_time": ScheduleInput(key="run_at", option="run_at"),
+}
 
 
 class Schedule(abc.ABC):
@@ -140,11 +163,8 @@ class CronSchedule(Schedule):
         return {"expression": self.expression.text}
 
 
-_KEYS = {
-    "one_time": ({"run_at"}, set()),
-    "interval": ({"every"}, {"start_at"}),
-    "cron": ({"expression"}, set()),
-}
+# Keys a stored value may hold besides its type's input key.
+_OPTIONAL_KEYS = {"interval": {"start_at"}}
 
 
 def parse_schedule(
@@ -164,7 +184,7 @@ def parse_schedule(
     _check_type(schedule_type)
     zone = resolve_timezone(timezone)
     value = _as_mapping(value)
-    required, optional = _KEYS[schedule_type]
+    required, optional = {SCHEDULE_INPUTS[schedule_type].key}, _OPTIONAL_KEYS.get(schedule_type, set())
     unknown = sorted(str(key) for key in value if key not in required | optional)
     if unknown:
         allowed = ", ".join(sorted(required | optional))
@@ -196,28 +216,27 @@ def parse_schedule(
 def schedule_value_from_options(
     schedule_type: str,
     *,
-    every: str | None = None,
-    cron: str | None = None,
-    run_at: str | None = None,
     schedule_value: dict[str, Any] | str | None = None,
+    **texts: str | None,
 ) -> dict[str, Any]:
-    """Build a schedule value from CLI/form options, refusing missing or contradictory ones."""
+    """Build a schedule value from CLI/form options (`every=`, `cron=`, `run_at=`: the options of
+    SCHEDULE_INPUTS, None when not given), refusing missing or contradictory ones."""
+    unknown = sorted(set(texts) - {i.option for i in SCHEDULE_INPUTS.values()})
+    if unknown:
+        raise TypeError(f"unknown schedule option(s): {', '.join(unknown)}")
     _check_type(schedule_type)
-    given = {"--every": every, "--cron": cron, "--run-at": run_at}
-    given = {option: text for option, text in given.items() if text is not None}
+    given = {i.flag: texts[i.option] for i in SCHEDULE_INPUTS.values() if texts.get(i.option) is not None}
     if schedule_value is not None:
         if given:
             raise ScheduleError(f"--schedule-value cannot be combined with {', '.join(given)}")
         return _as_mapping(schedule_value)
-    owner = {"--every": "interval", "--cron": "cron", "--run-at": "one_time"}
-    for option in given:
-        if owner[option] != schedule_type:
-            raise ScheduleError(f"{option} is only valid for {owner[option]} schedules")
-    needed = {"interval": "--every", "cron": "--cron", "one_time": "--run-at"}[schedule_type]
-    if needed not in given:
-        raise ScheduleError(f"{schedule_type} schedules need {needed} (or --schedule-value)")
-    key = {"interval": "every", "cron": "expression", "one_time": "run_at"}[schedule_type]
-    return {key: given[needed]}
+    for kind, schedule_input in SCHEDULE_INPUTS.items():
+        if schedule_input.flag in given and kind != schedule_type:
+            raise ScheduleError(f"{schedule_input.flag} is only valid for {kind} schedules")
+    needed = SCHEDULE_INPUTS[schedule_type]
+    if needed.flag not in given:
+        raise ScheduleError(f"{schedule_type} schedules need {needed.flag} (or --schedule-value)")
+    return {needed.key: given[needed.flag]}
 
 
 def occurrences_between(

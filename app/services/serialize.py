@@ -8,48 +8,22 @@ section 3; every datetime is ISO 8601 UTC with a `Z` suffix.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
+from app.definitions import dump_job
 from app.models import Alert, Attempt, DeadLetter, Execution, Heartbeat, Job
+from app.scheduling.timezones import format_utc
 
 
 def iso(value: datetime | None) -> str | None:
     """An aware datetime as ISO 8601 UTC with `Z` (`2026-06-01T12:00:00Z`); None stays None."""
-    if value is None:
-        return None
-    if value.tzinfo is None:
-        raise ValueError(f"naive datetime {value!r} cannot be shown as UTC")
-    return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    return None if value is None else format_utc(value)
 
 
 def job_to_dict(job: Job) -> dict[str, Any]:
-    """Every stored field of a job."""
-    return {
-        "id": job.id,
-        "name": job.name,
-        "description": job.description,
-        "task": job.task,
-        "config": job.config,
-        "schedule_type": job.schedule_type,
-        "schedule": job.schedule,
-        "timezone": job.timezone,
-        "enabled": job.enabled,
-        "next_run_at": iso(job.next_run_at),
-        "overlap_policy": job.overlap_policy,
-        "misfire_policy": job.misfire_policy,
-        "misfire_grace_seconds": job.misfire_grace_seconds,
-        "max_attempts": job.max_attempts,
-        "retry_backoff_seconds": job.retry_backoff_seconds,
-        "timeout_seconds": job.timeout_seconds,
-        "alert_mode": job.alert_mode,
-        "retention_count": job.retention_count,
-        "retention_days": job.retention_days,
-        "queue": job.queue,
-        "priority": job.priority,
-        "created_at": iso(job.created_at),
-        "updated_at": iso(job.updated_at),
-    }
+    """Every stored field of a job, as the job definition declares them."""
+    return dump_job(job)
 
 
 def execution_to_dict(

@@ -10,6 +10,7 @@ from sqlalchemy import select
 
 from app import cache
 from app.database import begin_write
+from app.definitions import EDITABLE
 from app.extensions import db
 from app.models import Execution, Job
 from app.scheduling import Schedule, parse_schedule, preview
@@ -18,43 +19,6 @@ from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.services.validation import clean_job_fields
 from app.store import executions as store
-
-EDITABLE = (
-    "name",
-    "description",
-    "task",
-    "config",
-    "schedule_type",
-    "schedule",
-    "timezone",
-    "overlap_policy",
-    "misfire_policy",
-    "misfire_grace_seconds",
-    "max_attempts",
-    "retry_backoff_seconds",
-    "timeout_seconds",
-    "alert_mode",
-    "retention_count",
-    "retention_days",
-    "queue",
-    "priority",
-)
-DEFAULTS = {
-    "description": "",
-    "config": {},
-    "timezone": "UTC",
-    "overlap_policy": "skip",
-    "misfire_policy": "coalesce",
-    "misfire_grace_seconds": 60,
-    "max_attempts": 3,
-    "retry_backoff_seconds": 10,
-    "timeout_seconds": 30,
-    "alert_mode": "web",
-    "retention_count": 500,
-    "retention_days": 30,
-    "queue": "default",
-    "priority": 0,
-}
 
 
 def get_job(job_id: int) -> Job:
@@ -103,16 +67,11 @@ def _unique_name(name: str, exclude_id: int | None = None) -> None:
 
 def create_job(data: dict, *, now: datetime, actor: str) -> Job:
     """Validate and create a job; its first run is the schedule's next occurrence after now."""
-    missing = [f for f in ("name", "task", "schedule_type") if not data.get(f)]
-    if missing:
-        raise ValidationFailed({f: "is required" for f in missing})
-    fields = {**DEFAULTS, **{k: v for k, v in data.items() if k in EDITABLE and v is not None}}
-    fields.setdefault("schedule", {})
-    cleaned = clean_job_fields(fields, now=now)
-    schedule = cleaned.pop("_schedule")
+    cleaned = clean_job_fields(data, now=now)
+    schedule = parse_schedule(cleaned["schedule_type"], cleaned["schedule"], cleaned["timezone"])
     begin_write(db.session)
     _unique_name(cleaned["name"])
-    job = Job(**cleaned, enabled=bool(data.get("enabled", True)), created_at=now, updated_at=now)
+    job = Job(**cleaned, created_at=now, updated_at=now)
     job.next_run_at = _first_run(schedule, now, job.misfire_grace_seconds, job.schedule_type)
     db.session.add(job)
     db.session.flush()
@@ -133,32 +92,27 @@ def create_job(data: dict, *, now: datetime, actor: str) -> Job:
 def update_job(job_id: int, data: dict, *, now: datetime, actor: str) -> Job:
     """Apply the given fields. Changing the task re-validates the stored config; changing the
     schedule or time zone recomputes next_run_at from now."""
-    changes = {k: v for k, v in data.items() if k in EDITABLE and v is not None}
     job = get_job(job_id)
-    current = {f: getattr(job, f) for f in EDITABLE}
-    if "schedule_type" in changes and "schedule" not in changes and changes["schedule_type"] != job.schedule_type:
-        raise ValidationFailed({"schedule": "changing the schedule type needs a new schedule value"})
-    if "task" in changes and "config" not in changes:
-        changes["config"] = job.config  # the stored config must satisfy the new task's schema
-    cleaned = clean_job_fields(changes, now=now, current=current)
-    schedule = cleaned.pop("_schedule", None)
+    cleaned = clean_job_fields(data, now=now, current={field: getattr(job, field) for field in EDITABLE})
+    enabled = cleaned.pop("enabled", None)
     begin_write(db.session)
     job = get_job(job_id)
     if "name" in cleaned:
         _unique_name(cleaned["name"], exclude_id=job.id)
     changed = {k: v for k, v in cleaned.items() if getattr(job, k) != v}
-    if schedule is not None and ("schedule" in changed or "timezone" in changed or "schedule_type" in changed):
+    if "schedule" in cleaned and ("schedule" in changed or "timezone" in changed or "schedule_type" in changed):
+        schedule_type = cleaned.get("schedule_type", job.schedule_type)
         job.next_run_at = _first_run(
-            schedule,
+            parse_schedule(schedule_type, cleaned["schedule"], cleaned["timezone"]),
             now,
             cleaned.get("misfire_grace_seconds", job.misfire_grace_seconds),
-            cleaned.get("schedule_type", job.schedule_type),
+            schedule_type,
         )
     for key, value in changed.items():
         setattr(job, key, value)
     job.updated_at = now
-    if "enabled" in data and data["enabled"] is not None and bool(data["enabled"]) != job.enabled:
-        _set_enabled(job, bool(data["enabled"]), now=now, actor=actor)
+    if enabled is not None and enabled != job.enabled:
+        _set_enabled(job, enabled, now=now, actor=actor)
     record_event("job_updated", now=now, actor=actor, job_id=job.id, fields=sorted(changed))
     _commit(job.id)
     return job

@@ -1,0 +1,356 @@
+"""The job definition: every field of a job, declared once.
+
+`JobSchema` loads what an operator gives (the CLI, the web form, later the API) for a create (every
+required field, defaults for the rest) or, with `partial=True` and the stored values as `current`,
+for an edit (only the fields given). Field errors stay keyed by field, so the web shows each next
+to its input and the CLI prints them on one line. `dump_job` is the JSON shape of a job (SPEC
+section 3 names, instants as ISO 8601 UTC with `Z`).
+
+Adding a job field: a column on the model, a migration, one declaration below (and a template line
+in `templates/jobs/form.html` if the form shows it). See docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, post_load, pre_load, validate, validates_schema
+
+from app.clock import utcnow
+from app.definitions.fields import (
+    Choice,
+    Flag,
+    Instant,
+    JsonObject,
+    ScheduleValue,
+    TaskName,
+    Text,
+    TextLength,
+    WholeNumber,
+    printable,
+    shown,
+)
+from app.domain.states import AlertMode, MisfirePolicy, OverlapPolicy, ScheduleType
+from app.scheduling import ScheduleError, parse_schedule
+from app.tasks import TaskConfigError, UnknownTaskError, validate_config
+
+NAME_MAX = 200
+DESCRIPTION_MAX = 2000
+QUEUE_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
+DAY = 86400
+# Fields checked together: the schedule value against its type and zone, the config against its task.
+SCHEDULE_FIELDS = frozenset({"schedule_type", "schedule", "timezone"})
+TASK_FIELDS = frozenset({"task", "config"})
+
+# HTML attributes of the controls the live schedule preview reads.
+_SCHEDULE_ATTRS = {"class": "schedule-input", "autocomplete": "off", "spellcheck": "false"}
+
+
+class JobSchema(Schema):
+    """A job's fields. Construct with `now` (the interval anchor of a new schedule; default the
+    clock) and, for an edit, `current` (the stored values the given ones are checked against)."""
+
+    class Meta:
+        unknown = EXCLUDE
+
+    id = fields.Integer(dump_only=True, metadata={"description": "The job's id."})
+    name = Text(
+        required=True,
+        validate=[TextLength(1, NAME_MAX), printable],
+        metadata=shown(
+            "Name",
+            "A unique name for the job.",
+            cli="argument",
+            cli_edit_help="New unique name.",
+            metavar="TEXT",
+            form_attrs={"maxlength": NAME_MAX},
+            form_help="",
+        ),
+    )
+    description = Text(
+        strip=False,
+        load_default="",
+        validate=TextLength(max=DESCRIPTION_MAX),
+        metadata=shown(
+            "Description",
+            "What the job is for, in a sentence or two.",
+            metavar="TEXT",
+            form_widget="textarea",
+            form_attrs={"rows": 2, "maxlength": DESCRIPTION_MAX},
+            form_help="",
+        ),
+    )
+    task = TaskName(
+        required=True,
+        metadata=shown(
+            "Task",
+            "The registered task the job runs (see `flask job catalog`).",
+            cli="argument",
+            cli_edit_help="Another registered task; the config is checked against it.",
+            metavar="TASK",
+            form_widget="select",
+            form_help="",
+        ),
+    )
+    config = JsonObject(
+        "config",
+        load_default=dict,
+        metadata=shown(
+            "Task config (JSON object)",
+            "Task config as a JSON object, checked against the task's schema (see `flask job catalog`).",
+            metavar="JSON",
+            form_widget="textarea",
+            form_attrs={"rows": 4, "spellcheck": "false"},
+            form_help='A JSON object checked against the task\'s schema, e.g. {"seconds": 2}. Leave empty for {}.',
+        ),
+    )
+    schedule_type = Choice(
+        ScheduleType,
+        required=True,
+        metadata=shown(
+            "Schedule type",
+            "How the job is scheduled: one_time, interval or cron.",
+            cli="argument",
+            cli_edit_help="New schedule type; give the new schedule with it.",
+            metavar="{one_time|interval|cron}",
+            form_default="interval",
+            form_attrs={**_SCHEDULE_ATTRS, "data-schedule-type": ""},
+            form_help="",
+        ),
+    )
+    schedule = ScheduleValue(
+        "schedule",
+        load_default=dict,
+        metadata=shown(
+            "Schedule",
+            'The schedule value for its type: {"every": "30s"}, {"expression": "0 9 * * 1-5"} or '
+            '{"run_at": "2026-01-01T12:00:00Z"}.',
+            cli_help='Schedule as JSON, e.g. \'{"every": "30s"}\' (instead of --every/--cron/--run-at).',
+            metavar="JSON",
+            # The form and the CLI also take the value as the text of its type's input (SCHEDULE_INPUTS).
+            inputs={
+                "every": {
+                    "label": "Every",
+                    "metavar": "DURATION",
+                    "cli_help": "interval: 30s, 5m, 2h, 1d, 1h30m.",
+                    "form_help": "Interval schedules: a number and a unit (s, m, h, d); runs are anchored, "
+                    "so they never drift.",
+                    "placeholder": "30s, 5m, 2h or 1d",
+                },
+                "cron": {
+                    "label": "Cron expression",
+                    "metavar": "EXPR",
+                    "cli_help": "cron: 5-field expression or @hourly/@daily/..., in --timezone.",
+                    "form_help": "Five fields (minute hour day month weekday) or @hourly, @daily, @weekly, "
+                    "@monthly, @yearly.",
+                    "placeholder": "0 9 * * 1-5",
+                },
+                "run_at": {
+                    "label": "Run at",
+                    "metavar": "ISO",
+                    "cli_help": "one_time: when to run; no offset means --timezone local time.",
+                    "form_help": "ISO 8601; without an offset the time is local to the timezone above.",
+                    "placeholder": "2026-01-01T12:00:00Z",
+                },
+            },
+        ),
+    )
+    timezone = Text(
+        load_default="UTC",
+        blank_default=True,
+        validate=TextLength(max=64),
+        metadata=shown(
+            "Timezone (IANA)",
+            "IANA zone the schedule runs in (default UTC).",
+            metavar="TZ",
+            form_attrs={**_SCHEDULE_ATTRS, "placeholder": "UTC", "list": "timezones"},
+            form_help="Cron and local run_at times are read in this zone.",
+        ),
+    )
+    enabled = Flag(
+        load_default=True,
+        # The CLI has its own flags: `job add --disabled`, `job edit --enabled|--disabled`.
+        metadata=shown("Enabled", "Whether the job is scheduled.", cli=False, form_help=""),
+    )
+    next_run_at = Instant(
+        dump_only=True, metadata={"description": "The next occurrence (UTC); null when there is none."}
+    )
+    overlap_policy = Choice(
+        OverlapPolicy,
+        load_default="skip",
+        metadata=shown(
+            "Overlap policy",
+            "When a run is still active: skip (default), queue, allow.",
+            form_help="skip: miss a run while one is active; queue: run it after; allow: run concurrently.",
+        ),
+    )
+    misfire_policy = Choice(
+        MisfirePolicy,
+        load_default="coalesce",
+        metadata=shown(
+            "Misfire policy",
+            "Runs missed beyond the grace: coalesce (default), catch_up, skip.",
+            form_help="For runs missed by more than the grace period.",
+        ),
+    )
+    misfire_grace_seconds = WholeNumber(
+        0,
+        7 * DAY,
+        load_default=60,
+        metadata=shown("Misfire grace (seconds)", "How late a run may start and still count as on time."),
+    )
+    max_attempts = WholeNumber(
+        1, 100, load_default=3, metadata=shown("Max attempts", "Tries of one run before it is dead-lettered.")
+    )
+    retry_backoff_seconds = WholeNumber(
+        0,
+        7 * DAY,
+        load_default=10,
+        metadata=shown(
+            "Retry backoff (seconds)",
+            "Base delay; doubles per attempt.",
+            form_help="Delay before retry n is backoff × 2^(n-1).",
+        ),
+    )
+    timeout_seconds = WholeNumber(
+        1, DAY, load_default=30, metadata=shown("Timeout (seconds)", "Hard timeout of one attempt.")
+    )
+    alert_mode = Choice(
+        AlertMode,
+        load_default="web",
+        metadata=shown(
+            "Alert mode",
+            "web (default) or log_only.",
+            choice_labels={"web": "web (alert row + log)", "log_only": "log only"},
+        ),
+    )
+    retention_count = WholeNumber(
+        0,
+        10_000_000,
+        load_default=500,
+        metadata=shown("Keep at most N executions (0 = no limit)", "Executions kept (0: no limit)."),
+    )
+    retention_days = WholeNumber(
+        0,
+        36500,
+        load_default=30,
+        metadata=shown("Keep executions for N days (0 = no limit)", "Days of history kept (0: no limit)."),
+    )
+    queue = Text(
+        load_default="default",
+        validate=validate.Regexp(
+            QUEUE_PATTERN, error="must be 1-64 characters: lower-case letters, digits, '_', '-', '.'"
+        ),
+        metadata=shown("Queue", "Worker queue (default 'default').", metavar="NAME"),
+    )
+    priority = WholeNumber(
+        -1000,
+        1000,
+        load_default=0,
+        metadata=shown("Priority (lower runs first)", "Lower runs first (default 0)."),
+    )
+    created_at = Instant(dump_only=True)
+    updated_at = Instant(dump_only=True)
+
+    def __init__(self, *, now: datetime | None = None, current: dict[str, Any] | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.now = now
+        self.current = dict(current or {})
+
+    # --- loading ----------------------------------------------------------------------------
+
+    @pre_load
+    def _drop_unset(self, data: Any, *, partial: Any, **kwargs: Any) -> Any:
+        """A None value is an option or input that was not given; on create an empty required
+        field is missing (`is required`)."""
+        if not isinstance(data, dict):
+            return data
+        return {key: value for key, value in data.items() if not _unset(self, key, value, partial)}
+
+    @validates_schema(pass_original=True, skip_on_field_errors=False)
+    def _check_together(self, data: dict, original: Any, *, partial: Any, **kwargs: Any) -> None:
+        """The cross-field rules: a config fits its task; a schedule value fits its type and zone."""
+        given = (
+            {k for k, v in original.items() if not _unset(self, k, v, partial)} if isinstance(original, dict) else set()
+        )
+        failed = {key for key in given if key in self.load_fields and key not in data}
+        merged = {**self.current, **data}
+        errors: dict[str, str] = {}
+        if TASK_FIELDS & data.keys() and "task" in merged and not TASK_FIELDS & failed:
+            try:
+                validate_config(merged["task"], merged.get("config") or {})
+            except (TaskConfigError, UnknownTaskError) as exc:
+                errors["config"] = str(exc)
+        if (
+            partial
+            and "schedule_type" in data
+            and "schedule" not in given
+            and data["schedule_type"] != self.current.get("schedule_type")
+        ):
+            errors["schedule"] = "changing the schedule type needs a new schedule value"
+        elif SCHEDULE_FIELDS & data.keys() and "schedule_type" in merged and not SCHEDULE_FIELDS & failed:
+            try:
+                self._schedule(merged)
+            except (ValueError, ScheduleError) as exc:
+                message = str(exc)
+                errors["timezone" if "unknown timezone" in message.lower() else "schedule"] = message
+        if errors:
+            raise ValidationError(errors)
+
+    @post_load
+    def _normalise_schedule(self, data: dict, **kwargs: Any) -> dict:
+        """A schedule given (or its type or zone changed) is stored in its normal form: an
+        interval's phase is fixed by its `start_at`."""
+        if SCHEDULE_FIELDS & data.keys() and "schedule_type" in self.current.keys() | data.keys():
+            merged = {**self.current, **data}
+            data["schedule"] = self._schedule(merged).to_json()
+            data["timezone"] = merged.get("timezone") or "UTC"
+        return data
+
+    def _schedule(self, merged: dict):
+        now = self.now or utcnow()
+        return parse_schedule(
+            merged["schedule_type"],
+            merged.get("schedule") or {},
+            merged.get("timezone") or "UTC",
+            anchor=now.replace(microsecond=0),
+        )
+
+
+def _unset(schema: JobSchema, key: str, value: Any, partial: Any) -> bool:
+    if value is None:
+        return True
+    field = schema.load_fields.get(key)
+    return not partial and field is not None and field.required and not value
+
+
+# The names an operator may set, in declaration order (what an edit compares with the stored job).
+EDITABLE: tuple[str, ...] = tuple(name for name, field in JobSchema().load_fields.items() if name != "enabled")
+
+_DUMPER = JobSchema()
+
+
+def load_job(data: dict, *, now: datetime, current: dict[str, Any] | None = None) -> dict[str, Any]:
+    """Validate a create (`current` None: required fields and defaults) or an edit (`current`: the
+    stored values; only the given fields are returned). Raises marshmallow's ValidationError."""
+    return JobSchema(now=now, current=current).load(data, partial=current is not None)
+
+
+def dump_job(job: Any) -> dict[str, Any]:
+    """The JSON shape of a job: every stored field."""
+    return _DUMPER.dump(job)
+
+
+def field_messages(error: ValidationError) -> dict[str, str]:
+    """One message per field (the first), from marshmallow's lists of messages."""
+    messages = error.messages if isinstance(error.messages, dict) else {"_schema": error.messages}
+    return {field: _first(message) for field, message in messages.items()}
+
+
+def _first(message: Any) -> str:
+    while isinstance(message, list | tuple) and message:
+        message = message[0]
+    if isinstance(message, dict):
+        return "; ".join(f"{key}: {_first(value)}" for key, value in message.items())
+    return str(message)
