@@ -13,38 +13,23 @@ REDIS_URL) are masked wherever they appear, and credentials in URLs are masked b
 from __future__ import annotations
 
 import logging
-import os
 import re
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import urlsplit
 
 from gunicorn.glogging import Logger as _GunicornBaseLogger
 from pythonjsonlogger.json import JsonFormatter
 
+from app.sensitive import SECRET_NAME as _SECRET_FIELD
+from app.sensitive import URL_CREDENTIALS as _URL_CREDENTIALS
+from app.sensitive import secret_values
+
 _CONFIGURED_HANDLER = "_cronwell_handler"
-SECRET_SETTINGS = ("SECRET_KEY", "SCHEDULER_CLI_SECRET", "METRICS_TOKEN", "DEV_ADMIN_PASSWORD")
-URL_SETTINGS = ("DATABASE_URL", "REDIS_URL")
 MASK = "[redacted]"
-_SECRET_FIELD = re.compile(r"pass(word|wd)?$|secret|token|authori[sz]ation|cookie|api[_-]?key", re.IGNORECASE)
-_URL_CREDENTIALS = re.compile(r"(?P<prefix>\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@/\s]+@", re.IGNORECASE)
 _STANDARD_ATTRS = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
-
-
-def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
-    """The secret strings in this environment: secret settings and passwords inside URLs."""
-    env = os.environ if env is None else env
-    found = [env.get(name) or "" for name in SECRET_SETTINGS]
-    for name in URL_SETTINGS:
-        try:
-            found.append(urlsplit(env.get(name) or "").password or "")
-        except ValueError:
-            continue
-    # Very short values would mask ordinary words; they are not secrets worth the name anyway.
-    return sorted({value for value in found if len(value) >= 6}, key=len, reverse=True)
 
 
 class Redactor:

@@ -102,3 +102,14 @@ def describe_process(config: dict, ctx: TaskContext) -> dict:
         "sigterm_default": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
         "open_fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
     }
+
+
+@task("test_exec_environment", description="Report what of its environment and context could leak.", schema=ANY_CONFIG)
+def environment(config: dict, ctx: TaskContext) -> dict:
+    """Which of config['look_for'] occur in its environment (names or values), and its database URL."""
+    haystack = [f"{name}={value}" for name, value in os.environ.items()]
+    return {
+        "found": sorted(s for s in config.get("look_for", []) if any(s in entry for entry in haystack)),
+        "names": sorted(os.environ),
+        "database_url": ctx.database_url,
+    }

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.executor.protocol import MessageReader, TaskRequest, TaskResult, encode_message
+from app.sensitive import task_environment
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 RECV_CHUNK = 1024 * 1024
@@ -96,7 +97,9 @@ class ForkServer:
         ]
         for module in self.preload:
             command += ["--preload", module]
-        env = dict(os.environ)
+        # The zygote, and so every task forked from it, starts without secrets: no database or
+        # Redis URL, SECRET_KEY, CLI secret, token or password (app/sensitive.py).
+        env = task_environment(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH")) if p)
         try:
             self._proc = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env)

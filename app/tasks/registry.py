@@ -36,8 +36,10 @@ class TaskContext:
     idempotency_key: str
     attempt: int
     artifact_dir: str
-    database_url: str
     marker_dir: str
+    # Only for tasks registered with needs_database=True; None for every other task, whose process
+    # also starts without DATABASE_URL or any other secret in its environment.
+    database_url: str | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +48,7 @@ class TaskSpec:
     description: str
     schema: dict
     func: TaskFunc = field(repr=False)
+    needs_database: bool = False
 
     def run(self, config: dict, ctx: TaskContext) -> Any:
         return self.func(config, ctx)
@@ -54,8 +57,14 @@ class TaskSpec:
 _REGISTRY: dict[str, TaskSpec] = {}
 
 
-def task(name: str, *, description: str, schema: dict | None = None) -> Callable[[TaskFunc], TaskFunc]:
-    """Register a function as a task under `name` with a JSON Schema for its config."""
+def task(
+    name: str, *, description: str, schema: dict | None = None, needs_database: bool = False
+) -> Callable[[TaskFunc], TaskFunc]:
+    """Register a function as a task under `name` with a JSON Schema for its config.
+
+    `needs_database=True` gives the task `ctx.database_url` (with its password); no other task
+    gets it.
+    """
     schema = schema or {"type": "object", "properties": {}, "additionalProperties": False}
     # The schema itself is checked when a config is first validated (and by the catalog tests),
     # not here: jsonschema is heavy, and this module is imported into the executor's zygote.
@@ -63,7 +72,9 @@ def task(name: str, *, description: str, schema: dict | None = None) -> Callable
     def decorate(func: TaskFunc) -> TaskFunc:
         if name in _REGISTRY and _REGISTRY[name].func is not func:
             raise ValueError(f"task {name!r} is registered twice")
-        _REGISTRY[name] = TaskSpec(name=name, description=description, schema=schema, func=func)
+        _REGISTRY[name] = TaskSpec(
+            name=name, description=description, schema=schema, func=func, needs_database=needs_database
+        )
         return func
 
     return decorate
@@ -78,6 +89,12 @@ def get_task(name: str) -> TaskSpec:
     except KeyError:
         known = ", ".join(sorted(_REGISTRY)) or "none"
         raise UnknownTaskError(f"unknown task {name!r} (registered tasks: {known})") from None
+
+
+def needs_database(name: str) -> bool:
+    """Whether task `name` was registered with needs_database=True (False for an unknown name)."""
+    spec = _REGISTRY.get(name) if isinstance(name, str) else None
+    return spec is not None and spec.needs_database
 
 
 def all_tasks() -> list[TaskSpec]:

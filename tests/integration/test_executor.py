@@ -38,7 +38,6 @@ def make_context(artifact_dir: Path, execution_id: int = 1) -> dict:
         "idempotency_key": f"test-{execution_id}",
         "attempt": 1,
         "artifact_dir": str(artifact_dir),
-        "database_url": "",
         "marker_dir": str(artifact_dir),
     }
 

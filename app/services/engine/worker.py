@@ -35,6 +35,7 @@ from app.services.audit import insert_event
 from app.services.engine import heartbeats, recovery, wakeups
 from app.services.engine.dead_letters import dead_letter
 from app.store import executions as store
+from app.tasks.registry import needs_database
 
 log = logging.getLogger("cronwell.worker")
 Clock = Callable[[], datetime]
@@ -107,11 +108,9 @@ class Worker:
         self._conn: Connection | None = None  # kept across turns; see _transaction
         cfg = app.config
         self._lease = (cfg["LEASE_SECONDS"], cfg["LEASE_BUFFER_SECONDS"])
-        self._context_base = {
-            "artifact_dir": cfg["ARTIFACT_DIR"],
-            "marker_dir": cfg["MARKER_DIR"],
-            "database_url": db.engine.url.render_as_string(hide_password=False),
-        }
+        self._context_base = {"artifact_dir": cfg["ARTIFACT_DIR"], "marker_dir": cfg["MARKER_DIR"]}
+        # Given only to tasks registered with needs_database=True (app/tasks/registry.py).
+        self._database_url = db.engine.url.render_as_string(hide_password=False)
 
     @property
     def engine(self):
@@ -344,6 +343,8 @@ class Worker:
             idempotency_key=item.idempotency_key,
             attempt=attempt,
         )
+        if needs_database(item.task):
+            context["database_url"] = self._database_url
         self.executor.submit(
             TaskRequest(
                 execution_id=item.id,

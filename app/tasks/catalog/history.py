@@ -2,7 +2,8 @@
 
 A task runs in a process forked from the worker's zygote: it inherits no Flask app context and
 must not reuse a pooled connection from its parent. Each task opens one short-lived connection from
-`ctx.database_url` (NullPool, so nothing outlives the task) and imports SQLAlchemy only then.
+`ctx.database_url` (NullPool, so nothing outlives the task) and imports SQLAlchemy only then. They
+are registered with `needs_database=True`: no other task is given the database URL.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ TOP_FAILING_JOBS_SQL = """
         },
         "additionalProperties": False,
     },
+    needs_database=True,
 )
 def generate_report(config: dict, ctx: TaskContext) -> None:
     """Count recent executions by status and list the jobs that failed most."""
@@ -105,6 +107,7 @@ def generate_report(config: dict, ctx: TaskContext) -> None:
         "properties": {"dry_run": {"type": "boolean", "default": False}},
         "additionalProperties": False,
     },
+    needs_database=True,
 )
 def cleanup_old_runs(config: dict, ctx: TaskContext) -> None:
     """Prune execution history with the same rules as `flask prune-history`."""

@@ -1,0 +1,54 @@
+"""What counts as a secret in settings and environments: one definition for the log redaction
+(app/logs.py) and for the environment task processes start with (app/executor/client.py).
+
+Plain standard library, so the executor can use it without importing the logging machinery.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from urllib.parse import urlsplit
+
+# Settings whose whole value is a secret.
+SECRET_SETTINGS = ("SECRET_KEY", "SCHEDULER_CLI_SECRET", "METRICS_TOKEN", "DEV_ADMIN_PASSWORD")
+# Settings that are URLs which may carry a password (and name our databases).
+URL_SETTINGS = ("DATABASE_URL", "REDIS_URL")
+# Field or variable names that look secret: PGPASSWORD, API_TOKEN, X_API_KEY, SESSION_COOKIE...
+SECRET_NAME = re.compile(r"pass(word|wd)?$|secret|token|authori[sz]ation|cookie|api[_-]?key", re.IGNORECASE)
+# `scheme://user:password@`: credentials inside any URL.
+URL_CREDENTIALS = re.compile(r"(?P<prefix>\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@/\s]+@", re.IGNORECASE)
+# Values that address a database or Redis, with or without a password.
+DATABASE_URL_VALUE = re.compile(r"^\s*(postgres(ql)?|sqlite|redis|rediss|mysql|mariadb)(\+\w+)?://", re.IGNORECASE)
+
+
+def secret_values(env: Mapping[str, str] | None = None) -> list[str]:
+    """The secret strings in this environment: secret settings and passwords inside URLs."""
+    env = os.environ if env is None else env
+    found = [env.get(name) or "" for name in SECRET_SETTINGS]
+    for name in URL_SETTINGS:
+        try:
+            found.append(urlsplit(env.get(name) or "").password or "")
+        except ValueError:
+            continue
+    # Very short values would mask ordinary words; they are not secrets worth the name anyway.
+    return sorted({value for value in found if len(value) >= 6}, key=len, reverse=True)
+
+
+def is_sensitive_variable(name: str, value: str) -> bool:
+    """Whether an environment variable must not reach a task: a secret setting, a database or
+    Redis URL, a secret-looking name, or a value with credentials in a URL."""
+    return (
+        name in SECRET_SETTINGS
+        or name in URL_SETTINGS
+        or bool(SECRET_NAME.search(name))
+        or bool(URL_CREDENTIALS.search(value))
+        or bool(DATABASE_URL_VALUE.match(value))
+    )
+
+
+def task_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """`environ` (default os.environ) without the variables `is_sensitive_variable` names."""
+    environ = os.environ if environ is None else environ
+    return {name: value for name, value in environ.items() if not is_sensitive_variable(name, value)}
