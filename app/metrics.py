@@ -31,7 +31,6 @@ from datetime import datetime
 from sqlalchemy import func, select
 
 from app.clock import utcnow
-from app.domain.states import CLAIMABLE, IN_FLIGHT
 
 log = logging.getLogger("cronwell.metrics")
 _lock = threading.Lock()
@@ -242,23 +241,19 @@ class Snapshot:
 
 def read_snapshot(engine, now: datetime) -> Snapshot:
     """Queue depth, oldest due wait, in-flight count, open alerts and heartbeat ages, in one short read."""
-    from app.models import Alert, Execution, Heartbeat
+    from app.models import Alert, Heartbeat
+    from app.store import store_for
 
-    e, h, a = Execution.__table__, Heartbeat.__table__, Alert.__table__
+    h, a = Heartbeat.__table__, Alert.__table__
     with engine.connect() as conn:
-        depth, oldest = conn.execute(
-            select(func.count(), func.min(e.c.available_at)).where(
-                e.c.status.in_([s.value for s in CLAIMABLE]), e.c.available_at <= now
-            )
-        ).one()
-        in_flight = conn.execute(select(func.count()).where(e.c.status.in_([s.value for s in IN_FLIGHT]))).scalar()
+        queue = store_for(conn).queue_counts(conn, now)
         open_alerts = conn.execute(select(func.count()).where(a.c.resolved_at.is_(None))).scalar()
         beats = conn.execute(select(h.c.kind, h.c.id, h.c.last_seen)).fetchall()
     return Snapshot(
         taken_at=now,
-        queue_depth=depth or 0,
-        oldest_pending_age=max(0.0, (now - oldest).total_seconds()) if oldest else 0.0,
-        in_flight=in_flight or 0,
+        queue_depth=queue.depth,
+        oldest_pending_age=max(0.0, (now - queue.oldest_due_at).total_seconds()) if queue.oldest_due_at else 0.0,
+        in_flight=queue.in_flight,
         open_alerts=open_alerts or 0,
         heartbeats=[(kind, pid, max(0.0, (now - seen).total_seconds())) for kind, pid, seen in beats],
     )

@@ -95,12 +95,12 @@ class DbPath:
         """One turn; returns how many executions it started (0 once nothing is left)."""
         from app.database import write_transaction_on
         from app.domain.states import AttemptStatus
-        from app.store import executions as store
+        from app.store import Finished, Outcome, store_for
 
-        outcome = store.Outcome(status=AttemptStatus.SUCCEEDED, exit_code=0, output="ok\n", error="", pid=0)
-        finished = [store.Finished(execution_id, number, outcome, None) for execution_id, number in self.running]
+        outcome = Outcome(status=AttemptStatus.SUCCEEDED, exit_code=0, output="ok\n", error="", pid=0)
+        finished = [Finished(execution_id, number, outcome, None) for execution_id, number in self.running]
         with write_transaction_on(self.conn) as conn:
-            turn = store.record_and_claim(
+            turn = store_for(conn).record_and_claim(
                 conn,
                 finished,
                 worker_id=self.worker_id,

@@ -57,9 +57,9 @@ def _hold(url: str, delay: float, seconds: float, timeout_setting: str | None, l
 
 def _candidate_sql() -> str:
     """The claim's candidate scan (the store's own WHERE and ORDER BY), without the row locks."""
-    from app.store.executions import _CANDIDATE_WHERE
+    from app.store.common import CANDIDATE_WHERE
 
-    where = _CANDIDATE_WHERE.format(queue_filter="").replace(":now", "now()")
+    where = CANDIDATE_WHERE.format(queue_filter="").replace(":now", "now()")
     return f"SELECT e.id FROM executions AS e WHERE {where} ORDER BY e.priority, e.available_at, e.id LIMIT 4"
 
 

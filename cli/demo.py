@@ -33,7 +33,7 @@ from app.models import Alert, Attempt, DeadLetter, Event, Execution, Heartbeat, 
 from app.services.engine.scheduler import Scheduler, TickReport
 from app.services.engine.worker import Worker
 from app.services.use_cases import jobs
-from app.store import executions as store
+from app.store import occurrence_row, store_for
 from cli.common import fmt_age, handle_errors, mutating
 
 demo_cli = AppGroup("demo", help="Self-checking demonstrations of the guarantees.")
@@ -181,10 +181,10 @@ def single_fire() -> None:
         job_id, scheduled_for = min(due)
         job = db.session.get(Job, job_id)
         with write_transaction(db.engine) as conn:
-            again = store.insert_occurrence(
-                conn, job, scheduled_for, trigger="schedule", status=S.PENDING, now=utcnow()
+            again = store_for(conn).insert_occurrences(
+                conn, [occurrence_row(job, scheduled_for, trigger="schedule", status=S.PENDING, now=utcnow())]
             )
-        expect(again is None and len(_executions(job_ids)) == len(due), "a second insert of an occurrence was kept")
+        expect(not again and len(_executions(job_ids)) == len(due), "a second insert of an occurrence was kept")
         click.echo(
             "  writing one of them again, as a late fourth scheduler would, creates nothing: the unique "
             "(job, scheduled_for) key"

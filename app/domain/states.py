@@ -11,16 +11,18 @@ from enum import Enum
 
 
 class ExecutionStatus(str, Enum):
-    # Created by the scheduler tick or a manual trigger/retry. Left by a worker claim
-    # (-> claimed), by disable/cancel (-> cancelled).
+    # Created by the scheduler tick or a manual trigger/retry. Left by a worker's turn, which
+    # claims and starts it in one transaction (-> running), or by disable/cancel (-> cancelled).
     PENDING = "pending"
-    # A worker holds the lease but has not started the task yet. Left when the worker starts
-    # it (-> running), releases it on shutdown (-> pending), or lease recovery.
+    # Legacy: no live code path writes it any more. Older releases claimed a row in one step and
+    # started it in the next, so an installation upgraded with a worker killed in between can
+    # still hold `claimed` rows. The enum and the CHECK constraint keep the value so those rows
+    # stay valid; lease recovery settles them back to pending, and cancel still cancels them.
     CLAIMED = "claimed"
     # The task process is running. Left by the worker recording the outcome, or by
     # expired-lease recovery when the worker vanished (-> retry_scheduled | dead_lettered).
     RUNNING = "running"
-    # Waiting for its backoff to pass (available_at). Claimed again by a worker like pending.
+    # Waiting for its backoff to pass (available_at). Started again by a worker like pending.
     RETRY_SCHEDULED = "retry_scheduled"
     # Terminal states below: nobody moves an execution out of them. A manual retry creates a
     # new execution instead, so history stays truthful.
@@ -37,19 +39,24 @@ class ExecutionStatus(str, Enum):
 
 S = ExecutionStatus
 
-TERMINAL = frozenset({S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.MISSED, S.CANCELLED, S.DEAD_LETTERED})
-CLAIMABLE = frozenset({S.PENDING, S.RETRY_SCHEDULED})
-IN_FLIGHT = frozenset({S.CLAIMED, S.RUNNING})
-CANCELLABLE = frozenset({S.PENDING, S.RETRY_SCHEDULED, S.CLAIMED})
-RETRYABLE = frozenset({S.FAILED, S.TIMED_OUT, S.DEAD_LETTERED, S.CANCELLED})
-
+# The table. The store derives every guard (`UPDATE ... WHERE status IN (...)`) from it through
+# `sources_of` / `guard_for` and the named sets below, so the SQL cannot move a row in a way the
+# table forbids (tests/integration/test_store_transitions.py checks every store operation).
 ALLOWED: dict[ExecutionStatus, frozenset[ExecutionStatus]] = {
-    S.PENDING: frozenset({S.CLAIMED, S.CANCELLED}),
-    S.RETRY_SCHEDULED: frozenset({S.CLAIMED, S.CANCELLED}),
-    S.CLAIMED: frozenset({S.RUNNING, S.PENDING, S.RETRY_SCHEDULED, S.CANCELLED, S.DEAD_LETTERED}),
+    S.PENDING: frozenset({S.RUNNING, S.CANCELLED}),
+    S.RETRY_SCHEDULED: frozenset({S.RUNNING, S.CANCELLED}),
+    S.CLAIMED: frozenset({S.PENDING, S.CANCELLED}),  # legacy rows only, see CLAIMED
     S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.RETRY_SCHEDULED, S.DEAD_LETTERED}),
-    **{terminal: frozenset() for terminal in TERMINAL},
+    S.SUCCEEDED: frozenset(),
+    S.FAILED: frozenset(),
+    S.TIMED_OUT: frozenset(),
+    S.MISSED: frozenset(),
+    S.CANCELLED: frozenset(),
+    S.DEAD_LETTERED: frozenset(),
 }
+
+# Statuses a new execution row may be created in (nothing else is inserted).
+INITIAL = frozenset({S.PENDING, S.MISSED})
 
 
 def can_transition(current: ExecutionStatus | str, target: ExecutionStatus | str) -> bool:
@@ -57,13 +64,29 @@ def can_transition(current: ExecutionStatus | str, target: ExecutionStatus | str
     return S(target) in ALLOWED[S(current)]
 
 
-def sources_of(target: ExecutionStatus) -> tuple[str, ...]:
+def sources_of(target: ExecutionStatus) -> frozenset[ExecutionStatus]:
     """The statuses from which `target` may be reached, for guarded UPDATE ... WHERE status IN."""
-    return tuple(sorted(s.value for s, targets in ALLOWED.items() if target in targets))
+    return frozenset(s for s, targets in ALLOWED.items() if S(target) in targets)
+
+
+def guard_for(*targets: ExecutionStatus) -> frozenset[ExecutionStatus]:
+    """The statuses from which every one of `targets` may be reached: the guard of an UPDATE
+    whose target is chosen per row (recording an outcome: succeeded, failed, ... or a retry)."""
+    return frozenset.intersection(*(sources_of(target) for target in targets))
 
 
 def is_terminal(status: ExecutionStatus | str) -> bool:
     return S(status) in TERMINAL
+
+
+# Named sets, all derived from the table.
+TERMINAL = frozenset(s for s, targets in ALLOWED.items() if not targets)
+CLAIMABLE = sources_of(S.RUNNING)  # what a worker's turn may start
+CANCELLABLE = sources_of(S.CANCELLED)
+IN_FLIGHT = frozenset(S) - TERMINAL - CLAIMABLE  # holding a lease: running (and legacy claimed)
+# What a worker records an outcome from (the attempt's status, or a retry).
+RECORDABLE = guard_for(S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.RETRY_SCHEDULED)
+RETRYABLE = frozenset({S.FAILED, S.TIMED_OUT, S.DEAD_LETTERED, S.CANCELLED})  # operator retry: a new row
 
 
 class Trigger(str, Enum):

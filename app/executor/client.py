@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.executor.output import OUTPUT_LIMIT_CHARS
 from app.executor.protocol import MessageReader, TaskRequest, TaskResult, encode_message
 from app.sensitive import task_environment
 
@@ -56,7 +57,7 @@ class ForkServer:
     def __init__(
         self,
         preload: tuple[str, ...] | list[str] = ("app.tasks.catalog",),
-        output_limit: int = 20_000,
+        output_limit: int = OUTPUT_LIMIT_CHARS,
         kill_grace_seconds: float = 2.0,
         *,
         start_timeout_seconds: float = 30.0,

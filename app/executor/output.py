@@ -10,6 +10,8 @@ Pure logic: no I/O here.
 
 from __future__ import annotations
 
+from app.domain.limits import OUTPUT_LIMIT_CHARS  # noqa: F401 - the one limit, re-exported for the executor
+
 # UTF-8 needs at most 4 bytes per character, so this many bytes always decode to >= limit chars.
 BYTES_PER_CHAR = 4
 

@@ -41,7 +41,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.executor.outcome import classify_exit, parse_result_pipe
-from app.executor.output import BoundedCapture, truncate_text
+from app.executor.output import OUTPUT_LIMIT_CHARS, BoundedCapture, truncate_text
 from app.executor.protocol import MessageReader, TaskResult, encode_message
 from app.executor.task_child import run_task_in_child, set_parent_death_signal
 
@@ -391,7 +391,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--control-fd", type=int, required=True)
     parser.add_argument("--parent-pid", type=int, required=True)
     parser.add_argument("--preload", action="append", default=[])
-    parser.add_argument("--output-limit", type=int, default=20_000)
+    parser.add_argument("--output-limit", type=int, default=OUTPUT_LIMIT_CHARS)
     parser.add_argument("--kill-grace-seconds", type=float, default=2.0)
     args = parser.parse_args(argv)
 

@@ -22,7 +22,7 @@ from app.extensions import db
 from app.models import Attempt, Execution
 from app.services.engine.worker import Worker
 from app.services.use_cases import jobs
-from app.store import executions as store
+from app.store import store_for
 from tests.factories import make_job
 
 pytestmark = pytest.mark.timeout(60)
@@ -37,6 +37,7 @@ def fail_first_turn(monkeypatch, *, with_results: bool, after_commit: bool = Fal
     connection would: before the statement reached the database (nothing happened), or with
     `after_commit` once it had taken effect (only the reply was lost)."""
     calls: list[int] = []
+    store = store_for(db.engine)  # the worker's backend (one per dialect): its method is replaced
     original = store.record_and_claim
 
     def flaky(conn, finished, **kwargs):
@@ -79,6 +80,7 @@ def test_claims_whose_start_failed_roll_back_and_run_on_the_next_pass(app, monke
     execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
     calls = fail_first_turn(monkeypatch, with_results=False)
     seen_after_failure = []
+    store = store_for(db.engine)
     flaky = store.record_and_claim
 
     def turn(conn, finished, **kwargs):

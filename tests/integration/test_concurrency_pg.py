@@ -23,7 +23,7 @@ from app.database import write_transaction
 from app.extensions import db
 from app.models import Attempt, Execution, Heartbeat, Job
 from app.services.use_cases import jobs
-from app.store import executions as store
+from app.store import store_for
 from tests.factories import make_job
 from tests.helpers.pg import starting_gate
 from tests.helpers.processes import flask_processes, wait_for  # noqa: F401 - fixture
@@ -45,7 +45,7 @@ def fresh_session() -> None:
 
 def insert_manual_executions(job: Job, count: int, *, now: datetime) -> list[int]:
     with write_transaction(db.engine) as conn:
-        return [store.insert_manual(conn, job, now=now) for _ in range(count)]
+        return [store_for(conn).insert_manual(conn, job, now=now) for _ in range(count)]
 
 
 # --- 1. schedulers ------------------------------------------------------------------------------

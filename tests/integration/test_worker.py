@@ -8,11 +8,13 @@ from sqlalchemy import select
 
 from app.clock import utcnow
 from app.database import write_transaction
+from app.domain.limits import OUTPUT_LIMIT_CHARS
+from app.domain.states import AttemptStatus
 from app.extensions import db
 from app.models import Alert, Attempt, DeadLetter, Event, Execution
 from app.services.engine.worker import Worker
 from app.services.use_cases import jobs
-from app.store import executions as store
+from app.store import Finished, Outcome, store_for, truncate
 from tests.factories import make_job
 
 
@@ -108,9 +110,9 @@ def test_timeout_kills_the_task_and_records_timed_out(app):
 
 
 def test_stored_output_is_truncated_to_the_limit_with_a_marker(app):
-    assert len(store.truncate("x" * 50_000)) == store.OUTPUT_LIMIT
-    assert store.truncate("x" * 50_000).endswith("[... truncated: 50000 characters in all]")
-    assert store.truncate("short") == "short"
+    assert len(truncate("x" * 50_000)) == OUTPUT_LIMIT_CHARS
+    assert truncate("x" * 50_000).endswith("[... truncated: 50000 characters in all]")
+    assert truncate("short") == "short"
 
 
 def test_a_row_whose_job_was_disabled_is_cancelled_at_claim_time(app):
@@ -142,10 +144,10 @@ def test_claim_orders_by_priority_then_age(app):
     first = jobs.trigger_job(low.id, now=now() - timedelta(seconds=10), actor="test")
     second = jobs.trigger_job(high.id, now=now(), actor="test")
     with write_transaction(db.engine) as conn:
-        claimed = store.claim_due_executions(
-            conn, worker_id="w", now=now(), limit=1, queues=None, lease_seconds=120, buffer_seconds=30
+        turn = store_for(conn).record_and_claim(
+            conn, [], worker_id="w", now=now(), limit=1, queues=None, lease_seconds=120, buffer_seconds=30
         )
-    assert [c.id for c in claimed] == [second.id]
+    assert [c.id for c, _ in turn.started] == [second.id]
     assert first.id != second.id
 
 
@@ -154,13 +156,18 @@ def test_claim_sets_a_lease_that_covers_the_timeout(app):
     execution = jobs.trigger_job(job.id, now=now(), actor="test")
     at = now()
     with write_transaction(db.engine) as conn:
-        [claimed] = store.claim_due_executions(
-            conn, worker_id="w", now=at, limit=5, queues=None, lease_seconds=120, buffer_seconds=30
+        [(claimed, number)] = (
+            store_for(conn)
+            .record_and_claim(
+                conn, [], worker_id="w", now=at, limit=5, queues=None, lease_seconds=120, buffer_seconds=30
+            )
+            .started
         )
-    assert claimed.id == execution.id
+    assert (claimed.id, number) == (execution.id, 1)
     assert abs((claimed.lease_expires_at - at).total_seconds() - 630) < 1
     row = fresh(execution.id)
-    assert (row.status, row.claimed_by) == ("claimed", "w")
+    assert (row.status, row.claimed_by) == ("running", "w")
+    assert abs((row.lease_expires_at - at).total_seconds() - 630) < 1
 
 
 def test_workers_serve_only_their_queues(app):
@@ -177,20 +184,23 @@ def test_a_stale_worker_cannot_overwrite_a_recovered_row(app):
     execution = jobs.trigger_job(job.id, now=now(), actor="test")
     at = now()
     with write_transaction(db.engine) as conn:
-        store.claim_due_executions(
-            conn, worker_id="old", now=at, limit=1, queues=None, lease_seconds=1, buffer_seconds=0
+        started = (
+            store_for(conn)
+            .record_and_claim(
+                conn, [], worker_id="old", now=at, limit=1, queues=None, lease_seconds=1, buffer_seconds=0
+            )
+            .started
         )
-        assert store.start_execution(conn, execution.id, worker_id="old", now=at) == 1
+        assert [(item.id, number) for item, number in started] == [(execution.id, 1)]
     from app.services.engine import recovery
 
     later = at + timedelta(minutes=5)
     report = recovery.recover_expired_leases(db.engine, now=later)
     assert report.retried == 1
-    outcome = store.Outcome(status=store.AttemptStatus.SUCCEEDED, exit_code=0, output="late", error="")
+    outcome = Outcome(status=AttemptStatus.SUCCEEDED, exit_code=0, output="late", error="")
     with write_transaction(db.engine) as conn:
-        assert not store.complete_execution(
-            conn, execution.id, worker_id="old", outcome=outcome, now=later, retry_at=None
-        )
+        late = [Finished(execution.id, 1, outcome, None)]
+        assert store_for(conn).record_finished(conn, late, worker_id="old", now=later) == set()
     row = fresh(execution.id)
     assert row.status == "retry_scheduled" and row.output == ""
     assert [a.status for a in attempts_of(execution.id)] == ["abandoned"]

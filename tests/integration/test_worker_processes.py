@@ -25,7 +25,7 @@ from app.services.engine.scheduler import Scheduler
 from app.services.engine.worker import Worker
 from app.services.errors import Conflict
 from app.services.use_cases import jobs
-from app.store import executions as store
+from app.store import Finished, Outcome, store_for
 from tests.factories import make_job
 from tests.helpers.processes import children_of, cmdline, flask_processes, is_alive, wait_for  # noqa: F401
 
@@ -64,10 +64,32 @@ def wait_until_task_runs(worker, execution_id: int) -> tuple[int, int]:
     return wait_for(running_task, within=30, what=lambda: f"execution {execution_id} to run\n{worker.describe()}")
 
 
-def outcome(status: str, output: str = "") -> store.Outcome:
-    return store.Outcome(
-        status=AttemptStatus(status), exit_code=0 if status == "succeeded" else 1, output=output, error=""
+def outcome(status: str, output: str = "") -> Outcome:
+    return Outcome(status=AttemptStatus(status), exit_code=0 if status == "succeeded" else 1, output=output, error="")
+
+
+def start(conn, *, worker_id: str, now, limit: int = 1, lease_seconds: int = 60):
+    """A worker turn with nothing to record: what it started, as [(row, attempt number)]."""
+    return (
+        store_for(conn)
+        .record_and_claim(
+            conn,
+            [],
+            worker_id=worker_id,
+            now=now,
+            limit=limit,
+            queues=None,
+            lease_seconds=lease_seconds,
+            buffer_seconds=0,
+        )
+        .started
     )
+
+
+def record(conn, execution_id: int, number: int, result: Outcome, *, worker_id: str, now, retry_at=None) -> bool:
+    """Record one finished attempt; False when the worker no longer owned the row."""
+    finished = [Finished(execution_id, number, result, retry_at)]
+    return store_for(conn).record_finished(conn, finished, worker_id=worker_id, now=now) == {execution_id}
 
 
 # --- 4. kill -9 ---------------------------------------------------------------------------------
@@ -152,10 +174,8 @@ def test_a_stale_worker_finishing_after_recovery_cannot_overwrite_the_new_owner(
     claimed_at = utcnow()
     db.session.rollback()
     with write_transaction(db.engine) as conn:
-        [claim_a] = store.claim_due_executions(
-            conn, worker_id="worker-a", now=claimed_at, limit=1, queues=None, lease_seconds=60, buffer_seconds=0
-        )
-        assert store.start_execution(conn, execution.id, worker_id="worker-a", now=claimed_at) == 1
+        [(claim_a, number)] = start(conn, worker_id="worker-a", now=claimed_at)
+        assert (claim_a.id, number) == (execution.id, 1)
 
     # Worker A goes quiet; its lease runs out and recovery hands the row back.
     recovered_at = claim_a.lease_expires_at + timedelta(seconds=1)
@@ -166,31 +186,18 @@ def test_a_stale_worker_finishing_after_recovery_cannot_overwrite_the_new_owner(
     # Worker B claims the retry and starts attempt 2.
     db.session.rollback()
     with write_transaction(db.engine) as conn:
-        [claim_b] = store.claim_due_executions(
-            conn, worker_id="worker-b", now=retry_at, limit=1, queues=None, lease_seconds=60, buffer_seconds=0
-        )
-        assert claim_b.id == execution.id
-        assert store.start_execution(conn, execution.id, worker_id="worker-b", now=retry_at) == 2
+        [(claim_b, number)] = start(conn, worker_id="worker-b", now=retry_at)
+        assert (claim_b.id, number) == (execution.id, 2)
 
     # A wakes up and reports its (late) result: every move it tries is refused.
     late = retry_at + timedelta(seconds=1)
     with write_transaction(db.engine) as conn:
-        assert (
-            store.complete_execution(
-                conn, execution.id, worker_id="worker-a", outcome=outcome("succeeded", "A"), now=late, retry_at=None
-            )
-            is False
-        )
-        assert (
-            store.complete_execution(
-                conn, execution.id, worker_id="worker-a", outcome=outcome("failed", "A"), now=late, retry_at=late
-            )
-            is False
-        )
-        assert store.start_execution(conn, execution.id, worker_id="worker-a", now=late) is None
-        turn = store.record_and_claim(
+        assert not record(conn, execution.id, 1, outcome("succeeded", "A"), worker_id="worker-a", now=late)
+        assert not record(conn, execution.id, 1, outcome("failed", "A"), worker_id="worker-a", now=late, retry_at=late)
+        assert start(conn, worker_id="worker-a", now=late) == []
+        turn = store_for(conn).record_and_claim(
             conn,
-            [store.Finished(execution.id, 1, outcome("succeeded", "A"), None)],
+            [Finished(execution.id, 1, outcome("succeeded", "A"), None)],
             worker_id="worker-a",
             now=late,
             limit=0,
@@ -210,19 +217,8 @@ def test_a_stale_worker_finishing_after_recovery_cannot_overwrite_the_new_owner(
     # B finishes normally, and A still cannot touch the finished row.
     done = retry_at + timedelta(seconds=2)
     with write_transaction(db.engine) as conn:
-        assert (
-            store.complete_execution(
-                conn, execution.id, worker_id="worker-b", outcome=outcome("succeeded", "B"), now=done, retry_at=None
-            )
-            is True
-        )
-        store.finish_attempt(conn, execution.id, 2, outcome("succeeded", "B"), now=done)
-        assert (
-            store.complete_execution(
-                conn, execution.id, worker_id="worker-a", outcome=outcome("failed", "A"), now=done, retry_at=None
-            )
-            is False
-        )
+        assert record(conn, execution.id, 2, outcome("succeeded", "B"), worker_id="worker-b", now=done)
+        assert not record(conn, execution.id, 1, outcome("failed", "A"), worker_id="worker-a", now=done)
     row = fresh(Execution, execution.id)
     assert (row.status, row.claimed_by, row.output, row.finished_at) == ("succeeded", "worker-b", "B", done)
 
@@ -289,15 +285,16 @@ def test_disable_cancels_queued_rows_but_not_running_ones_and_keeps_next_run_at(
     at = t0 + timedelta(seconds=10)
     db.session.rollback()
     with write_transaction(db.engine) as conn:
-        got = store.claim_due_executions(
-            conn, worker_id="w", now=at, limit=3, queues=None, lease_seconds=60, buffer_seconds=0
+        # A legacy `claimed` row (an older release's worker died between its claim and start).
+        conn.execute(
+            db.text(
+                "UPDATE executions SET status = 'claimed', claimed_by = 'w', lease_expires_at = :at WHERE id = :id"
+            ),
+            {"at": at + timedelta(minutes=1), "id": claimed},
         )
-        assert [c.id for c in got] == [running, claimed, retrying]
-        store.start_execution(conn, running, worker_id="w", now=at)
-        store.start_execution(conn, retrying, worker_id="w", now=at)
-        assert store.complete_execution(
-            conn, retrying, worker_id="w", outcome=outcome("failed"), now=at, retry_at=at + timedelta(hours=1)
-        )
+        got = start(conn, worker_id="w", now=at, limit=2)
+        assert [(c.id, number) for c, number in got] == [(running, 1), (retrying, 1)]
+        assert record(conn, retrying, 1, outcome("failed"), worker_id="w", now=at, retry_at=at + timedelta(hours=1))
 
     disabled_at = t0 + timedelta(seconds=20)
     job, cancelled = jobs.disable_job(job.id, now=disabled_at, actor="test")
@@ -312,9 +309,7 @@ def test_disable_cancels_queued_rows_but_not_running_ones_and_keeps_next_run_at(
 
     # The running one finishes on its worker as usual.
     with write_transaction(db.engine) as conn:
-        assert store.complete_execution(
-            conn, running, worker_id="w", outcome=outcome("succeeded"), now=disabled_at, retry_at=None
-        )
+        assert record(conn, running, 1, outcome("succeeded"), worker_id="w", now=disabled_at)
     with pytest.raises(Conflict):
         jobs.trigger_job(job.id, now=disabled_at, actor="test")
     db.session.rollback()

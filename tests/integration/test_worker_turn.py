@@ -1,5 +1,5 @@
-"""`store.record_and_claim`, the worker's one-statement turn on PostgreSQL (composed steps on
-SQLite), checked directly on both backends: what it records, what it claims, what it refuses."""
+"""`Store.record_and_claim`, the worker's one-statement turn on PostgreSQL (composed steps on
+SQLite), checked directly on both backends: what it records, what it starts, what it refuses."""
 
 from datetime import timedelta
 
@@ -11,7 +11,7 @@ from app.domain.states import AttemptStatus
 from app.extensions import db
 from app.models import Attempt, Execution
 from app.services.use_cases import jobs
-from app.store import executions as store
+from app.store import DISABLED_BEFORE_RUN, Finished, Outcome, Turn, store_for
 from tests.factories import make_job
 
 LEASE = dict(lease_seconds=60, buffer_seconds=30)
@@ -33,15 +33,15 @@ def attempt_statuses(execution_id) -> list[str]:
     )
 
 
-def turn(finished=(), *, worker_id="w1", at=None, limit=10, queues=None) -> store.Turn:
+def turn(finished=(), *, worker_id="w1", at=None, limit=10, queues=None) -> Turn:
     with write_transaction(db.engine) as conn:
-        return store.record_and_claim(
+        return store_for(conn).record_and_claim(
             conn, list(finished), worker_id=worker_id, now=at or now(), limit=limit, queues=queues, **LEASE
         )
 
 
-def outcome(status: str, text: str = "") -> store.Outcome:
-    return store.Outcome(
+def outcome(status: str, text: str = "") -> Outcome:
+    return Outcome(
         status=AttemptStatus(status),
         exit_code=0 if status == "succeeded" else 1,
         output=text,
@@ -78,8 +78,8 @@ def test_a_turn_records_success_and_retry_and_claims_in_the_same_transaction(app
 
     result = turn(
         [
-            store.Finished(ok.id, 1, outcome("succeeded", "done"), None),
-            store.Finished(flaky.id, 1, outcome("failed"), retry_at),
+            Finished(ok.id, 1, outcome("succeeded", "done"), None),
+            Finished(flaky.id, 1, outcome("failed"), retry_at),
         ],
         limit=2,
     )
@@ -98,7 +98,7 @@ def test_a_stale_worker_records_nothing_and_its_attempt_stays_with_the_new_owner
     execution = jobs.trigger_job(job.id, now=now(), actor="t")
     turn(worker_id="old")
 
-    result = turn([store.Finished(execution.id, 1, outcome("succeeded", "late"), None)], worker_id="intruder")
+    result = turn([Finished(execution.id, 1, outcome("succeeded", "late"), None)], worker_id="intruder")
 
     assert result.recorded == set()
     row = fresh(execution.id)
@@ -117,7 +117,7 @@ def test_rows_of_a_job_disabled_after_queueing_are_cancelled_not_run(app):
 
     assert result.started == [] and [item.id for item in result.cancelled] == [execution.id]
     row = fresh(execution.id)
-    assert (row.status, row.reason) == ("cancelled", store.DISABLED_BEFORE_RUN)
+    assert (row.status, row.reason) == ("cancelled", DISABLED_BEFORE_RUN)
     assert attempt_statuses(execution.id) == []
 
 
@@ -139,7 +139,7 @@ def test_an_exclusive_job_never_has_two_runs_in_flight_across_turns(app):
     assert [item.id for item, _ in turn().started] == [older.id]
     assert turn(worker_id="w2").started == []  # the older run is in flight
 
-    finished = turn([store.Finished(older.id, 1, outcome("succeeded"), None)])
+    finished = turn([Finished(older.id, 1, outcome("succeeded"), None)])
     # The next claim (in the same statement on PostgreSQL, or right after on SQLite) gets the
     # newer row; the worker claims again at once when a turn recorded results and had room.
     started = finished.started or turn().started

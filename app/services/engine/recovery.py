@@ -12,23 +12,21 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy import select
 from sqlalchemy.engine import Connection, Engine
 
 from app.database import write_transaction
 from app.domain.policies import retry_delay
 from app.domain.states import ExecutionStatus as S
-from app.models import Job
 from app.services.audit import insert_event
 from app.services.engine.dead_letters import dead_letter
-from app.store import executions as store
+from app.store import ExpiredLease, store_for
 
 log = logging.getLogger("cronwell.recovery")
 
 
 @dataclass
 class RecoveryReport:
-    released: int = 0  # claimed but never started: back to pending
+    released: int = 0  # legacy claimed rows, never started: back to pending
     retried: int = 0
     dead_lettered: int = 0
     job_ids: set[int] | None = None
@@ -38,22 +36,14 @@ class RecoveryReport:
         return self.released + self.retried + self.dead_lettered
 
 
-def settle_abandoned(conn: Connection, row: store.ExpiredLease, *, now: datetime, reason: str) -> str | None:
+def settle_abandoned(conn: Connection, row: ExpiredLease, *, now: datetime, reason: str) -> str | None:
     """Record the abandoned attempt and move the execution on; returns the new status or None if lost."""
-    job = conn.execute(
-        select(Job.__table__.c.name, Job.__table__.c.retry_backoff_seconds, Job.__table__.c.alert_mode).where(
-            Job.__table__.c.id == row.job_id
-        )
-    ).one()
     retry_at = None
-    if row.status == S.RUNNING.value:
-        if row.attempts < row.max_attempts:
-            retry_at = now + retry_delay(job.retry_backoff_seconds, row.attempts)
-    new_status = store.recover_execution(conn, row, now=now, retry_at=retry_at, reason=reason)
+    if row.status == S.RUNNING.value and row.attempts < row.max_attempts:
+        retry_at = now + retry_delay(row.retry_backoff_seconds, row.attempts)
+    new_status = store_for(conn).recover_execution(conn, row, now=now, retry_at=retry_at, reason=reason)
     if new_status is None:
         return None
-    if row.status == S.RUNNING.value:
-        store.abandon_attempt(conn, row.id, row.attempts, now=now, error=reason)
     insert_event(
         conn,
         "lease_recovered",
@@ -69,8 +59,8 @@ def settle_abandoned(conn: Connection, row: store.ExpiredLease, *, now: datetime
             conn,
             execution_id=row.id,
             job_id=row.job_id,
-            job_name=job.name,
-            alert_mode=job.alert_mode,
+            job_name=row.job_name,
+            alert_mode=row.alert_mode,
             status=new_status,
             reason=reason,
             now=now,
@@ -83,7 +73,7 @@ def recover_expired_leases(engine: Engine, *, now: datetime, batch_size: int = 1
     report = RecoveryReport(job_ids=set())
     while True:
         with write_transaction(engine) as conn:
-            rows = store.lock_expired_leases(conn, now=now, limit=batch_size)
+            rows = store_for(conn).lock_expired_leases(conn, now=now, limit=batch_size)
             for row in rows:
                 reason = f"lease held by {row.claimed_by or 'unknown worker'} expired; the worker is presumed dead"
                 new_status = settle_abandoned(conn, row, now=now, reason=reason)

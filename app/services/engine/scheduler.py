@@ -18,7 +18,6 @@ from datetime import datetime, timedelta
 from functools import lru_cache
 
 from flask import Flask
-from sqlalchemy import bindparam, func, select, update
 
 from app import cache, metrics
 from app.clock import utcnow
@@ -26,14 +25,12 @@ from app.database import write_transaction
 from app.domain.policies import plan_occurrences
 from app.domain.states import ExecutionStatus as S
 from app.extensions import db
-from app.models import Job
 from app.scheduling import Schedule, parse_schedule
 from app.services.audit import insert_event
 from app.services.engine import heartbeats, recovery, retention, wakeups
-from app.store import executions as store
+from app.store import occurrence_row, store_for
 
 log = logging.getLogger("cronwell.scheduler")
-jobs = Job.__table__
 
 Clock = Callable[[], datetime]
 UPKEEP_EVERY = timedelta(seconds=1)
@@ -118,36 +115,26 @@ class Scheduler:
     def schedule_due_jobs(self, now: datetime, report: TickReport) -> int:
         """Lock one batch of due jobs and create their occurrences; returns the batch size.
 
-        The filter is written `enabled`, not `enabled IS true`: only the former matches the
-        partial index ix_jobs_due, which keeps the tick proportional to due jobs, not all jobs.
         Statements are per batch, not per job: one overlap query, multi-row inserts, and one
         executemany for the new next_run_at values.
         """
         with write_transaction(self.engine) as conn:
-            due = conn.execute(
-                select(jobs)
-                .where(jobs.c.enabled, jobs.c.next_run_at <= now)
-                .order_by(jobs.c.next_run_at)
-                .limit(self.batch_size)
-                .with_for_update(skip_locked=True)
-            ).fetchall()
+            store = store_for(conn)
+            due = store.lock_due_jobs(conn, now=now, limit=self.batch_size)
             if due:
                 busy = store.jobs_with_active_runs(conn, [j.id for j in due if j.overlap_policy == "skip"], now)
                 rows: list[dict] = []
-                next_runs: list[dict] = []
+                next_runs: list[tuple[int, datetime | None]] = []
                 for job in due:
                     job_rows, next_run_at = self._plan_job(conn, job, now, job.id in busy, report)
                     rows += job_rows
-                    next_runs.append({"job_id": job.id, "next_run_at": next_run_at})
+                    next_runs.append((job.id, next_run_at))
                 for _id, status in store.insert_occurrences(conn, rows):
                     if status == S.PENDING.value:
                         report.created += 1
                     else:
                         report.missed += 1
-                conn.execute(
-                    update(jobs).where(jobs.c.id == bindparam("job_id")).values(next_run_at=bindparam("next_run_at")),
-                    next_runs,
-                )
+                store.advance_jobs(conn, next_runs)
                 if report.created:
                     wakeups.notify(conn, wakeups.WORK_CHANNEL)
         report.due += len(due)
@@ -171,7 +158,7 @@ class Scheduler:
                 # Overlap policy skip: an earlier run is still active, so this one is recorded
                 # as missed instead of piling up behind it.
                 rows.append(
-                    store.occurrence_row(
+                    occurrence_row(
                         job,
                         scheduled_for,
                         trigger=trigger,
@@ -181,11 +168,11 @@ class Scheduler:
                     )
                 )
                 continue
-            rows.append(store.occurrence_row(job, scheduled_for, trigger=trigger, status=S.PENDING, now=now))
+            rows.append(occurrence_row(job, scheduled_for, trigger=trigger, status=S.PENDING, now=now))
             busy = job.overlap_policy == "skip"  # catch-up re-checks overlap before each occurrence
         for scheduled_for in plan.missed:
             rows.append(
-                store.occurrence_row(
+                occurrence_row(
                     job,
                     scheduled_for,
                     trigger="schedule",
@@ -262,7 +249,7 @@ class Scheduler:
     def seconds_until_due(self, now: datetime, cap: float) -> float:
         """How long to sleep: until the earliest enabled next_run_at, at most `cap` seconds."""
         with self.engine.connect() as conn:
-            earliest = conn.execute(select(func.min(jobs.c.next_run_at)).where(jobs.c.enabled)).scalar()
+            earliest = store_for(conn).earliest_next_run(conn)
         if earliest is None:
             return cap
         return max(0.0, min(cap, (earliest - now).total_seconds()))

@@ -2,8 +2,9 @@
 
 Each turn of the loop is one short transaction, and none is open while a task runs: record
 the results that came back (running -> terminal or retry_scheduled, Attempt closed, dead letter
-when exhausted), claim into the slots they freed (pending -> claimed, lease stamped), and start
-what was claimed (claimed -> running + Attempt row). Then the tasks are handed to the executor.
+when exhausted), then claim and start due rows in the slots they freed (pending |
+retry_scheduled -> running in one step, lease stamped, Attempt row). Then the tasks are handed
+to the executor.
 Every move is guarded by status and owner, so a worker whose lease was recovered while it was
 cut off cannot overwrite what the new owner did: its late result is discarded and logged.
 
@@ -34,7 +35,7 @@ from app.extensions import db
 from app.services.audit import insert_event
 from app.services.engine import heartbeats, recovery, wakeups
 from app.services.engine.dead_letters import dead_letter
-from app.store import executions as store
+from app.store import ClaimedExecution, ExpiredLease, Finished, Outcome, Store, store_for
 from app.tasks.registry import needs_database
 
 log = logging.getLogger("cronwell.worker")
@@ -106,6 +107,7 @@ class Worker:
         # that finished during an outage is not later abandoned and run again.
         self._unrecorded: list[TaskResult] = []
         self._conn: Connection | None = None  # kept across turns; see _transaction
+        self.store: Store = store_for(db.engine)
         cfg = app.config
         self._lease = (cfg["LEASE_SECONDS"], cfg["LEASE_BUFFER_SECONDS"])
         self._context_base = {"artifact_dir": cfg["ARTIFACT_DIR"], "marker_dir": cfg["MARKER_DIR"]}
@@ -268,7 +270,7 @@ class Worker:
     def _settle_and_claim(self, results: list[TaskResult], free: int, now: datetime) -> tuple[int, int]:
         """One transaction: record `results`, claim up to `free` executions and start them.
 
-        On PostgreSQL that is one statement (store.record_and_claim), which is what keeps the
+        On PostgreSQL that is one statement (`Store.record_and_claim`), which is what keeps the
         database cost per execution low. If it fails nothing is half-done: the claims roll back
         with it, and the results are kept to be recorded on the next try (the executor will not
         hand them over again). Returns (started, finished).
@@ -279,7 +281,7 @@ class Worker:
         single = all(item.outcome.status is AttemptStatus.SUCCEEDED for item in finished)
         try:
             with self._transaction(single_statement=single) as conn:
-                turn = store.record_and_claim(
+                turn = self.store.record_and_claim(
                     conn,
                     finished,
                     worker_id=self.id,
@@ -324,7 +326,7 @@ class Worker:
             started += self._settle_and_claim([], free - started, now)[0]
         return started, len(results)
 
-    def _submit(self, item: store.ClaimedExecution, attempt: int, now: datetime) -> None:
+    def _submit(self, item: ClaimedExecution, attempt: int, now: datetime) -> None:
         self.running[item.id] = Running(
             item.id,
             item.job_id,
@@ -405,9 +407,9 @@ class Worker:
             return 0
         return self._settle_and_claim(results, 0, self.clock())[1]
 
-    def _finished(self, result: TaskResult, now: datetime) -> store.Finished:
+    def _finished(self, result: TaskResult, now: datetime) -> Finished:
         run = self.running[result.execution_id]
-        outcome = store.Outcome(
+        outcome = Outcome(
             status=AttemptStatus(result.status),
             exit_code=result.exit_code,
             output=result.output,
@@ -417,7 +419,7 @@ class Worker:
         retry_at = None
         if result.status != "succeeded" and run.attempt < run.max_attempts:
             retry_at = now + retry_delay(run.retry_backoff_seconds, run.attempt)
-        return store.Finished(run.execution_id, run.attempt, outcome, retry_at)
+        return Finished(run.execution_id, run.attempt, outcome, retry_at)
 
     def _recorded(self, conn, run: Running, result: TaskResult, retry_at: datetime | None, now: datetime) -> None:
         metrics.observe_outcome(result.status, retried=retry_at is not None)
@@ -471,15 +473,18 @@ class Worker:
         now = self.clock()
         with write_transaction(self.engine) as conn:
             for run in runs:
-                row = store.ExpiredLease(
+                row = ExpiredLease(
                     id=run.execution_id,
                     job_id=run.job_id,
                     status="running",
                     attempts=run.attempt,
                     max_attempts=run.max_attempts,
                     claimed_by=self.id,
+                    job_name=run.job_name,
+                    retry_backoff_seconds=run.retry_backoff_seconds,
+                    alert_mode=run.alert_mode,
                 )
-                store.expire_lease(conn, run.execution_id, worker_id=self.id, now=now)
+                self.store.expire_lease(conn, run.execution_id, worker_id=self.id, now=now)
                 recovery.settle_abandoned(conn, row, now=now, reason=reason)
                 self._dirty_jobs.add(run.job_id)
         self.running.clear()

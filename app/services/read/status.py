@@ -10,36 +10,24 @@ from __future__ import annotations
 from datetime import datetime
 
 from flask import current_app
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import func, select
 
-from app.domain.states import ExecutionStatus as S
-from app.domain.states import values
 from app.extensions import db
-from app.models import Alert, DeadLetter, Execution, Heartbeat, Job
+from app.models import Alert, DeadLetter, Heartbeat, Job
 from app.services.read.health import readiness
 from app.services.serialize import heartbeat_to_dict, iso
-
-
-def _due_claimable(now: datetime):
-    """Rows a worker could claim right now: pending, or retry_scheduled whose backoff has passed."""
-    return and_(Execution.status.in_([S.PENDING.value, S.RETRY_SCHEDULED.value]), Execution.available_at <= now)
+from app.store import store_for
 
 
 def queue_summary(now: datetime) -> dict:
     """Queue depth (due claimable rows), waiting retries, in-flight rows and the oldest wait."""
-    depth, oldest = db.session.execute(
-        select(func.count(), func.min(Execution.available_at)).where(_due_claimable(now))
-    ).one()
-    waiting_retries = db.session.scalar(
-        select(func.count()).where(Execution.status == S.RETRY_SCHEDULED.value, Execution.available_at > now)
-    )
-    in_flight = db.session.scalar(
-        select(func.count()).where(or_(Execution.status == S.CLAIMED.value, Execution.status == S.RUNNING.value))
-    )
+    conn = db.session.connection()
+    queue = store_for(conn).queue_counts(conn, now)
+    oldest = queue.oldest_due_at
     return {
-        "depth": depth,
-        "retries_waiting": waiting_retries,
-        "in_flight": in_flight,
+        "depth": queue.depth,
+        "retries_waiting": queue.retries_waiting,
+        "in_flight": queue.in_flight,
         "oldest_pending_at": iso(oldest),
         "oldest_pending_age_seconds": round(max(0.0, (now - oldest).total_seconds()), 3) if oldest else None,
     }
@@ -58,9 +46,8 @@ def status_report(now: datetime, executions_by_status: dict | None = None) -> di
         processes[beat.kind].append(heartbeat_to_dict(beat, now, stale_after_seconds=stale_after))
     counts = executions_by_status
     if counts is None:
-        counts = dict.fromkeys(values(S), 0)
-        for status, count in db.session.execute(select(Execution.status, func.count()).group_by(Execution.status)):
-            counts[status] = count
+        conn = db.session.connection()
+        counts = store_for(conn).counts_by_status(conn)
     jobs_total, jobs_enabled = db.session.execute(select(func.count(), func.count().filter(Job.enabled))).one()
     return {
         "now": iso(now),

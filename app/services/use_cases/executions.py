@@ -15,7 +15,7 @@ from app.models import Execution, Job
 from app.services.audit import record_event
 from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
-from app.store import executions as store
+from app.store import store_for
 
 
 def get_execution(execution_id: int, *, with_attempts: bool = False) -> Execution:
@@ -59,7 +59,8 @@ def retry_execution(execution_id: int, *, now: datetime, actor: str) -> Executio
     job = original.job
     if not job.enabled:
         raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before retrying its executions")
-    new_id = store.insert_manual(db.session.connection(), job, now=now, trigger="retry", retry_of_id=original.id)
+    conn = db.session.connection()
+    new_id = store_for(conn).insert_manual(conn, job, now=now, trigger="retry", retry_of_id=original.id)
     record_event("execution_retried", now=now, actor=actor, job_id=job.id, execution_id=new_id, retry_of=original.id)
     cache.invalidate_on_commit(db.session, cache.keys_for_job_change(job.id))
     wakeups.notify_on_commit(db.session, work=True)
@@ -76,7 +77,8 @@ def cancel_execution(execution_id: int, *, now: datetime, actor: str) -> Executi
             f"execution {execution_id} is {execution.status}; only pending, retry_scheduled or claimed "
             "executions can be cancelled"
         )
-    if not store.cancel_execution(db.session.connection(), execution_id, now=now, reason=f"cancelled by {actor}"):
+    conn = db.session.connection()
+    if not store_for(conn).cancel_execution(conn, execution_id, now=now, reason=f"cancelled by {actor}"):
         raise Conflict(f"execution {execution_id} changed state meanwhile; nothing was cancelled")
     record_event("execution_cancelled", now=now, actor=actor, job_id=execution.job_id, execution_id=execution_id)
     cache.invalidate_on_commit(db.session, cache.keys_for_job_change(execution.job_id))

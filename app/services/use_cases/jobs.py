@@ -18,7 +18,7 @@ from app.services.audit import record_event
 from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.services.validation import clean_job_fields
-from app.store import executions as store
+from app.store import store_for
 
 
 def get_job(job_id: int) -> Job:
@@ -149,7 +149,8 @@ def _set_enabled(job: Job, enabled: bool, *, now: datetime, actor: str) -> int:
         record_event("job_enabled", now=now, actor=actor, job_id=job.id, next_run_at=_iso(job.next_run_at))
         return 0
     job.enabled = False
-    ids = store.cancel_queued_for_job(db.session.connection(), job.id, now=now, reason="job disabled")
+    conn = db.session.connection()
+    ids = store_for(conn).cancel_queued_for_job(conn, job.id, now=now, reason="job disabled")
     # next_run_at is kept so enabling resumes; the ledger also needs it to excuse occurrences.
     record_event(
         "job_disabled", now=now, actor=actor, job_id=job.id, cancelled=len(ids), next_run_at=_iso(job.next_run_at)
@@ -163,7 +164,8 @@ def trigger_job(job_id: int, *, now: datetime, actor: str) -> Execution:
     job = get_job(job_id)
     if not job.enabled:
         raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before triggering")
-    execution_id = store.insert_manual(db.session.connection(), job, now=now)
+    conn = db.session.connection()
+    execution_id = store_for(conn).insert_manual(conn, job, now=now)
     record_event("job_triggered", now=now, actor=actor, job_id=job.id, execution_id=execution_id)
     _commit(job.id, work=True)
     return db.session.get(Execution, execution_id)

@@ -1,0 +1,399 @@
+"""The store operations whose SQL is the same on PostgreSQL and SQLite (SQLAlchemy Core).
+
+`CommonStore` is the base both backends extend; they add what differs: the INSERT ... ON
+CONFLICT flavour and the worker's turn. Every method takes a Connection inside a transaction the
+caller owns, and `now` as a parameter. Every UPDATE that moves an execution is guarded by a
+status set derived from the state machine (`app.domain.states`): zero rows changed means another
+process got there first, and the caller treats the row as lost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, bindparam, func, insert, or_, select, text, update
+from sqlalchemy.engine import Connection, Row
+
+from app.domain.states import (
+    CANCELLABLE,
+    CLAIMABLE,
+    IN_FLIGHT,
+    RECORDABLE,
+    TERMINAL,
+    AttemptStatus,
+    can_transition,
+    sources_of,
+)
+from app.domain.states import ExecutionStatus as S
+from app.models.types import UTCDateTime
+from app.store.rows import (
+    ExpiredLease,
+    Finished,
+    QueueCounts,
+    attempts,
+    executions,
+    jobs,
+    manual_row,
+    sql_statuses,
+    status_values,
+    truncate,
+)
+
+# A candidate is claimable when it is due and in the worker's queues, and - for exclusive jobs
+# (overlap policy skip/queue) - no run of its job is in flight and no older due row of its job
+# is waiting. The second condition keeps queue-policy jobs FIFO even while another worker
+# holds the older row locked (SKIP LOCKED would otherwise hand out the next one). Plain SQL
+# valid on both databases; `{queue_filter}` is the dialect's own.
+CANDIDATE_WHERE = f"""
+    e.status IN ({sql_statuses(CLAIMABLE)})
+    AND e.available_at <= :now
+    {{queue_filter}}
+    AND (NOT e.exclusive OR (
+        NOT EXISTS (SELECT 1 FROM executions AS busy
+                    WHERE busy.job_id = e.job_id AND busy.exclusive
+                      AND busy.status IN ({sql_statuses(IN_FLIGHT)}))
+        AND NOT EXISTS (SELECT 1 FROM executions AS older
+                        WHERE older.job_id = e.job_id AND older.exclusive
+                          AND older.status IN ({sql_statuses(CLAIMABLE)})
+                          AND older.available_at <= :now
+                          AND (older.available_at < e.available_at
+                               OR (older.available_at = e.available_at AND older.id < e.id)))))
+"""
+CANDIDATE_ORDER = "e.priority, e.available_at, e.id"
+
+# The turn cancels candidates of disabled jobs instead of starting them: that must be legal.
+assert CLAIMABLE <= sources_of(S.CANCELLED), "every claimable status must be cancellable"
+
+# Only finished history is pruned: never queued or in-flight work, and never dead-lettered rows
+# or rows with a DeadLetter (an unresolved failure stays visible).
+_PRUNABLE_WHERE = f"""
+    e.status IN ({sql_statuses(TERMINAL - {S.DEAD_LETTERED})})
+    AND NOT EXISTS (SELECT 1 FROM dead_letters AS d WHERE d.execution_id = e.id)
+"""
+# Rows beyond the newest retention_count finished executions of their job.
+_OVER_COUNT = f"""
+SELECT id, job_id FROM (
+    SELECT e.id, e.job_id, j.retention_count,
+           ROW_NUMBER() OVER (PARTITION BY e.job_id ORDER BY e.id DESC) AS newest_first
+    FROM executions AS e JOIN jobs AS j ON j.id = e.job_id
+    WHERE {_PRUNABLE_WHERE}
+) AS ranked
+WHERE retention_count > 0 AND newest_first > retention_count
+LIMIT :batch
+"""
+# Candidates for the age axis: finished before the most lenient cutoff any job could have
+# (now - the smallest retention_days). Each row is then checked against its own job's days in
+# Python, which avoids dialect-specific interval arithmetic.
+_TOO_OLD = f"""
+SELECT e.id, e.job_id, j.retention_days, e.finished_at FROM executions AS e JOIN jobs AS j ON j.id = e.job_id
+WHERE {_PRUNABLE_WHERE} AND j.retention_days > 0 AND e.finished_at < :oldest_cutoff
+ORDER BY e.id
+LIMIT :batch
+"""
+
+
+def guarded(execution_id: int, target: S, *, worker_id: str | None = None, among=None):
+    """UPDATE executions for one row, allowed only from the statuses `target` may be reached
+    from (`sources_of`), narrowed to `among` when the caller knows the row's status."""
+    allowed = sources_of(target) if among is None else sources_of(target) & frozenset(S(s) for s in among)
+    if not allowed:
+        raise ValueError(f"the state machine forbids {sorted(among or [])} -> {target}")
+    conditions = [executions.c.id == execution_id, executions.c.status.in_(status_values(allowed))]
+    if worker_id is not None:
+        conditions.append(executions.c.claimed_by == worker_id)
+    return update(executions).where(*conditions)
+
+
+def check_recordable(finished: Sequence[Finished]) -> None:
+    """Every outcome a worker records must be a move the table allows from RECORDABLE."""
+    for item in finished:
+        if not all(can_transition(status, item.target) for status in RECORDABLE):
+            raise ValueError(f"execution {item.execution_id}: cannot record {item.target}")
+
+
+class CommonStore:
+    """The operations both databases run with the same statements."""
+
+    dialect: str = ""
+
+    # --- creating ---------------------------------------------------------------------------
+
+    def _insert(self):  # the dialect's INSERT (for ON CONFLICT DO NOTHING)
+        raise NotImplementedError
+
+    def insert_occurrences(self, conn: Connection, rows: Sequence[dict], *, chunk: int = 500) -> list[tuple[int, str]]:
+        """Create executions for scheduled occurrences (`rows.occurrence_row`), skipping any
+        that already exist.
+
+        The unique idempotency key (and the unique (job, scheduled_for) index) make a second row
+        impossible even when several schedulers process the same job at once; ON CONFLICT DO
+        NOTHING turns that into "already there". Returns (id, status) of the rows created. Rows go
+        in multi-row statements of `chunk` (SQLite caps the bound parameters of one statement).
+        """
+        created: list[tuple[int, str]] = []
+        for start in range(0, len(rows), chunk):
+            stmt = (
+                self._insert()
+                .values(list(rows[start : start + chunk]))
+                .on_conflict_do_nothing()
+                .returning(executions.c.id, executions.c.status)
+            )
+            created += [(row.id, row.status) for row in conn.execute(stmt)]
+        return created
+
+    def insert_manual(
+        self, conn: Connection, job, *, now: datetime, trigger: str = "manual", retry_of_id: int | None = None
+    ) -> int:
+        """Create a manual (or operator retry) execution, runnable now; returns its id."""
+        row = manual_row(job, now=now, trigger=trigger, retry_of_id=retry_of_id)
+        return conn.execute(insert(executions).values(**row).returning(executions.c.id)).scalar_one()
+
+    # --- the scheduler's jobs ---------------------------------------------------------------
+
+    def lock_due_jobs(self, conn: Connection, *, now: datetime, limit: int) -> list[Row]:
+        """Enabled jobs whose next_run_at has come, oldest first, locked (skipping jobs another
+        scheduler holds; SQLite has no row locks: its ticks serialise on BEGIN IMMEDIATE).
+
+        The filter is written `enabled`, not `enabled IS true`: only the former matches the
+        partial index ix_jobs_due, which keeps the tick proportional to due jobs, not all jobs.
+        """
+        return conn.execute(
+            select(jobs)
+            .where(jobs.c.enabled, jobs.c.next_run_at <= now)
+            .order_by(jobs.c.next_run_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        ).fetchall()
+
+    def advance_jobs(self, conn: Connection, next_runs: Sequence[tuple[int, datetime | None]]) -> None:
+        """Move each locked job's next_run_at on (None: its schedule is exhausted); one executemany."""
+        if not next_runs:
+            return
+        conn.execute(
+            update(jobs).where(jobs.c.id == bindparam("job_id")).values(next_run_at=bindparam("next_run_at")),
+            [{"job_id": job_id, "next_run_at": at} for job_id, at in next_runs],
+        )
+
+    def earliest_next_run(self, conn: Connection) -> datetime | None:
+        """The earliest next_run_at of any enabled job (how long the scheduler may sleep)."""
+        return conn.execute(select(func.min(jobs.c.next_run_at)).where(jobs.c.enabled)).scalar()
+
+    def jobs_with_active_runs(self, conn: Connection, job_ids: Sequence[int], now: datetime) -> set[int]:
+        """Which of `job_ids` have an active run (one query for a whole tick batch): in flight,
+        pending, or retry_scheduled and due - the overlap policy skip's test at tick time."""
+        if not job_ids:
+            return set()
+        e = executions
+        active = or_(
+            e.c.status.in_(status_values(IN_FLIGHT)),
+            e.c.status == S.PENDING.value,
+            and_(e.c.status == S.RETRY_SCHEDULED.value, e.c.available_at <= now),
+        )
+        return set(conn.execute(select(e.c.job_id).distinct().where(e.c.job_id.in_(list(job_ids)), active)).scalars())
+
+    # --- recording --------------------------------------------------------------------------
+
+    def _complete(self, conn: Connection, item: Finished, *, worker_id: str, now: datetime) -> bool:
+        outcome = item.outcome
+        values = dict(
+            status=item.target.value,
+            exit_code=outcome.exit_code,
+            output=truncate(outcome.output),
+            error=truncate(outcome.error),
+            updated_at=now,
+            lease_expires_at=None,
+        )
+        if item.retry_at is not None:
+            values.update(available_at=item.retry_at, claimed_by=None)
+        else:
+            values.update(finished_at=now)
+        stmt = guarded(item.execution_id, item.target, worker_id=worker_id, among=RECORDABLE).values(**values)
+        return conn.execute(stmt).rowcount == 1
+
+    def _close_attempt(self, conn: Connection, item: Finished, *, now: datetime) -> None:
+        outcome = item.outcome
+        conn.execute(
+            update(attempts)
+            .where(
+                attempts.c.execution_id == item.execution_id,
+                attempts.c.number == item.attempt_number,
+                attempts.c.status == AttemptStatus.RUNNING.value,
+            )
+            .values(
+                status=outcome.status.value,
+                finished_at=now,
+                exit_code=outcome.exit_code,
+                pid=outcome.pid,
+                output=truncate(outcome.output),
+                error=truncate(outcome.error),
+            )
+        )
+
+    def record_finished(
+        self, conn: Connection, finished: Sequence[Finished], *, worker_id: str, now: datetime
+    ) -> set[int]:
+        """Record finished attempts one by one: each execution moves on (running -> its outcome,
+        or -> retry_scheduled), guarded by status and owner so a worker whose lease was recovered
+        writes nothing, and its Attempt is closed. Returns the ids recorded; a missing id was lost
+        (recovered or cancelled meanwhile). PostgreSQL's turn records a whole batch in its one
+        statement instead; this is the step on its own (SQLite's turn, and tests)."""
+        check_recordable(finished)
+        recorded = set()
+        for item in finished:
+            if self._complete(conn, item, worker_id=worker_id, now=now):
+                self._close_attempt(conn, item, now=now)
+                recorded.add(item.execution_id)
+        return recorded
+
+    # --- cancelling -------------------------------------------------------------------------
+
+    def _cancelled_values(self, *, now: datetime, reason: str) -> dict:
+        return dict(
+            status=S.CANCELLED.value,
+            reason=reason,
+            finished_at=now,
+            updated_at=now,
+            claimed_by=None,
+            lease_expires_at=None,
+        )
+
+    def cancel_execution(self, conn: Connection, execution_id: int, *, now: datetime, reason: str) -> bool:
+        """Cancel one queued row (never a running one); False when it was no longer cancellable."""
+        stmt = guarded(execution_id, S.CANCELLED).values(**self._cancelled_values(now=now, reason=reason))
+        return conn.execute(stmt).rowcount == 1
+
+    def cancel_queued_for_job(self, conn: Connection, job_id: int, *, now: datetime, reason: str) -> list[int]:
+        """Cancel a job's queued rows (pending, retry_scheduled, legacy claimed; never running ones)."""
+        stmt = (
+            update(executions)
+            .where(executions.c.job_id == job_id, executions.c.status.in_(status_values(CANCELLABLE)))
+            .values(**self._cancelled_values(now=now, reason=reason))
+            .returning(executions.c.id)
+        )
+        return [row.id for row in conn.execute(stmt)]
+
+    # --- recovery ---------------------------------------------------------------------------
+
+    def lock_expired_leases(self, conn: Connection, *, now: datetime, limit: int = 100) -> list[ExpiredLease]:
+        """In-flight rows whose lease ran out (their worker is gone), with what recovery needs of
+        their job. The execution rows are locked, skipping rows another recoverer holds."""
+        e, j = executions, jobs
+        stmt = (
+            select(
+                e.c.id,
+                e.c.job_id,
+                e.c.status,
+                e.c.attempts,
+                e.c.max_attempts,
+                e.c.claimed_by,
+                j.c.name.label("job_name"),
+                j.c.retry_backoff_seconds,
+                j.c.alert_mode,
+            )
+            .join_from(e, j, e.c.job_id == j.c.id)
+            .where(e.c.status.in_(status_values(IN_FLIGHT)), e.c.lease_expires_at < now)
+            .order_by(e.c.lease_expires_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True, of=e)
+        )
+        return [ExpiredLease(**row._mapping) for row in conn.execute(stmt)]
+
+    def recover_execution(
+        self, conn: Connection, lease: ExpiredLease, *, now: datetime, retry_at: datetime | None, reason: str
+    ) -> str | None:
+        """Move an expired in-flight row on: legacy claimed -> pending (never started), running ->
+        retry_scheduled (`retry_at` given) or dead_lettered, closing its Attempt as abandoned.
+        Guarded by status and by the lease still being expired. Returns the new status, None if lost."""
+        e = executions
+        base = dict(claimed_by=None, lease_expires_at=None, updated_at=now)
+        if lease.status == S.CLAIMED.value:
+            target, values = S.PENDING, base
+        elif retry_at is not None:
+            target, values = S.RETRY_SCHEDULED, dict(base, available_at=retry_at, reason=reason)
+        else:
+            target, values = S.DEAD_LETTERED, dict(base, finished_at=now, reason=reason, error=reason)
+        stmt = guarded(lease.id, target, among=[lease.status]).where(e.c.lease_expires_at < now)
+        if conn.execute(stmt.values(status=target.value, **values)).rowcount != 1:
+            return None
+        if lease.status == S.RUNNING.value:
+            conn.execute(
+                update(attempts)
+                .where(
+                    attempts.c.execution_id == lease.id,
+                    attempts.c.number == lease.attempts,
+                    attempts.c.status == AttemptStatus.RUNNING.value,
+                )
+                .values(status=AttemptStatus.ABANDONED.value, finished_at=now, error=reason)
+            )
+        return target.value
+
+    def expire_lease(self, conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> bool:
+        """A stopping worker gives up a running row it had to kill, so recovery may settle it now."""
+        e = executions
+        stmt = (
+            update(e)
+            .where(e.c.id == execution_id, e.c.status.in_(status_values(RECORDABLE)), e.c.claimed_by == worker_id)
+            .values(lease_expires_at=now - timedelta(microseconds=1))
+        )
+        return conn.execute(stmt).rowcount == 1
+
+    # --- counts -----------------------------------------------------------------------------
+
+    def queue_counts(self, conn: Connection, now: datetime) -> QueueCounts:
+        """Queue depth (due claimable rows) and the oldest of them, waiting retries and in-flight
+        rows: two short reads, each on a partial index (claimable; leased)."""
+        e = executions
+        due = e.c.available_at <= now
+        depth, oldest, waiting = conn.execute(
+            select(
+                func.count().filter(due),
+                func.min(e.c.available_at).filter(due),
+                func.count().filter(and_(e.c.status == S.RETRY_SCHEDULED.value, e.c.available_at > now)),
+            ).where(e.c.status.in_(status_values(CLAIMABLE)))
+        ).one()
+        in_flight = conn.execute(select(func.count()).where(e.c.status.in_(status_values(IN_FLIGHT)))).scalar_one()
+        return QueueCounts(
+            depth=depth or 0, oldest_due_at=oldest, in_flight=in_flight or 0, retries_waiting=waiting or 0
+        )
+
+    def counts_by_status(self, conn: Connection) -> dict[str, int]:
+        """Executions per status, every status present (a full count: one GROUP BY)."""
+        counts = dict.fromkeys(status_values(S), 0)
+        for status, count in conn.execute(select(executions.c.status, func.count()).group_by(executions.c.status)):
+            counts[status] = count
+        return {s.value: counts[s.value] for s in S}
+
+    # --- retention --------------------------------------------------------------------------
+
+    def prunable_history(self, conn: Connection, *, now: datetime, limit: int) -> dict[int, int]:
+        """Finished executions beyond their job's retention (count or age): {id: job_id}.
+
+        Never queued or in-flight rows, never dead-lettered ones or rows with a DeadLetter.
+        """
+        doomed: dict[int, int] = {}
+        for row in conn.execute(text(_OVER_COUNT), {"batch": limit}):
+            doomed[row.id] = row.job_id
+        min_days = conn.execute(select(func.min(jobs.c.retention_days)).where(jobs.c.retention_days > 0)).scalar()
+        if min_days:
+            cutoff = now - timedelta(days=min_days)
+            stmt = text(_TOO_OLD).bindparams(bindparam("oldest_cutoff", type_=UTCDateTime))
+            for row in conn.execute(stmt, {"oldest_cutoff": cutoff, "batch": limit}):
+                finished = UTCDateTime().process_result_value(
+                    row.finished_at
+                    if not isinstance(row.finished_at, str)
+                    else datetime.fromisoformat(row.finished_at),
+                    conn.dialect,
+                )
+                if finished < now - timedelta(days=row.retention_days) and row.id not in doomed:
+                    doomed[row.id] = row.job_id
+        return doomed
+
+    def delete_executions(self, conn: Connection, ids: Sequence[int], *, chunk: int = 2000) -> int:
+        """Delete executions by id (retention's prunable history), in chunks; returns how many."""
+        deleted = 0
+        ids = sorted(ids)
+        for start in range(0, len(ids), chunk):
+            stmt = text("DELETE FROM executions WHERE id IN :ids").bindparams(bindparam("ids", expanding=True))
+            deleted += conn.execute(stmt, {"ids": ids[start : start + chunk]}).rowcount
+        return deleted

@@ -1,0 +1,99 @@
+"""The one interface the engine talks to: what the scheduler, worker, recovery, retention,
+metrics and status need from the database, whatever the database.
+
+Like Oban's engines or River's drivers: `app/store/postgres.py` and `app/store/sqlite.py` each
+implement it (sharing the dialect-neutral statements of `app/store/common.py`), and
+`app.store.store_for(conn_or_engine)` hands a caller the one for its database, so no caller
+writes `if dialect`. Every method takes a Connection inside a transaction the caller owns (or
+a plain connection for the reads) and `now` as a parameter. Every UPDATE that moves an execution
+is guarded by a status set derived from `app.domain.states.ALLOWED`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from sqlalchemy.engine import Connection, Row
+
+from app.store.rows import ExpiredLease, Finished, QueueCounts, Turn
+
+
+class Store(Protocol):
+    dialect: str
+
+    # creating
+    def insert_occurrences(self, conn: Connection, rows: Sequence[dict], *, chunk: int = 500) -> list[tuple[int, str]]:
+        """Create scheduled occurrences (`rows.occurrence_row`), skipping existing ones: (id, status) created."""
+
+    def insert_manual(
+        self, conn: Connection, job, *, now: datetime, trigger: str = "manual", retry_of_id: int | None = None
+    ) -> int:
+        """Create a manual run or an operator retry, runnable now: its id."""
+
+    # the scheduler
+    def lock_due_jobs(self, conn: Connection, *, now: datetime, limit: int) -> list[Row]:
+        """Enabled jobs with next_run_at <= now, oldest first, locked with SKIP LOCKED."""
+
+    def advance_jobs(self, conn: Connection, next_runs: Sequence[tuple[int, datetime | None]]) -> None:
+        """Set each (job id, next_run_at)."""
+
+    def earliest_next_run(self, conn: Connection) -> datetime | None:
+        """The earliest next_run_at of an enabled job."""
+
+    def jobs_with_active_runs(self, conn: Connection, job_ids: Sequence[int], now: datetime) -> set[int]:
+        """Which of `job_ids` have a run in flight, pending or due for retry (overlap policy skip)."""
+
+    # the worker
+    def record_and_claim(
+        self,
+        conn: Connection,
+        finished: Sequence[Finished],
+        *,
+        worker_id: str,
+        now: datetime,
+        limit: int,
+        queues: Sequence[str] | None,
+        lease_seconds: int,
+        buffer_seconds: int,
+    ) -> Turn:
+        """A worker's turn: record `finished`, start up to `limit` due rows, cancel those of disabled jobs."""
+
+    def record_finished(
+        self, conn: Connection, finished: Sequence[Finished], *, worker_id: str, now: datetime
+    ) -> set[int]:
+        """Record finished attempts only: the ids recorded (a missing one was lost)."""
+
+    def expire_lease(self, conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> bool:
+        """A stopping worker gives up a running row so recovery may settle it now."""
+
+    # operators
+    def cancel_execution(self, conn: Connection, execution_id: int, *, now: datetime, reason: str) -> bool:
+        """Cancel one queued row; False when it was no longer cancellable."""
+
+    def cancel_queued_for_job(self, conn: Connection, job_id: int, *, now: datetime, reason: str) -> list[int]:
+        """Cancel all of a job's queued rows: their ids."""
+
+    # recovery
+    def lock_expired_leases(self, conn: Connection, *, now: datetime, limit: int = 100) -> list[ExpiredLease]:
+        """In-flight rows whose lease ran out, locked with SKIP LOCKED."""
+
+    def recover_execution(
+        self, conn: Connection, lease: ExpiredLease, *, now: datetime, retry_at: datetime | None, reason: str
+    ) -> str | None:
+        """Settle one expired lease (pending, retry_scheduled or dead_lettered): the new status, None if lost."""
+
+    # counts
+    def queue_counts(self, conn: Connection, now: datetime) -> QueueCounts:
+        """Queue depth and oldest due row, waiting retries, in-flight rows."""
+
+    def counts_by_status(self, conn: Connection) -> dict[str, int]:
+        """Executions per status, every status present."""
+
+    # retention
+    def prunable_history(self, conn: Connection, *, now: datetime, limit: int) -> dict[int, int]:
+        """Finished executions beyond their job's retention: {id: job_id}."""
+
+    def delete_executions(self, conn: Connection, ids: Sequence[int], *, chunk: int = 2000) -> int:
+        """Delete executions by id: how many."""

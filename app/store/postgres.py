@@ -1,0 +1,189 @@
+"""The store on PostgreSQL: the worker's turn in one statement, row locks with SKIP LOCKED.
+
+Everything else is `CommonStore`. The turn statement (`TURN_SQL`) is the hot path of the whole
+system - one round trip per worker turn whatever the batch sizes (see `python -m bench
+throughput`) - so it stays one text statement; its status guards and its column lists are
+rendered from the state machine and from the `ClaimedExecution` declaration, not written by hand.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime
+
+from sqlalchemy import text
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection
+
+from app.domain.states import RECORDABLE, AttemptStatus
+from app.domain.states import ExecutionStatus as S
+from app.store.common import CANDIDATE_ORDER, CANDIDATE_WHERE, CommonStore, check_recordable
+from app.store.rows import (
+    DISABLED_BEFORE_RUN,
+    ClaimedExecution,
+    Finished,
+    Turn,
+    claimed_null_list,
+    claimed_sql_list,
+    executions,
+    sql_status,
+    sql_statuses,
+    truncate,
+)
+
+
+def lease_expires_at_sql(*, now: str, timeout: str, lease_seconds: str, buffer_seconds: str) -> str:
+    """The lease rule of `app.domain.policies.lease_duration` as a PostgreSQL expression:
+    now + max(lease_seconds, timeout + buffer_seconds) seconds. The lease covers the job's hard
+    timeout, so a healthy run is never recovered from under its worker
+    (tests/integration/test_store_lease.py checks that both give the same instant)."""
+    return f"{now} + make_interval(secs => GREATEST({lease_seconds}, {timeout} + {buffer_seconds}))"
+
+
+# The turn's lease: `j` is the execution's job, the rest are the statement's parameters.
+LEASE_EXPIRES_AT = lease_expires_at_sql(
+    now=":now", timeout="j.timeout_seconds", lease_seconds=":lease_seconds", buffer_seconds=":buffer_seconds"
+)
+
+# Pick and lock the batch (lower priority value first, then oldest), skipping rows other
+# workers hold.
+CANDIDATES = f"""
+    SELECT e.id FROM executions AS e
+    WHERE {CANDIDATE_WHERE}
+    ORDER BY {CANDIDATE_ORDER}
+    LIMIT :limit
+    FOR UPDATE OF e SKIP LOCKED"""
+
+_CLAIMED = claimed_sql_list(execution_alias="x", job_alias="j")
+_NO_CLAIMED = claimed_null_list(
+    {"config": "jsonb", "lease_expires_at": "timestamptz", "scheduled_for": "timestamptz"}, given={"id": "id"}
+)
+
+# One worker turn, in one statement. Its parts, in order:
+#   result      the finished attempts handed in as arrays (a batch of any size, one statement text)
+#   recorded    running -> its outcome, or -> retry_scheduled; guarded by status (RECORDABLE)
+#               and owner, so a worker whose lease was recovered writes nothing
+#   closed      the Attempt of each recorded execution
+#   candidates  due rows this worker may run, locked, skipping rows other workers hold
+#   started     candidates of enabled jobs: pending | retry_scheduled -> running, lease stamped,
+#               attempts + 1 (claim and start are one step: no session ever sees them claimed)
+#   opened      their Attempt rows
+#   cancelled   candidates whose job was disabled after the row was queued
+# All parts see the database as it was when the statement began: a run recorded here does not
+# yet free its job for `candidates`, so the worker claims again at once when it had results and
+# slots to spare (see Worker._settle_and_claim).
+TURN_SQL = f"""
+WITH result AS (
+    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:numbers AS integer[]), CAST(:statuses AS text[]),
+                         CAST(:exit_codes AS integer[]), CAST(:pids AS integer[]), CAST(:outputs AS text[]),
+                         CAST(:errors AS text[]), CAST(:retry_ats AS timestamptz[]))
+        AS r(id, number, status, exit_code, pid, output, error, retry_at)
+), recorded AS (
+    UPDATE executions AS x
+    SET status = CASE WHEN r.retry_at IS NULL THEN r.status ELSE {sql_status(S.RETRY_SCHEDULED)} END,
+        finished_at = CASE WHEN r.retry_at IS NULL THEN CAST(:now AS timestamptz) END,
+        available_at = COALESCE(r.retry_at, x.available_at),
+        claimed_by = CASE WHEN r.retry_at IS NULL THEN x.claimed_by END,
+        exit_code = r.exit_code, output = r.output, error = r.error,
+        lease_expires_at = NULL, updated_at = :now
+    FROM result AS r
+    WHERE x.id = r.id AND x.status IN ({sql_statuses(RECORDABLE)}) AND x.claimed_by = :worker_id
+    RETURNING x.id
+), closed AS (
+    UPDATE attempts AS a
+    SET status = r.status, finished_at = :now, exit_code = r.exit_code, pid = r.pid,
+        output = r.output, error = r.error
+    FROM result AS r JOIN recorded AS m ON m.id = r.id
+    WHERE a.execution_id = r.id AND a.number = r.number AND a.status = {sql_status(AttemptStatus.RUNNING)}
+), candidates AS ({CANDIDATES}
+), started AS (
+    UPDATE executions AS x
+    SET status = {sql_status(S.RUNNING)}, claimed_by = :worker_id, started_at = :now, attempts = x.attempts + 1,
+        updated_at = :now, lease_expires_at = {LEASE_EXPIRES_AT}
+    FROM candidates AS c, jobs AS j
+    WHERE x.id = c.id AND j.id = x.job_id AND j.enabled
+    RETURNING {_CLAIMED}
+), opened AS (
+    INSERT INTO attempts (execution_id, number, worker_id, status, started_at, output, error)
+    SELECT id, attempts, :worker_id, {sql_status(AttemptStatus.RUNNING)}, :now, '', '' FROM started
+), cancelled AS (
+    UPDATE executions AS x
+    SET status = {sql_status(S.CANCELLED)}, reason = :disabled_reason, finished_at = :now, updated_at = :now,
+        claimed_by = NULL, lease_expires_at = NULL
+    FROM candidates AS c, jobs AS j
+    WHERE x.id = c.id AND j.id = x.job_id AND NOT j.enabled
+    RETURNING {_CLAIMED}
+)
+SELECT 'recorded' AS kind, {_NO_CLAIMED} FROM recorded
+UNION ALL SELECT 'started' AS kind, * FROM started
+UNION ALL SELECT 'disabled' AS kind, * FROM cancelled
+"""
+
+_TURN = {
+    False: text(TURN_SQL.format(queue_filter="")),
+    True: text(TURN_SQL.format(queue_filter="AND e.queue = ANY(CAST(:queues AS text[]))")),
+}
+
+
+def _finished_params(finished: Sequence[Finished]) -> dict:
+    return {
+        "ids": [item.execution_id for item in finished],
+        "numbers": [item.attempt_number for item in finished],
+        "statuses": [item.outcome.status.value for item in finished],
+        "exit_codes": [item.outcome.exit_code for item in finished],
+        "pids": [item.outcome.pid for item in finished],
+        "outputs": [truncate(item.outcome.output) for item in finished],
+        "errors": [truncate(item.outcome.error) for item in finished],
+        "retry_ats": [item.retry_at for item in finished],
+    }
+
+
+class PostgresStore(CommonStore):
+    dialect = "postgresql"
+
+    def _insert(self):
+        return postgresql.insert(executions)
+
+    def record_and_claim(
+        self,
+        conn: Connection,
+        finished: Sequence[Finished],
+        *,
+        worker_id: str,
+        now: datetime,
+        limit: int,
+        queues: Sequence[str] | None,
+        lease_seconds: int,
+        buffer_seconds: int,
+    ) -> Turn:
+        """A worker's turn in one statement (`TURN_SQL`): record `finished`, then start up to
+        `limit` due executions (cancelling those whose job was disabled)."""
+        check_recordable(finished)
+        params = dict(
+            _finished_params(finished),
+            worker_id=worker_id,
+            now=now,
+            limit=max(0, limit),
+            lease_seconds=lease_seconds,
+            buffer_seconds=buffer_seconds,
+            disabled_reason=DISABLED_BEFORE_RUN,
+        )
+        if queues:
+            params["queues"] = list(queues)
+        recorded: set[int] = set()
+        started: list[tuple[ClaimedExecution, int]] = []
+        cancelled: list[ClaimedExecution] = []
+        for row in conn.execute(_TURN[bool(queues)], params):
+            mapping = row._mapping
+            kind = mapping["kind"]
+            if kind == "recorded":
+                recorded.add(mapping["id"])
+            elif kind == "started":
+                # RETURNING gives the row after the update: its attempts count is this attempt's number.
+                item = ClaimedExecution.from_mapping(mapping)
+                started.append((replace(item, attempts=item.attempts - 1), item.attempts))
+            else:
+                cancelled.append(ClaimedExecution.from_mapping(mapping))
+        started.sort(key=lambda pair: pair[0].id)
+        return Turn(recorded, started, cancelled)

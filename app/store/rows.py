@@ -1,0 +1,246 @@
+"""Dialect-neutral pieces of the store: the dataclasses rows travel in, the row builders, and
+the helpers that render the state machine's status sets into SQL.
+
+The claimed-row shape is declared here once (`ClaimedExecution` and its `column` metadata); each
+backend renders its SELECT / RETURNING list from that declaration (`claimed_columns`) and reads
+rows back by name (`ClaimedExecution.from_mapping`), never by position.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from datetime import datetime
+
+from app.domain.limits import OUTPUT_LIMIT_CHARS
+from app.domain.states import INITIAL, AttemptStatus, ExecutionStatus
+from app.domain.states import ExecutionStatus as S
+from app.models import Attempt, Execution, Job
+
+executions = Execution.__table__
+attempts = Attempt.__table__
+jobs = Job.__table__
+
+DISABLED_BEFORE_RUN = "job disabled before it could run"
+
+
+def truncate(text_value: str | None, limit: int = OUTPUT_LIMIT_CHARS) -> str:
+    """Cap stored output and errors at `limit` characters, saying that it was cut."""
+    text_value = text_value or ""
+    if len(text_value) <= limit:
+        return text_value
+    marker = f"\n[... truncated: {len(text_value)} characters in all]"
+    return text_value[: limit - len(marker)] + marker
+
+
+# --- status sets in SQL ---------------------------------------------------------------------
+
+
+def status_values(statuses: Iterable[ExecutionStatus]) -> list[str]:
+    """A status set from app.domain.states as sorted values, for `column.in_(...)`."""
+    return sorted(S(status).value for status in statuses)
+
+
+def sql_statuses(statuses: Iterable[ExecutionStatus]) -> str:
+    """A status set rendered as the body of an SQL IN-list (each value single-quoted) for text
+    statements. The values come from the enum, never from input, so quoting them is safe."""
+    values = status_values(statuses)
+    if not values:
+        raise ValueError("an empty status set makes a guard that matches nothing")
+    return ", ".join(f"'{value}'" for value in values)
+
+
+def sql_status(status: ExecutionStatus | AttemptStatus) -> str:
+    """One status (a SET target) as an SQL literal."""
+    return f"'{status.value}'"
+
+
+# --- creating -------------------------------------------------------------------------------
+
+
+def occurrence_key(job_id: int, scheduled_for: datetime) -> str:
+    """The idempotency key of a scheduled occurrence: the same on every scheduler."""
+    return f"job:{job_id}:at:{scheduled_for.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
+
+
+def _new_row(job, *, scheduled_for: datetime, trigger: str, key: str, status: S, now: datetime) -> dict:
+    if S(status) not in INITIAL:
+        raise ValueError(f"an execution cannot be created as {status}")
+    return dict(
+        job_id=job.id,
+        scheduled_for=scheduled_for,
+        trigger=trigger,
+        idempotency_key=key,
+        status=S(status).value,
+        reason=None,
+        attempts=0,
+        max_attempts=job.max_attempts,
+        queue=job.queue,
+        priority=job.priority,
+        exclusive=job.overlap_policy != "allow",
+        available_at=scheduled_for,
+        retry_of_id=None,
+        finished_at=now if S(status) is S.MISSED else None,
+        output="",
+        error="",
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def occurrence_row(
+    job, scheduled_for: datetime, *, trigger: str, status: S, now: datetime, reason: str | None = None
+) -> dict:
+    """The execution row for one scheduled occurrence of `job` (a jobs row or Job)."""
+    row = _new_row(
+        job,
+        scheduled_for=scheduled_for,
+        trigger=trigger,
+        key=occurrence_key(job.id, scheduled_for),
+        status=status,
+        now=now,
+    )
+    row["reason"] = reason
+    return row
+
+
+def manual_row(job, *, now: datetime, trigger: str = "manual", retry_of_id: int | None = None) -> dict:
+    """A manual (or operator retry) execution, runnable now."""
+    key = f"job:{job.id}:{trigger}:{uuid.uuid4().hex}"
+    row = _new_row(job, scheduled_for=now, trigger=trigger, key=key, status=S.PENDING, now=now)
+    row["retry_of_id"] = retry_of_id
+    return row
+
+
+# --- claiming -------------------------------------------------------------------------------
+
+
+def _col(table: str, name: str):
+    return field(metadata={"table": table, "column": name})
+
+
+@dataclass(frozen=True)
+class ClaimedExecution:
+    """A row a worker's turn started (or cancelled): the execution and what of its job the
+    worker needs. Each field says where it comes from (`executions` or `jobs`, which column);
+    the backends render their column lists from this declaration."""
+
+    id: int = _col("executions", "id")
+    job_id: int = _col("executions", "job_id")
+    job_name: str = _col("jobs", "name")
+    task: str = _col("jobs", "task")
+    config: dict = _col("jobs", "config")
+    timeout_seconds: int = _col("jobs", "timeout_seconds")
+    job_enabled: bool = _col("jobs", "enabled")
+    attempts: int = _col("executions", "attempts")
+    max_attempts: int = _col("executions", "max_attempts")
+    idempotency_key: str = _col("executions", "idempotency_key")
+    lease_expires_at: datetime = _col("executions", "lease_expires_at")
+    scheduled_for: datetime = _col("executions", "scheduled_for")
+    trigger: str = _col("executions", "trigger")
+    retry_backoff_seconds: int = _col("jobs", "retry_backoff_seconds")
+    alert_mode: str = _col("jobs", "alert_mode")
+
+    @classmethod
+    def from_mapping(cls, row: Mapping) -> ClaimedExecution:
+        """Build from a row read by name (`row._mapping`)."""
+        values = {name: row[name] for name in CLAIMED_FIELDS}
+        values["config"] = values["config"] or {}
+        values["job_enabled"] = bool(values["job_enabled"])
+        return cls(**values)
+
+
+CLAIMED_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(ClaimedExecution))
+_TABLES = {"executions": executions, "jobs": jobs}
+
+
+def claimed_columns() -> list:
+    """The claimed shape as labelled SQLAlchemy columns (for Core selects)."""
+    return [_TABLES[f.metadata["table"]].c[f.metadata["column"]].label(f.name) for f in fields(ClaimedExecution)]
+
+
+def claimed_sql_list(*, execution_alias: str, job_alias: str) -> str:
+    """The claimed shape as a text SELECT / RETURNING list, each column labelled by its field."""
+    alias = {"executions": execution_alias, "jobs": job_alias}
+    return ", ".join(
+        f"{alias[f.metadata['table']]}.{f.metadata['column']} AS {f.name}" for f in fields(ClaimedExecution)
+    )
+
+
+def claimed_null_list(type_of: Mapping[str, str], *, given: Mapping[str, str]) -> str:
+    """The claimed shape as NULLs, for the other arms of a UNION: `given` maps the fields that
+    arm does have to their expressions, `type_of` names the type of each NULL that needs a cast."""
+
+    def column(name: str) -> str:
+        if name in given:
+            return f"{given[name]} AS {name}"
+        return f"CAST(NULL AS {type_of[name]}) AS {name}" if name in type_of else f"NULL AS {name}"
+
+    return ", ".join(column(name) for name in CLAIMED_FIELDS)
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What one worker turn (`record_and_claim`) did."""
+
+    recorded: set[int]  # finished attempts written; a missing id was lost meanwhile
+    started: list[tuple[ClaimedExecution, int]]  # now running, with the attempt number
+    cancelled: list[ClaimedExecution]  # due, but their job had been disabled: cancelled instead
+
+
+# --- recording ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """How one attempt ended, as the worker saw it."""
+
+    status: AttemptStatus  # succeeded | failed | timed_out
+    exit_code: int | None
+    output: str
+    error: str
+    pid: int | None = None
+
+
+@dataclass(frozen=True)
+class Finished:
+    """One attempt that came back from the executor, ready to record."""
+
+    execution_id: int
+    attempt_number: int
+    outcome: Outcome
+    retry_at: datetime | None  # set: attempts remain, run again then; None: the outcome is final
+
+    @property
+    def target(self) -> ExecutionStatus:
+        """The status recording this moves the execution to."""
+        return S.RETRY_SCHEDULED if self.retry_at is not None else S(self.outcome.status.value)
+
+
+# --- recovery and counts --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ExpiredLease:
+    """An in-flight row whose lease ran out, with what of its job recovery needs."""
+
+    id: int
+    job_id: int
+    status: str
+    attempts: int
+    max_attempts: int
+    claimed_by: str | None
+    job_name: str
+    retry_backoff_seconds: int
+    alert_mode: str
+
+
+@dataclass(frozen=True)
+class QueueCounts:
+    """The queue as metrics and `flask health` show it, read at `now`."""
+
+    depth: int  # due and claimable now
+    oldest_due_at: datetime | None  # the longest-waiting of those
+    in_flight: int  # holding a lease (running; legacy claimed)
+    retries_waiting: int  # retry_scheduled whose backoff has not passed

@@ -1,0 +1,321 @@
+"""One scenario that drives every store operation, for the parity and transition tests.
+
+`SCENARIO` is a table of steps; each runs against `store_for(db.engine)` on whatever database the
+test's app uses and returns a result in database-independent terms (labels, not ids), next to
+the result it must have. `setup` steps change rows behind the store's back (a job disabled, a
+legacy `claimed` row) and are not store operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from sqlalchemy import select, text
+
+from app.database import write_transaction
+from app.domain.states import AttemptStatus
+from app.domain.states import ExecutionStatus as S
+from app.extensions import db
+from app.models import Attempt, Execution
+from app.store import ExpiredLease, Finished, Outcome, occurrence_row, store_for
+from tests.factories import make_job
+
+T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
+LEASE = dict(lease_seconds=60, buffer_seconds=30)
+
+
+def at(**delta) -> datetime:
+    return T0 + timedelta(**delta)
+
+
+class Recorder:
+    """Wraps the store and notes which operations were called."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.called: set[str] = set()
+
+    def __getattr__(self, name: str):
+        attribute = getattr(self._store, name)
+        if callable(attribute):
+            self.called.add(name)
+        return attribute
+
+
+@dataclass
+class Run:
+    """The scenario's state: labels for ids, the job rows, the recording store."""
+
+    store: Recorder
+    ids: dict[str, int] = field(default_factory=dict)
+    jobs: dict[str, Any] = field(default_factory=dict)
+
+    def label(self, execution_id: int) -> str:
+        return next(name for name, known in self.ids.items() if known == execution_id)
+
+    def labels(self, execution_ids) -> list[str]:
+        return sorted(self.label(i) for i in execution_ids)
+
+    def write(self, action: Callable):
+        with write_transaction(db.engine) as conn:
+            return action(conn)
+
+
+def outcome(status: str) -> Outcome:
+    failed = status != "succeeded"
+    return Outcome(status=AttemptStatus(status), exit_code=1 if failed else 0, output=status, error="boom" * failed)
+
+
+# --- the steps --------------------------------------------------------------------------------
+
+
+def make_jobs(run: Run):
+    common = dict(now=at(hours=-1), every="1h", timeout_seconds=60)
+    run.jobs["a"] = make_job("a", overlap_policy="allow", max_attempts=2, retry_backoff_seconds=10, **common)
+    run.jobs["q"] = make_job("q", overlap_policy="queue", max_attempts=1, **common)
+    run.jobs["off"] = make_job("off", overlap_policy="allow", **common)
+    return sorted(run.jobs)
+
+
+def lock_due_jobs(run: Run):
+    return sorted(row.name for row in run.write(lambda c: run.store.lock_due_jobs(c, now=T0, limit=10)))
+
+
+def advance_and_earliest(run: Run):
+    def go(conn):
+        run.store.advance_jobs(conn, [(run.jobs["a"].id, at(hours=1)), (run.jobs["off"].id, None)])
+        return run.store.earliest_next_run(conn)
+
+    return run.write(go)
+
+
+def insert_occurrences(run: Run, minutes: list[int], statuses=None):
+    job = run.jobs["a"]
+    statuses = statuses or [S.PENDING] * len(minutes)
+    rows = [
+        occurrence_row(job, at(minutes=m), trigger="schedule", status=status, now=T0)
+        for m, status in zip(minutes, statuses)
+    ]
+    created = run.write(lambda c: run.store.insert_occurrences(c, rows))
+    result = []
+    db.session.rollback()
+    for execution_id, status in created:
+        scheduled = db.session.get(Execution, execution_id).scheduled_for
+        name = f"a{int((scheduled - T0).total_seconds() // 60)}"
+        run.ids[name] = execution_id
+        result.append((name, status))
+    db.session.rollback()
+    return sorted(result)
+
+
+def insert_manual(run: Run, name: str, job: str, now: datetime):
+    run.ids[name] = run.write(lambda c: run.store.insert_manual(c, run.jobs[job], now=now))
+    return name
+
+
+def active(run: Run, now: datetime):
+    found = run.write(lambda c: run.store.jobs_with_active_runs(c, [j.id for j in run.jobs.values()], now))
+    return sorted(name for name, job in run.jobs.items() if job.id in found)
+
+
+def turn(run: Run, worker: str, now: datetime, limit: int, finished=()):
+    items = [Finished(run.ids[name], number, outcome(status), retry) for name, number, status, retry in finished]
+    result = run.write(
+        lambda c: run.store.record_and_claim(c, items, worker_id=worker, now=now, limit=limit, queues=None, **LEASE)
+    )
+    return {
+        "recorded": run.labels(result.recorded),
+        "started": [(run.label(item.id), number, item.attempts) for item, number in result.started],
+        "cancelled": run.labels(item.id for item in result.cancelled),
+    }
+
+
+def record(run: Run, worker: str, now: datetime, finished):
+    items = [Finished(run.ids[name], number, outcome(status), retry) for name, number, status, retry in finished]
+    return run.labels(run.write(lambda c: run.store.record_finished(c, items, worker_id=worker, now=now)))
+
+
+def disable(run: Run, job: str):
+    run.write(lambda c: c.execute(text("UPDATE jobs SET enabled = false WHERE id = :id"), {"id": run.jobs[job].id}))
+    return "disabled"
+
+
+def legacy_claimed(run: Run, name: str):
+    """A row an older release claimed and never started (its worker died in between)."""
+    run.write(
+        lambda c: c.execute(
+            text(
+                "UPDATE executions SET status = 'claimed', claimed_by = 'old', lease_expires_at = :lease WHERE id = :id"
+            ),
+            {"lease": T0, "id": run.ids[name]},
+        )
+    )
+    return "claimed"
+
+
+def cancel(run: Run, name: str, now: datetime):
+    return run.write(lambda c: run.store.cancel_execution(c, run.ids[name], now=now, reason="operator"))
+
+
+def cancel_queued(run: Run, job: str, now: datetime):
+    return run.labels(run.write(lambda c: run.store.cancel_queued_for_job(c, run.jobs[job].id, now=now, reason="off")))
+
+
+def recover(run: Run, now: datetime):
+    """What recovery does, on the store alone: retry while attempts remain, else dead-letter."""
+
+    def go(conn):
+        settled = {}
+        for lease in run.store.lock_expired_leases(conn, now=now, limit=10):
+            assert isinstance(lease, ExpiredLease)
+            retry_at = (
+                now + timedelta(seconds=lease.retry_backoff_seconds) if lease.attempts < lease.max_attempts else None
+            )
+            if lease.status == S.CLAIMED.value:
+                retry_at = None
+            new = run.store.recover_execution(conn, lease, now=now, retry_at=retry_at, reason="lease expired")
+            settled[run.label(lease.id)] = (lease.status, new, lease.job_name)
+        return settled
+
+    return run.write(go)
+
+
+def expire(run: Run, name: str, worker: str, now: datetime):
+    return run.write(lambda c: run.store.expire_lease(c, run.ids[name], worker_id=worker, now=now))
+
+
+def queue(run: Run, now: datetime):
+    counts = run.write(lambda c: run.store.queue_counts(c, now))
+    return (counts.depth, counts.oldest_due_at, counts.in_flight, counts.retries_waiting)
+
+
+def by_status(run: Run):
+    return {status: n for status, n in run.write(run.store.counts_by_status).items() if n}
+
+
+def prune(run: Run, now: datetime):
+    run.write(lambda c: c.execute(text("UPDATE jobs SET retention_count = 1 WHERE id = :id"), {"id": run.jobs["a"].id}))
+
+    def go(conn):
+        doomed = run.store.prunable_history(conn, now=now, limit=100)
+        names = run.labels(doomed)
+        assert run.store.delete_executions(conn, list(doomed)) == len(names)
+        return names
+
+    return run.write(go)
+
+
+def snapshot(run: Run):
+    """Every execution by label: (status, attempts, claimed_by) and its attempts' statuses."""
+    db.session.rollback()
+    rows = {}
+    for row in db.session.scalars(select(Execution)):
+        attempts = db.session.scalars(
+            select(Attempt.status).where(Attempt.execution_id == row.id).order_by(Attempt.number)
+        )
+        rows[run.label(row.id)] = (row.status, row.attempts, row.claimed_by, list(attempts))
+    db.session.rollback()
+    return rows
+
+
+# (name, action, expected, is a store operation). Times: the jobs fall due at T0.
+SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
+    ("jobs", make_jobs, ["a", "off", "q"], False),
+    ("lock due jobs", lock_due_jobs, ["a", "off", "q"], True),
+    ("advance a, exhaust off; earliest next run", advance_and_earliest, T0, True),
+    (
+        "insert occurrences (one missed)",
+        lambda r: insert_occurrences(r, [-3, -2, -1], [S.MISSED, S.PENDING, S.PENDING]),
+        [("a-1", "pending"), ("a-2", "pending"), ("a-3", "missed")],
+        True,
+    ),
+    ("insert a duplicate and a new one", lambda r: insert_occurrences(r, [-1, 0]), [("a0", "pending")], True),
+    ("manual q1", lambda r: insert_manual(r, "q1", "q", T0), "q1", True),
+    ("manual q2", lambda r: insert_manual(r, "q2", "q", T0), "q2", True),
+    ("manual off1", lambda r: insert_manual(r, "off1", "off", T0), "off1", True),
+    ("active runs", lambda r: active(r, T0), ["a", "off", "q"], True),
+    (
+        "turn w1, 2 slots: oldest first",
+        lambda r: turn(r, "w1", T0, 2),
+        {"recorded": [], "started": [("a-2", 1, 0), ("a-1", 1, 0)], "cancelled": []},
+        True,
+    ),
+    ("disable off behind the store's back", lambda r: disable(r, "off"), "disabled", False),
+    (
+        "turn w2: the queue job FIFO, the disabled job's row cancelled",
+        lambda r: turn(r, "w2", T0, 10),
+        {"recorded": [], "started": [("a0", 1, 0), ("q1", 1, 0)], "cancelled": ["off1"]},
+        True,
+    ),
+    (
+        "w1 records a success and a failure with a retry",
+        lambda r: turn(
+            r, "w1", at(seconds=1), 0, [("a-2", 1, "succeeded", None), ("a-1", 1, "failed", at(seconds=11))]
+        ),
+        {"recorded": ["a-1", "a-2"], "started": [], "cancelled": []},
+        True,
+    ),
+    ("a stale w2 records nothing", lambda r: record(r, "w2", at(seconds=1), [("a-2", 1, "failed", None)]), [], True),
+    (
+        "w2 records q1's final failure",
+        lambda r: record(r, "w2", at(seconds=1), [("q1", 1, "timed_out", None)]),
+        ["q1"],
+        True,
+    ),
+    (
+        "turn w2: q2 may run now",
+        lambda r: turn(r, "w2", at(seconds=1), 5),
+        {"recorded": [], "started": [("q2", 1, 0)], "cancelled": []},
+        True,
+    ),
+    ("queue counts", lambda r: queue(r, at(seconds=1)), (0, None, 2, 1), True),
+    ("cancel the waiting retry", lambda r: cancel(r, "a-1", at(seconds=2)), True, True),
+    ("cancel a running row: refused", lambda r: cancel(r, "q2", at(seconds=2)), False, True),
+    ("manual am", lambda r: insert_manual(r, "am", "a", at(seconds=2)), "am", True),
+    ("cancel a's queued rows", lambda r: cancel_queued(r, "a", at(seconds=3)), ["am"], True),
+    ("manual al", lambda r: insert_manual(r, "al", "a", at(seconds=3)), "al", True),
+    ("al becomes a legacy claimed row", lambda r: legacy_claimed(r, "al"), "claimed", False),
+    (
+        "recover expired leases",
+        lambda r: recover(r, at(hours=2)),
+        {
+            "a0": ("running", "retry_scheduled", "a"),
+            "q2": ("running", "dead_lettered", "q"),
+            "al": ("claimed", "pending", "a"),
+        },
+        True,
+    ),
+    ("nothing left to recover", lambda r: recover(r, at(hours=2)), {}, True),
+    ("queue counts after recovery", lambda r: queue(r, at(hours=3)), (2, at(seconds=3), 0, 0), True),
+    (
+        "turn w3 at +3h",
+        lambda r: turn(r, "w3", at(hours=3), 5),
+        {"recorded": [], "started": [("a0", 2, 1), ("al", 1, 0)], "cancelled": []},
+        True,
+    ),
+    ("another worker cannot expire w3's lease", lambda r: expire(r, "a0", "w9", at(hours=3)), False, True),
+    ("w3 expires its lease on shutdown", lambda r: expire(r, "a0", "w3", at(hours=3)), True, True),
+    (
+        "counts by status",
+        by_status,
+        {"running": 2, "succeeded": 1, "timed_out": 1, "missed": 1, "cancelled": 3, "dead_lettered": 1},
+        True,
+    ),
+    ("prune a to its newest finished row", lambda r: prune(r, at(hours=4)), ["a-1", "a-2", "a-3"], True),
+]
+
+FINAL = {
+    "a0": ("running", 2, "w3", ["abandoned", "running"]),
+    "am": ("cancelled", 0, None, []),
+    "off1": ("cancelled", 0, None, []),
+    "q1": ("timed_out", 1, "w2", ["timed_out"]),
+    "q2": ("dead_lettered", 1, None, ["abandoned"]),
+    "al": ("running", 1, "w3", ["running"]),
+}
+
+
+def new_run() -> Run:
+    return Run(store=Recorder(store_for(db.engine)))
