@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import hmac
 import json
+import math
 from collections.abc import Callable, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -93,6 +94,16 @@ class IdType(click.ParamType):
 
 def _clip(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else f"{text[:20]}... ({len(text)} characters)"
+
+
+class FiniteFloatRange(click.FloatRange):
+    """`click.FloatRange` that also refuses nan, which compares false with both bounds and so passes them."""
+
+    def convert(self, value, param, ctx) -> float:
+        number = super().convert(value, param, ctx)
+        if math.isnan(number):
+            self.fail(f"{value!r} is not a number", param, ctx)
+        return number
 
 
 JOB_ID = IdType("job", Job)

@@ -142,7 +142,7 @@ def check_deploy_cli(strict: bool, as_json: bool) -> None:
 @click.option("--any-host", is_flag=True, help="Accept a heartbeat from any host (default: this host only).")
 @click.option(
     "--max-age",
-    type=click.IntRange(min=1),
+    type=click.IntRange(1, 31_536_000),  # a year: beyond it timedelta overflows, and nothing is that fresh
     default=None,
     help="Seconds a heartbeat stays fresh (default HEARTBEAT_STALE_SECONDS).",
 )

@@ -6,6 +6,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from cli.common import FiniteFloatRange
 from cli.process import metrics_options, refuse_insecure, serve_metrics, status_echo
 from cli.signals import StopFlag
 
@@ -16,7 +17,7 @@ scheduler_cli = AppGroup("scheduler", help="Run the scheduler process.")
 @click.option("--once", is_flag=True, help="Run a single tick and exit.")
 @click.option(
     "--tick-seconds",
-    type=click.FloatRange(min=0.1),
+    type=FiniteFloatRange(0.1, 3600),
     default=None,
     help="Longest sleep between ticks (default SCHEDULER_TICK_SECONDS). The scheduler also wakes "
     "at the earliest next run and when a job changes.",
