@@ -17,13 +17,13 @@ bp = Blueprint("metrics", __name__)
 _GAUGES = "cronwell_metrics_gauges"
 
 
-@bp.before_app_request
-def _start_timer() -> None:
+def start_request_timer() -> None:
+    """Before every request of the app (registered by app.web.register_request_metrics)."""
     g._metrics_started = time.perf_counter()
 
 
-@bp.after_app_request
-def _record_request(response):
+def record_request_metrics(response):
+    """After every request of the app: its method, route, status and duration."""
     started = g.pop("_metrics_started", None)
     if started is not None:
         from app import metrics

@@ -15,7 +15,7 @@ from app.services.errors import ServiceError, ValidationFailed
 from app.services.read import dashboard
 from app.services.use_cases import executions
 from app.services.use_cases import jobs as job_service
-from app.web.access import can_view_private, current_actor, operator_required, public_read, signin_required
+from app.web.access import current_actor, operator_required, public_read, signin_required
 from app.web.pagination import page_number, paginate
 
 bp = Blueprint("jobs", __name__, url_prefix="/jobs")
@@ -220,8 +220,3 @@ def delete(job_id: int):
 
 def _when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "none (no future occurrence)"
-
-
-@bp.app_context_processor
-def _job_helpers() -> dict:
-    return {"show_execution_links": can_view_private()}

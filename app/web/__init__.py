@@ -39,6 +39,15 @@ def register_blueprints(app: Flask) -> None:
     for blueprint in (health_bp, auth_bp, dashboard_bp, jobs_bp, executions_bp, alerts_bp):
         app.register_blueprint(blueprint)
     app.register_blueprint(metrics_bp)
+    register_request_metrics(app)
+
+
+def register_request_metrics(app: Flask) -> None:
+    """Time every request of the app for /metrics (the hooks are app-wide, so the factory adds them)."""
+    from app.metrics_routes import record_request_metrics, start_request_timer
+
+    app.before_request(start_request_timer)
+    app.after_request(record_request_metrics)
 
 
 def register_login(app: Flask) -> None:
