@@ -85,7 +85,8 @@ class IdType(click.ParamType):
             text = str(value).strip()
         digits = text[1:] if text[:1] in ("+", "-") else text
         if not is_whole_number(digits):
-            self.fail(f"{_clip(str(value))!r} is not a {self.noun} id (a whole number)", param, ctx)
+            article = "an" if self.noun[0] in "aeiou" else "a"
+            self.fail(f"{_clip(str(value))!r} is not a valid integer ({article} {self.noun} id)", param, ctx)
         found = None if text.startswith("-") else id_in_range(digits, self.largest)
         if found is None:
             raise click.ClickException(f"{self.noun} {_clip(text)} does not exist")
