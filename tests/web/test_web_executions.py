@@ -50,7 +50,7 @@ def test_filters_by_status_and_job_and_keeps_them_in_page_links(app):
         ("status=exploded", "must be one of"),
         ("job=abc", "whole number"),
         ("job=999", "does not exist"),
-        ("job=99999999999999999999999", "whole number"),
+        ("job=99999999999999999999999", "job 99999999999999999999999 does not exist"),  # beyond the column
     ],
 )
 def test_bad_filters_are_explained_not_500(app, query, message):
