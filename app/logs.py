@@ -23,6 +23,7 @@ from typing import Any
 from gunicorn.glogging import Logger as _GunicornBaseLogger
 from pythonjsonlogger.json import JsonFormatter
 
+from app.clock import iso_z
 from app.sensitive import SECRET_NAME as _SECRET_FIELD
 from app.sensitive import URL_CREDENTIALS as _URL_CREDENTIALS
 from app.sensitive import secret_values
@@ -57,8 +58,7 @@ class Redactor:
 
 
 def _iso_time(record: logging.LogRecord) -> str:
-    stamp = datetime.fromtimestamp(record.created, tz=UTC)
-    return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return iso_z(datetime.fromtimestamp(record.created, tz=UTC), "milliseconds")
 
 
 class CronwellJsonFormatter(JsonFormatter):

@@ -15,8 +15,8 @@ from typing import Any
 
 from marshmallow import ValidationError, fields, validate
 
+from app.clock import iso_z
 from app.domain.states import values
-from app.scheduling.timezones import format_utc
 from app.tasks import UnknownTaskError, get_task
 
 # Metadata keys an adapter reads. `description` is also the OpenAPI description.
@@ -229,4 +229,4 @@ class Instant(fields.DateTime):
     kind = "instant"
 
     def _serialize(self, value, attr, obj, **kwargs) -> str | None:
-        return None if value is None else format_utc(value)
+        return iso_z(value)

@@ -6,9 +6,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from app.clock import iso_z
 from app.scheduling.errors import ScheduleError
 from app.scheduling.schedules import Schedule
-from app.scheduling.timezones import ensure_utc, format_utc, resolve_timezone
+from app.scheduling.timezones import ensure_utc, resolve_timezone
 
 MAX_PREVIEW_COUNT = 1000
 
@@ -23,7 +24,7 @@ class PreviewItem:
 
     def to_json(self) -> dict[str, Any]:
         """``{"utc": "...Z", "local": "2026-03-08T03:00:00-04:00", "note": ... or None}``."""
-        return {"utc": format_utc(self.utc), "local": self.local.isoformat(), "note": self.note}
+        return {"utc": iso_z(self.utc), "local": self.local.isoformat(), "note": self.note}
 
 
 def preview(schedule: Schedule, after: datetime, count: int) -> list[PreviewItem]:

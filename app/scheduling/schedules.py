@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
+from app.clock import iso_z
 from app.scheduling.cron import CronExpression, Fire
 from app.scheduling.durations import format_interval, parse_interval
 from app.scheduling.errors import ScheduleError
-from app.scheduling.timezones import ensure_utc, format_utc, parse_instant, resolve_timezone
+from app.scheduling.timezones import ensure_utc, parse_instant, resolve_timezone
 
 SCHEDULE_TYPES = ("one_time", "interval", "cron")
 
@@ -99,13 +100,13 @@ class OneTimeSchedule(Schedule):
 
     def describe(self) -> str:
         local = self.run_at.astimezone(resolve_timezone(self.timezone))
-        text = f"once at {format_utc(self.run_at)}"
+        text = f"once at {iso_z(self.run_at)}"
         if self.timezone != "UTC":
             text += f" ({local:%Y-%m-%d %H:%M} {local.tzname()}, {self.timezone})"
         return text
 
     def to_json(self) -> dict[str, Any]:
-        return {"run_at": format_utc(self.run_at)}
+        return {"run_at": iso_z(self.run_at)}
 
 
 class IntervalSchedule(Schedule):
@@ -134,10 +135,10 @@ class IntervalSchedule(Schedule):
             return None  # past year 9999
 
     def describe(self) -> str:
-        return f"every {format_interval(self.every)} from {format_utc(self.start_at)}"
+        return f"every {format_interval(self.every)} from {iso_z(self.start_at)}"
 
     def to_json(self) -> dict[str, Any]:
-        return {"every": format_interval(self.every), "start_at": format_utc(self.start_at)}
+        return {"every": format_interval(self.every), "start_at": iso_z(self.start_at)}
 
 
 class CronSchedule(Schedule):

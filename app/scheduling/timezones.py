@@ -53,11 +53,6 @@ def ensure_utc(instant: datetime, what: str = "instant") -> datetime:
     return instant.astimezone(UTC)
 
 
-def format_utc(instant: datetime) -> str:
-    """Format an instant as ISO 8601 UTC with a ``Z`` suffix (the storage form)."""
-    return ensure_utc(instant).isoformat().replace("+00:00", "Z")
-
-
 def parse_instant(value: str | datetime, zone: ZoneInfo, what: str) -> datetime:
     """Parse an ISO 8601 date-time; a value without an offset is local to ``zone``.
 

@@ -11,14 +11,14 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
+from app.clock import iso_z
 from app.definitions import dump_job
 from app.models import Alert, Attempt, DeadLetter, Execution, Heartbeat, Job
-from app.scheduling.timezones import format_utc
 
 
 def iso(value: datetime | None) -> str | None:
     """An aware datetime as ISO 8601 UTC with `Z` (`2026-06-01T12:00:00Z`); None stays None."""
-    return None if value is None else format_utc(value)
+    return iso_z(value)
 
 
 def job_to_dict(job: Job) -> dict[str, Any]:

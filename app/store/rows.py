@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields
 from datetime import datetime
 
+from app.clock import iso_z
 from app.domain.limits import OUTPUT_LIMIT_CHARS
 from app.domain.states import INITIAL, AttemptStatus, ExecutionStatus
 from app.domain.states import ExecutionStatus as S
@@ -61,7 +62,7 @@ def sql_status(status: ExecutionStatus | AttemptStatus) -> str:
 
 def occurrence_key(job_id: int, scheduled_for: datetime) -> str:
     """The idempotency key of a scheduled occurrence: the same on every scheduler."""
-    return f"job:{job_id}:at:{scheduled_for.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
+    return f"job:{job_id}:at:{iso_z(scheduled_for, 'microseconds')}"
 
 
 def _new_row(job, *, scheduled_for: datetime, trigger: str, key: str, status: S, now: datetime) -> dict:

@@ -8,7 +8,7 @@ from zoneinfo import ZoneInfo
 
 from flask import Flask
 
-from app.clock import utcnow
+from app.clock import iso_z, utcnow
 
 
 def as_datetime(value) -> datetime | None:
@@ -35,7 +35,7 @@ def format_utc(value) -> str:
 
 def iso_utc(value) -> str:
     moment = as_datetime(value)
-    return "" if moment is None else moment.isoformat().replace("+00:00", "Z")
+    return "" if moment is None else iso_z(moment)
 
 
 def format_local(value, zone: str | None) -> str:

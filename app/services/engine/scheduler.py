@@ -20,7 +20,7 @@ from functools import lru_cache
 from flask import Flask
 
 from app import cache, metrics
-from app.clock import utcnow
+from app.clock import iso_z, utcnow
 from app.database import write_transaction
 from app.domain.policies import plan_occurrences
 from app.domain.states import ExecutionStatus as S
@@ -290,4 +290,4 @@ class Scheduler:
 
 
 def _iso(value: datetime | None) -> str | None:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if value else None
+    return iso_z(value, "microseconds")

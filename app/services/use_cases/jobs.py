@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select
 
 from app import cache
+from app.clock import iso_z
 from app.database import begin_write
 from app.definitions import EDITABLE
 from app.extensions import db
@@ -193,4 +194,4 @@ def _commit(job_id: int | None, *, work: bool = False) -> None:
 
 
 def _iso(value: datetime | None) -> str | None:
-    return value.strftime("%Y-%m-%dT%H:%M:%S.%fZ") if value else None
+    return iso_z(value, "microseconds")
