@@ -13,10 +13,9 @@ REDIS_URL) are masked wherever they appear, and credentials in URLs are masked b
 from __future__ import annotations
 
 import logging
-import re
 import sys
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -150,39 +149,6 @@ def _route_uncaught_exceptions() -> None:
 
     sys.excepthook = log_uncaught
     threading.excepthook = log_thread_exception
-
-
-_PAIR = re.compile(r"(\w+)=(\S+)")
-
-
-def line_logger(logger: logging.Logger, event: str, **static: Any) -> Callable[[str], None]:
-    """An `echo` for the long-running loops that logs each line as an event with its key=value pairs.
-
-    `tick due=1 created=1 ms=4.2` becomes event `event` with fields due=1, created=1, ms=4.2, so
-    the scheduler's and worker's summaries are structured in JSON and readable in text. `static`
-    fields (a process id) go on every line.
-    """
-
-    def emit(line: str) -> None:
-        fields: dict[str, Any] = {"event": event, **static}
-        for key, raw in _PAIR.findall(line):
-            value = _number(raw)
-            if key in _STANDARD_ATTRS or key == "event":
-                # `created`, `name`... are LogRecord attributes and cannot be passed as extra.
-                key = f"{key}_count" if isinstance(value, (int, float)) else f"{key}_value"
-            fields[key] = value
-        logger.info(line, extra=fields)
-
-    return emit
-
-
-def _number(raw: str) -> Any:
-    for convert in (int, float):
-        try:
-            return convert(raw)
-        except ValueError:
-            continue
-    return raw
 
 
 # --- gunicorn ---------------------------------------------------------------------------------

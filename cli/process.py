@@ -1,11 +1,12 @@
 """What the long-running commands (`scheduler run`, `worker run`) share at start-up: the
-production-secret check, the optional metrics server, and where their status lines go.
+production-secret check, the optional metrics server, and where their status goes (`Status`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, ClassVar, Protocol
 
 import click
 from flask import current_app
@@ -44,7 +45,51 @@ def refuse_insecure(kind: str) -> None:
         raise click.exceptions.Exit(1) from None
 
 
-def serve_metrics(kind: str, port: int | None, host: str, echo: Callable[[str], None]) -> None:
+class StatusReport(Protocol):
+    """A loop's report (the scheduler's TickReport, the worker's WorkerStats)."""
+
+    EVENT: ClassVar[str]
+
+    def fields(self) -> Mapping[str, Any]: ...
+
+    def line(self) -> str: ...
+
+
+class Status:
+    """Where a long-running command's status goes: a line on stdout for people (LOG_FORMAT=text),
+    one log record per event otherwise (LOG_FORMAT=json).
+
+    Each event is `<kind>_<name>` (`scheduler_started`, `scheduler_tick`, `worker_summary`...)
+    with its fields in `extra` and the process id as `<kind>_id`; the printed line is derived
+    from the same fields. Call it with a report (the loops' `echo`), or use `emit` directly.
+    """
+
+    def __init__(self, kind: str, process_id: str, *, as_log: bool) -> None:
+        self.kind, self.process_id, self.as_log = kind, process_id, as_log
+        self.logger = logging.getLogger(f"cronwell.{kind}")
+
+    @classmethod
+    def for_app(cls, kind: str, process_id: str) -> Status:
+        return cls(kind, process_id, as_log=current_app.config["LOG_FORMAT"] == "json")
+
+    def __call__(self, report: StatusReport) -> None:
+        self.emit(report.EVENT, report.line(), **report.fields())
+
+    def emit(self, name: str, message: str, **fields: Any) -> None:
+        if not self.as_log:
+            click.echo(message)
+            return
+        extra = {"event": f"{self.kind}_{name}", f"{self.kind}_id": self.process_id}
+        for key, value in fields.items():
+            # `created`, `name`... are LogRecord attributes and cannot be passed as extra.
+            extra[f"{key}_count" if key in _RECORD_ATTRIBUTES else key] = value
+        self.logger.info(message, extra=extra)
+
+
+_RECORD_ATTRIBUTES = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {"message", "asctime"}
+
+
+def serve_metrics(kind: str, port: int | None, host: str, status: Status) -> None:
     """Start the Prometheus HTTP server on a background thread when a port is given."""
     if port is None:
         return
@@ -54,33 +99,4 @@ def serve_metrics(kind: str, port: int | None, host: str, echo: Callable[[str], 
         metrics.serve(port, host, role=kind)
     except OSError as exc:
         raise click.ClickException(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
-    echo(f"{kind} metrics on http://{host}:{port}/metrics port={port}")
-
-
-def status_echo(kind: str, process_id: str) -> Callable[[str], None]:
-    """Where the loop's status lines go: stdout for people (LOG_FORMAT=text), JSON log events otherwise.
-
-    In JSON each line becomes one event: `<kind>_started`, `<kind>_stopped`, `<kind>_metrics`, or
-    `<kind>_<first word>` (`scheduler_tick`), `<kind>_summary` for the worker's closing counts, with
-    the line's key=value pairs as fields and the process id as `<kind>_id`.
-    """
-    if current_app.config["LOG_FORMAT"] != "json":
-        return click.echo
-    from app.logs import line_logger
-
-    logger = logging.getLogger(f"cronwell.{kind}")
-    loggers: dict[str, Callable[[str], None]] = {}
-
-    def emit(line: str) -> None:
-        words = line.split()
-        if words[:1] == [kind]:
-            named = {"started", "stopped", "metrics"} & set(words[1:3])
-            suffix = named.pop() if named else "summary"
-        else:
-            suffix = words[0] if words else "line"
-        event = f"{kind}_{suffix}"
-        if event not in loggers:
-            loggers[event] = line_logger(logger, event, **{f"{kind}_id": process_id})
-        loggers[event](line)
-
-    return emit
+    status.emit("metrics", f"{kind} metrics on http://{host}:{port}/metrics port={port}", port=port, host=host)

@@ -7,7 +7,7 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from cli.common import FiniteFloatRange
-from cli.process import metrics_options, refuse_insecure, serve_metrics, status_echo
+from cli.process import Status, metrics_options, refuse_insecure, serve_metrics
 from cli.signals import StopFlag
 
 scheduler_cli = AppGroup("scheduler", help="Run the scheduler process.")
@@ -39,16 +39,20 @@ def run_scheduler(
 
     refuse_insecure("scheduler")
     scheduler = Scheduler(current_app._get_current_object(), scheduler_id=scheduler_id)
-    echo = click.echo if once else status_echo("scheduler", scheduler.id)
-    serve_metrics("scheduler", metrics_port, metrics_host, echo)
+    status = Status("scheduler", scheduler.id, as_log=False) if once else Status.for_app("scheduler", scheduler.id)
+    serve_metrics("scheduler", metrics_port, metrics_host, status)
     if once:
-        click.echo(scheduler.tick().line())
+        status(scheduler.tick())
         scheduler.forget_heartbeat()  # a one-off tick is not a running scheduler
         return
     stop = StopFlag().install()
     tick = tick_seconds or current_app.config["SCHEDULER_TICK_SECONDS"]
-    echo(
-        f"scheduler {scheduler.id} started (tick <= {tick:g}s, database {current_app.extensions['sqlalchemy'].engine.dialect.name})"
+    database = current_app.extensions["sqlalchemy"].engine.dialect.name
+    status.emit(
+        "started",
+        f"scheduler {scheduler.id} started (tick <= {tick:g}s, database {database})",
+        tick_seconds=tick,
+        database=database,
     )
-    scheduler.run_forever(tick_seconds=tick, should_stop=stop, echo=echo)
-    echo(f"scheduler {scheduler.id} stopped")
+    scheduler.run_forever(tick_seconds=tick, should_stop=stop, echo=status)
+    status.emit("stopped", f"scheduler {scheduler.id} stopped")

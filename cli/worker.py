@@ -6,7 +6,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
-from cli.process import metrics_options, refuse_insecure, serve_metrics, status_echo
+from cli.process import Status, metrics_options, refuse_insecure, serve_metrics
 from cli.signals import StopFlag
 
 worker_cli = AppGroup("worker", help="Run the worker process.")
@@ -51,11 +51,16 @@ def run_worker(
 
     refuse_insecure("worker")
     worker = Worker(current_app._get_current_object(), worker_id=worker_id, slots=slots, queues=_queues(queues))
-    echo = click.echo if once else status_echo("worker", worker.id)
-    serve_metrics("worker", metrics_port, metrics_host, echo)
+    status = Status("worker", worker.id, as_log=False) if once else Status.for_app("worker", worker.id)
+    serve_metrics("worker", metrics_port, metrics_host, status)
     stop = StopFlag().install()
     if not once:
-        echo(f"worker {worker.id} started ({slots} slots, queues {queues or 'all'})")
-    worker.run(burst=once, should_stop=stop, echo=echo)
+        status.emit(
+            "started",
+            f"worker {worker.id} started ({slots} slots, queues {queues or 'all'})",
+            slots=slots,
+            queues=queues or "all",
+        )
+    worker.run(burst=once, should_stop=stop, echo=status)
     if not once:
-        echo(f"worker {worker.id} stopped")
+        status.emit("stopped", f"worker {worker.id} stopped")

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.logs import MASK, GunicornLogger, Redactor, configure_logging, line_logger, make_formatter, secret_values
+from app.logs import MASK, GunicornLogger, Redactor, configure_logging, make_formatter, secret_values
 
 SECRETS = {
     "SECRET_KEY": "sk-0123456789abcdef",
@@ -142,41 +142,51 @@ def test_an_unknown_format_is_refused():
         make_formatter("xml", [])
 
 
-def test_line_logger_turns_key_value_lines_into_fields():
+def test_a_tick_report_is_one_log_record_with_its_fields():
+    from app.services.engine.scheduler import TickReport
+    from cli.process import Status
+
     logger, stream = capture()
-    line_logger(logger, "scheduler_tick", scheduler_id="s-1")("tick due=1 created=2 missed=0 ms=4.5 mode=fast")
+    status = Status("scheduler", "s-1", as_log=True)
+    status.logger = logger
+    report = TickReport(due=1, created=2, missed=0, duration_ms=4.5)
+    status(report)
     [record] = lines(stream)
     assert record["event"] == "scheduler_tick" and record["scheduler_id"] == "s-1"
-    assert (record["due"], record["created_count"], record["ms"], record["mode"]) == (1, 2, 4.5, "fast")
-    assert record["message"] == "tick due=1 created=2 missed=0 ms=4.5 mode=fast"
+    # `created` is a LogRecord attribute, so that one field is logged as created_count.
+    assert (record["due"], record["created_count"], record["missed"], record["ms"]) == (1, 2, 0, 4.5)
+    assert record["message"] == report.line() == "tick due=1 created=2 missed=0 coalesced=0 recovered=0 pruned=0 ms=4.5"
 
 
-def test_status_lines_of_the_long_running_commands_become_named_events(app, capsys, monkeypatch):
-    from cli.process import status_echo
+def test_status_of_the_long_running_commands_become_named_events(app, capsys, monkeypatch):
+    from app.services.engine.worker import WorkerStats
+    from cli.process import Status
 
     app.config["LOG_FORMAT"] = "json"
     logger, stream = capture()
     monkeypatch.setattr(logging, "getLogger", lambda name=None: logger)
     with app.app_context():
-        echo = status_echo("worker", "worker-h-1")
-    for line in (
-        "worker worker-h-1 started (4 slots, queues all)",
-        "worker claimed=3 succeeded=2",
-        "worker worker-h-1 stopped",
-        "worker metrics on http://127.0.0.1:9102/metrics port=9102",
-    ):
-        echo(line)
-    events = [(r["event"], r["worker_id"]) for r in lines(stream)]
-    assert events == [
+        status = Status.for_app("worker", "worker-h-1")
+    status.emit("started", "worker worker-h-1 started (4 slots, queues all)", slots=4, queues="all")
+    status(WorkerStats(claimed=3, succeeded=2))
+    status.emit("stopped", "worker worker-h-1 stopped")
+    records = lines(stream)
+    assert [(r["event"], r["worker_id"]) for r in records] == [
         ("worker_started", "worker-h-1"),
         ("worker_summary", "worker-h-1"),
         ("worker_stopped", "worker-h-1"),
-        ("worker_metrics", "worker-h-1"),
     ]
+    assert (records[0]["slots"], records[1]["claimed"], records[1]["succeeded"], records[1]["failed"]) == (4, 3, 2, 0)
     assert capsys.readouterr().out == ""  # nothing free-form on stdout
+
     app.config["LOG_FORMAT"] = "text"
     with app.app_context():
-        assert status_echo("worker", "w") is not None
+        Status.for_app("worker", "w")(WorkerStats(claimed=1, succeeded=1))
+    assert (
+        capsys.readouterr().out
+        == "worker claimed=1 succeeded=1 failed=0 timed_out=0 retried=0 dead_lettered=0 cancelled=0 discarded=0\n"
+    )
+    assert lines(stream) == records  # and nothing logged
 
 
 def test_json_mode_routes_warnings_and_uncaught_exceptions_into_the_log(monkeypatch, capsys):

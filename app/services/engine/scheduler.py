@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
+from typing import ClassVar
 
 from flask import Flask
 
@@ -56,12 +57,22 @@ class TickReport:
     pruned: int = 0
     duration_ms: float = 0.0
     job_ids: set[int] = field(default_factory=set)
+    EVENT: ClassVar[str] = "tick"  # logged as event scheduler_tick
+
+    def fields(self) -> dict[str, int | float]:
+        """The tick's figures, as logged (extra=) and as printed by line()."""
+        return {
+            "due": self.due,
+            "created": self.created,
+            "missed": self.missed,
+            "coalesced": self.coalesced,
+            "recovered": self.recovered,
+            "pruned": self.pruned,
+            "ms": round(self.duration_ms, 1),
+        }
 
     def line(self) -> str:
-        return (
-            f"tick due={self.due} created={self.created} missed={self.missed} coalesced={self.coalesced} "
-            f"recovered={self.recovered} pruned={self.pruned} ms={self.duration_ms:.1f}"
-        )
+        return "tick " + " ".join(f"{key}={value}" for key, value in self.fields().items())
 
 
 class Scheduler:
@@ -254,7 +265,9 @@ class Scheduler:
             return cap
         return max(0.0, min(cap, (earliest - now).total_seconds()))
 
-    def run_forever(self, *, tick_seconds: float, should_stop: Callable[[], bool], echo: Callable[[str], None]) -> None:
+    def run_forever(
+        self, *, tick_seconds: float, should_stop: Callable[[], bool], echo: Callable[[TickReport], None]
+    ) -> None:
         """Tick, then sleep until something is due, a job changes, or `tick_seconds` pass."""
         listener = wakeups.Listener.open(self.engine, [wakeups.JOBS_CHANNEL])
         failures = 0
@@ -263,7 +276,7 @@ class Scheduler:
                 try:
                     report = self.tick()
                     if report.due or report.recovered or report.pruned:
-                        echo(report.line())
+                        echo(report)
                     if not listener.active:
                         # LISTEN again after a lost connection, before reading the earliest next
                         # run, so a job changed in between is either read here or notified.

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import ClassVar
 
 from flask import Flask
 from sqlalchemy.engine import Connection
@@ -67,13 +68,15 @@ class WorkerStats:
     cancelled: int = 0
     discarded: int = 0
     fork_ms: list[float] = field(default_factory=list)
+    EVENT: ClassVar[str] = "summary"  # logged as event worker_summary
+
+    def fields(self) -> dict[str, int]:
+        """The counts so far, as logged (extra=) and as printed by line()."""
+        names = ("claimed", "succeeded", "failed", "timed_out", "retried", "dead_lettered", "cancelled", "discarded")
+        return {name: getattr(self, name) for name in names}
 
     def line(self) -> str:
-        return (
-            f"worker claimed={self.claimed} succeeded={self.succeeded} failed={self.failed} "
-            f"timed_out={self.timed_out} retried={self.retried} dead_lettered={self.dead_lettered} "
-            f"cancelled={self.cancelled} discarded={self.discarded}"
-        )
+        return "worker " + " ".join(f"{key}={value}" for key, value in self.fields().items())
 
 
 class Worker:
@@ -132,7 +135,7 @@ class Worker:
         *,
         burst: bool = False,
         should_stop: Callable[[], bool] = lambda: False,
-        echo: Callable[[str], None] = lambda line: None,
+        echo: Callable[[WorkerStats], None] = lambda stats: None,
     ) -> WorkerStats:
         """Work until stopped (or, with burst, until nothing is due or running)."""
         started_here = self.executor.zygote_pid is None
@@ -146,7 +149,7 @@ class Worker:
             while True:
                 if not burst and time.monotonic() - last_echo >= 10 and self.stats.line() != last_line:
                     last_line, last_echo = self.stats.line(), time.monotonic()
-                    echo(last_line)  # a one-line running summary, at most every 10 s
+                    echo(self.stats)  # a running summary, at most every 10 s
                 if should_stop():
                     self.request_stop()
                 if self._stopping:
@@ -187,7 +190,7 @@ class Worker:
             self.shutdown(echo=echo)
         return self.stats
 
-    def shutdown(self, *, echo: Callable[[str], None] = lambda line: None) -> None:
+    def shutdown(self, *, echo: Callable[[WorkerStats], None] = lambda stats: None) -> None:
         """Wait for running tasks up to the grace period, settle any still running, stop the zygote."""
         grace = self.app.config["WORKER_SHUTDOWN_GRACE_SECONDS"]
         deadline = time.monotonic() + grace
@@ -223,7 +226,7 @@ class Worker:
             log.warning("could not remove heartbeat", extra={"event": "heartbeat_remove_failed"})
         self._drop_connection(broken=False)
         self._flush_cache()
-        echo(self.stats.line())
+        echo(self.stats)
 
     # --- one step ---------------------------------------------------------------------------
 
