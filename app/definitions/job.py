@@ -121,7 +121,7 @@ class JobSchema(Schema):
     )
     schedule = ScheduleValue(
         "schedule",
-        load_default=dict,
+        required=True,
         metadata=shown(
             "Schedule",
             'The schedule value for its type: {"every": "30s"}, {"expression": "0 9 * * 1-5"} or '
@@ -322,7 +322,8 @@ def _unset(schema: JobSchema, key: str, value: Any, partial: Any) -> bool:
     if value is None:
         return True
     field = schema.load_fields.get(key)
-    return not partial and field is not None and field.required and not value
+    # An empty mapping is a value: an empty schedule gets its type's message ("needs 'every'").
+    return not partial and field is not None and field.required and not value and not isinstance(value, dict)
 
 
 # The names an operator may set, in declaration order (what an edit compares with the stored job).
