@@ -22,7 +22,7 @@ from pathlib import Path
 import click
 from flask import current_app
 from flask.cli import AppGroup
-from sqlalchemy import delete, func, select, update
+from sqlalchemy import delete, select, update
 
 from app.clock import utcnow
 from app.database import write_transaction
@@ -32,7 +32,7 @@ from app.extensions import db
 from app.models import Alert, Attempt, DeadLetter, Event, Execution, Heartbeat, Job
 from app.services.engine.scheduler import Scheduler, TickReport
 from app.services.engine.worker import Worker
-from app.services.use_cases import jobs
+from app.services.use_cases import executions, jobs
 from app.store import occurrence_row, store_for
 from cli.common import fmt_age, handle_errors, mutating
 
@@ -197,10 +197,15 @@ def single_fire() -> None:
             ],
             gate="executions" if postgres else None,
         )
-        claimed = [_count(r"claimed=(\d+)", out) for out in outputs]
         expect(_count(r"discarded=(\d+)", "".join(outputs)) == 0, "a worker lost a claimed row to another worker")
         rows = _wait_until_settled(job_ids, within=30)
-        attempts = _attempt_counts([row.id for row in rows])
+        attempt_rows = [attempt for row in rows for attempt in _attempts_of(row.id)]
+        attempts = {row.id: sum(1 for a in attempt_rows if a.execution_id == row.id) for row in rows}
+        by_worker = {
+            worker: sum(1 for a in attempt_rows if a.worker_id == worker)
+            for worker in {a.worker_id for a in attempt_rows}
+        }
+        claimed = [by_worker.get(f"{prefix}-worker-{n}", 0) for n in range(1, 4)]
         expect(
             all(row.status == "succeeded" for row in rows),
             "not every execution succeeded: " + ", ".join(sorted({row.status for row in rows})),
@@ -224,14 +229,10 @@ def _occurrences(job: Job, *, until: datetime) -> list[datetime]:
     return found
 
 
-def _attempt_counts(execution_ids: list[int]) -> dict[int, int]:
-    return dict(
-        db.session.execute(
-            select(Attempt.execution_id, func.count())
-            .where(Attempt.execution_id.in_(execution_ids))
-            .group_by(Attempt.execution_id)
-        ).all()
-    )
+def _attempts_of(execution_id: int) -> list[Attempt]:
+    """The execution's attempts in order; each names the worker that claimed and ran it."""
+    db.session.rollback()  # see what other processes committed
+    return list(executions.get_execution(execution_id, with_attempts=True).attempt_rows)
 
 
 def _count(pattern: str, output: str) -> int:
@@ -443,9 +444,7 @@ def timeout() -> None:
         started = time.monotonic()
         Worker(current_app._get_current_object(), worker_id=f"{prefix}-worker", slots=1, queues=[QUEUE]).run(burst=True)
         [row] = _wait_until_settled([job.id], within=60)
-        attempts = list(
-            db.session.scalars(select(Attempt).where(Attempt.execution_id == row.id).order_by(Attempt.number))
-        )
+        attempts = _attempts_of(row.id)
         expect(row.status == "timed_out", f"execution ended {row.status}, expected timed_out")
         expect(
             [a.status for a in attempts] == ["timed_out", "timed_out"],
@@ -475,11 +474,14 @@ def timeout() -> None:
 
 
 def _process_gone(pid: int | None) -> bool:
-    """True when no live process has this id (a zombie counts as gone: it runs nothing)."""
+    """True when no process has this id any more (the zygote reaps its task processes, and the
+    worker's shutdown stops the zygote, so a killed task leaves no zombie behind)."""
     if not pid:
         return False
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (FileNotFoundError, ProcessLookupError, IndexError):
+        os.kill(pid, 0)
+    except ProcessLookupError:
         return True
-    return state in ("Z", "X")
+    except PermissionError:  # alive, under another user (the pid was reused)
+        return False
+    return False
