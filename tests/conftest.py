@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -20,9 +21,9 @@ import pytest
 from sqlalchemy import text
 
 from app import create_app
+from tests.helpers.databases import IN_CI, PG_ADMIN_URL, app_env_for, migrate, require_postgres
+from tests.helpers.processes import FlaskProcesses
 
-PG_ADMIN_URL = os.environ.get("CRONWELL_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
-IN_CI = os.environ.get("CI", "").lower() == "true"
 TABLES = "users, jobs, executions, attempts, dead_letters, alerts, events, heartbeats"
 
 _pg_tests_passed = 0
@@ -55,46 +56,6 @@ def pytest_sessionfinish(session, exitstatus):
         session.exitstatus = 1
 
 
-def _pg_reachable() -> str | None:
-    try:
-        with psycopg.connect(PG_ADMIN_URL, connect_timeout=3):
-            return None
-    except Exception as exc:  # noqa: BLE001 - any failure means unreachable
-        return f"PostgreSQL unreachable at {PG_ADMIN_URL}: {exc}"
-
-
-def require_postgres() -> None:
-    problem = _pg_reachable()
-    if problem:
-        if IN_CI:
-            pytest.fail(problem + " (CI=true: PostgreSQL tests must run)")
-        pytest.skip(problem)
-
-
-def _migrate(url: str, instance_dir: Path) -> None:
-    from alembic import command
-
-    from cli.db import alembic_config
-
-    app = create_app(env=_env(url, instance_dir))
-    with app.app_context():
-        command.upgrade(alembic_config(), "head")  # what `flask db upgrade` runs
-        from app.extensions import db
-
-        db.engine.dispose()
-
-
-def _env(url: str, instance_dir: Path) -> dict:
-    return {
-        "DATABASE_URL": url,
-        "INSTANCE_DIR": str(instance_dir),
-        "LOG_FORMAT": "text",
-        "LOG_LEVEL": "WARNING",
-        "DEBUG": "0",
-        "SECRET_KEY": "test-secret-key",
-    }
-
-
 @pytest.fixture(scope="session")
 def pg_url(tmp_path_factory):
     """A fresh, migrated PostgreSQL database for this test session."""
@@ -104,7 +65,7 @@ def pg_url(tmp_path_factory):
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
         conn.execute(f'CREATE DATABASE "{name}"')
     url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    _migrate(url, tmp_path_factory.mktemp("pg-instance"))
+    migrate(url, tmp_path_factory.mktemp("pg-instance"))
     yield url
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -115,7 +76,7 @@ def sqlite_template(tmp_path_factory) -> Path:
     """A migrated SQLite file that each test copies."""
     directory = tmp_path_factory.mktemp("sqlite-template")
     path = directory / "template.sqlite3"
-    _migrate(f"sqlite:///{path}", directory)
+    migrate(f"sqlite:///{path}", directory)
     return path
 
 
@@ -144,7 +105,7 @@ def database_url(backend, request, tmp_path) -> str:
 @pytest.fixture
 def app_env(database_url, tmp_path) -> dict:
     """The environment the app (and any subprocess we start) runs with."""
-    return _env(database_url, tmp_path / "instance")
+    return app_env_for(database_url, tmp_path / "instance")
 
 
 @pytest.fixture
@@ -167,7 +128,7 @@ def pg_backend():
 def pg_app(pg_url, tmp_path):
     """An app on PostgreSQL only, for tests whose point is PostgreSQL behaviour."""
     truncate_all(pg_url)
-    application = create_app({"TESTING": True}, env=_env(pg_url, tmp_path / "instance"))
+    application = create_app({"TESTING": True}, env=app_env_for(pg_url, tmp_path / "instance"))
     with application.app_context():
         yield application
         from app.extensions import db
@@ -204,10 +165,6 @@ def clock() -> FakeClock:
     return FakeClock(datetime(2026, 6, 1, 12, 0, 0, tzinfo=UTC))
 
 
-def utc(*args) -> datetime:
-    return datetime(*args, tzinfo=UTC)
-
-
 @pytest.fixture
 def sql(db):
     """Run a raw SQL statement and return rows; for assertions that look under the ORM."""
@@ -216,3 +173,13 @@ def sql(db):
         return db.session.execute(text(statement), params).fetchall()
 
     return run
+
+
+@pytest.fixture
+def flask_processes(app_env, tmp_path) -> Iterator[FlaskProcesses]:
+    """Start `flask ...` subprocesses against the test app's database; all are killed at teardown."""
+    processes = FlaskProcesses(app_env, tmp_path / "process-logs")
+    try:
+        yield processes
+    finally:
+        processes.cleanup()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -18,6 +17,8 @@ import uuid
 from pathlib import Path
 
 import pytest
+
+from tests.helpers.servers import REDIS_URL, free_port
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 ARTIFACTS = PROJECT_ROOT / "test-artifacts"
@@ -31,15 +32,8 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-sync",
 ]
-REDIS_URL = os.environ.get("CRONWELL_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 ADMIN_PASSWORD = "e2e-password-1"
 BIN = Path(sys.executable).parent
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _redis_reachable() -> bool:
@@ -99,7 +93,7 @@ class Stack:
 def stack(tmp_path_factory):
     """Migrated database, an admin account, then the web server, a scheduler and a worker."""
     workdir = tmp_path_factory.mktemp("e2e")
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("FLASK_", "CRONWELL_", "WEBUI_"))}
     env.update(
         {

@@ -14,25 +14,24 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.conftest import ADMIN_PASSWORD, ARTIFACTS
-
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 JOB_NAME = "e2e every minute <b>"
 
 
-def sign_in(page: Page, base_url: str) -> None:
+def sign_in(page: Page, stack) -> None:
+    base_url = stack.base_url
     page.goto(base_url + "/")
     page.get_by_role("link", name="Sign in").first.click()
     page.get_by_label("Username", exact=True).fill("admin")
-    page.get_by_label("Password", exact=True).fill(ADMIN_PASSWORD)
+    page.get_by_label("Password", exact=True).fill(stack.env["DEV_ADMIN_PASSWORD"])
     page.get_by_role("button", name="Sign in").click()
     expect(page).to_have_url(base_url + "/dashboard/")
 
 
-def test_operator_flow(stack, page: Page):
+def test_operator_flow(stack, page: Page, artifacts_dir):
     base = stack.base_url
-    sign_in(page, base)
+    sign_in(page, stack)
 
     # The job form: a bad cron gets an inline error, both live (preview) and on submit.
     page.get_by_role("link", name="New job").first.click()
@@ -64,7 +63,7 @@ def test_operator_flow(stack, page: Page):
     expect(row).to_be_visible(timeout=100_000)
     assert page.evaluate("window.__cronwellMarker") == "no reload"  # live update, not a page load
     expect(page.locator("#panel-heartbeats")).to_contain_text("alive")
-    page.screenshot(path=str(ARTIFACTS / "dashboard.png"), full_page=True)
+    page.screenshot(path=str(artifacts_dir / "dashboard.png"), full_page=True)
 
     # Open the execution and read its output.
     row.get_by_role("link", name=re.compile(r"^#\d+$")).click()
@@ -75,7 +74,7 @@ def test_operator_flow(stack, page: Page):
     page.goto(job_url)
     expect(page.locator("svg.chart").first).to_be_visible()
     expect(page.locator("h1")).to_contain_text(JOB_NAME)  # shown as text, not markup
-    page.screenshot(path=str(ARTIFACTS / "job-detail.png"), full_page=True)
+    page.screenshot(path=str(artifacts_dir / "job-detail.png"), full_page=True)
     page.get_by_role("button", name="Disable").click()
     expect(page.locator(".flash-success")).to_contain_text("disabled")
     expect(page.locator("h1 .status")).to_have_text("disabled")
@@ -102,7 +101,7 @@ def test_operator_flow(stack, page: Page):
 
 
 def test_polling_pauses_while_the_tab_is_hidden(stack, page: Page):
-    sign_in(page, stack.base_url)
+    sign_in(page, stack)
     requests: list[str] = []
     page.on("request", lambda request: requests.append(request.url) if "/dashboard/panels/" in request.url else None)
     page.wait_for_timeout(6_000)
@@ -124,17 +123,17 @@ def test_polling_pauses_while_the_tab_is_hidden(stack, page: Page):
     assert page.console_errors == [], page.console_errors
 
 
-def test_phone_width_has_no_sideways_scroll_and_signs_out(stack, browser):
+def test_phone_width_has_no_sideways_scroll_and_signs_out(stack, browser, artifacts_dir):
     context = browser.new_context(viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True)
     page = context.new_page()
     try:
-        sign_in(page, stack.base_url)
+        sign_in(page, stack)
         for path in ("/dashboard/", "/jobs/", "/executions/", "/jobs/new", "/alerts/"):
             page.goto(stack.base_url + path)
             overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
             assert overflow <= 1, (path, overflow)
         page.goto(stack.base_url + "/dashboard/")
-        page.screenshot(path=str(ARTIFACTS / "dashboard-phone.png"), full_page=True)
+        page.screenshot(path=str(artifacts_dir / "dashboard-phone.png"), full_page=True)
         page.get_by_role("button", name="Sign out").click()
         expect(page.locator(".flash-info")).to_contain_text("signed out")
         page.goto(stack.base_url + "/dashboard/")

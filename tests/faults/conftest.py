@@ -15,9 +15,9 @@ from collections.abc import Iterator
 import pytest
 
 from app import create_app
-from tests.conftest import _env, _migrate
-from tests.faults.services import PrivatePostgres, PrivateRedis
+from tests.helpers.databases import app_env_for, migrate
 from tests.helpers.processes import FlaskProcesses
+from tests.helpers.servers import PrivatePostgres, PrivateRedis
 
 TEMPLATE = "cronwell_fault_template"
 _databases = itertools.count(1)
@@ -30,7 +30,7 @@ def private_pg(tmp_path_factory) -> Iterator[PrivatePostgres]:
     try:
         server.start()
         server.create_database(TEMPLATE)
-        _migrate(server.url(TEMPLATE), tmp_path_factory.mktemp("fault-template"))
+        migrate(server.url(TEMPLATE), tmp_path_factory.mktemp("fault-template"))
         yield server
     finally:
         server.destroy()
@@ -47,7 +47,7 @@ def fault_db(private_pg) -> str:
 @pytest.fixture
 def fault_env(fault_db, tmp_path) -> dict:
     """What the app and every subprocess of the scenario run with."""
-    env = _env(fault_db, tmp_path / "instance")
+    env = app_env_for(fault_db, tmp_path / "instance")
     env.update({"LOG_FORMAT": "json", "LOG_LEVEL": "INFO", "WORKER_SHUTDOWN_GRACE_SECONDS": "10"})
     return env
 

@@ -20,7 +20,9 @@ from datetime import timedelta
 import pytest
 
 from tests.factories import make_job
-from tests.faults.scenario import (
+from tests.helpers.pg import plain_url
+from tests.helpers.processes import wait_for
+from tests.helpers.scenario import (
     assert_alive,
     check_ledger,
     log_events,
@@ -32,9 +34,7 @@ from tests.faults.scenario import (
     stop_gracefully,
     utcnow,
 )
-from tests.faults.services import free_port
-from tests.helpers.pg import plain_url
-from tests.helpers.processes import wait_for
+from tests.helpers.servers import free_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 

@@ -17,7 +17,8 @@ import time
 import pytest
 
 from tests.factories import make_job
-from tests.faults.scenario import (
+from tests.helpers.processes import wait_for
+from tests.helpers.scenario import (
     assert_alive,
     check_ledger,
     lateness_seconds,
@@ -26,7 +27,6 @@ from tests.faults.scenario import (
     stop_gracefully,
     utcnow,
 )
-from tests.helpers.processes import wait_for
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(240)]
 

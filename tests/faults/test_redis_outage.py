@@ -17,10 +17,10 @@ import redis
 from app.extensions import db
 from app.models import User
 from tests.factories import make_job
-from tests.faults.http import Browser
-from tests.faults.scenario import readyz, start_web, utcnow
-from tests.faults.services import free_port
+from tests.helpers.http import Browser
 from tests.helpers.processes import wait_for
+from tests.helpers.scenario import readyz, start_web, utcnow
+from tests.helpers.servers import free_port
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(120)]
 

@@ -15,8 +15,8 @@ from datetime import timedelta
 
 import pytest
 
-from tests.faults.scenario import check_ledger, clone_jobs, scalar, stop_gracefully, utcnow, write_transactions_open
 from tests.helpers.processes import wait_for
+from tests.helpers.scenario import check_ledger, clone_jobs, scalar, stop_gracefully, utcnow, write_transactions_open
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(180)]
 

@@ -19,7 +19,8 @@ from datetime import timedelta
 
 import pytest
 
-from tests.faults.scenario import (
+from tests.helpers.processes import wait_for
+from tests.helpers.scenario import (
     assert_alive,
     check_ledger,
     clone_jobs,
@@ -30,7 +31,6 @@ from tests.faults.scenario import (
     stop_gracefully,
     utcnow,
 )
-from tests.helpers.processes import wait_for
 
 JOBS = int(os.environ.get("CRONWELL_SOAK_JOBS", "2000"))
 SECONDS = float(os.environ.get("CRONWELL_SOAK_SECONDS", "300"))

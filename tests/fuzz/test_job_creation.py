@@ -20,9 +20,9 @@ from app.extensions import db
 from app.models import Event, Job
 from app.services.errors import ServiceError, ValidationFailed
 from app.services.use_cases import jobs as job_service
-from tests.fuzz.strategies import FUZZ_DB, NASTY, hostile_text, json_values, schedule_values
-from tests.fuzz.test_task_config import SSRF, TRAVERSAL
-from tests.web.webtools import WebClient, job_form, make_user
+from tests.factories import make_user
+from tests.fuzz.strategies import FUZZ_DB, NASTY, SSRF, TRAVERSAL, hostile_text, json_values, schedule_values
+from tests.helpers.web import WebClient, job_form
 
 NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 INT_FIELDS = (

@@ -11,64 +11,10 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from app.tasks import TaskConfigError, UnknownTaskError, all_tasks, load_catalog, validate_config
-from tests.fuzz.strategies import FUZZ, hostile_text, json_values
+from tests.fuzz.strategies import FUZZ, SSRF, TRAVERSAL, hostile_text, json_values
 
 load_catalog()
 TASK_NAMES = [spec.name for spec in all_tasks()]
-
-TRAVERSAL = [
-    "../x",
-    "..",
-    ".",
-    "/etc/passwd",
-    "a/../../b",
-    "..\\..\\x",
-    "x/y",
-    "\x00x",
-    "x\x00",
-    "-rf",
-    " x",
-    "x ",
-    "\u202eexe.txt",
-    "x\u2028y",
-    "a" * 256,
-    "é" * 128,
-    "/",
-    "\\",
-    "C:\\x",
-    "./x",
-    "~/.ssh/id_rsa",
-]
-SSRF = [
-    "http://10.0.0.1/",
-    "http://169.254.169.254/latest/meta-data/",
-    "http://[::ffff:127.0.0.1]/",
-    "http://2130706433/",
-    "http://0x7f.1/",
-    "http://017700000001/",
-    "http://127.1/",
-    "http://0/",
-    "http://0.0.0.0/",
-    "http://localhost.evil.com/",
-    "http://evil.com#@127.0.0.1/",
-    "http://user@127.0.0.1/",
-    "http://127.0.0.1@evil.com/",
-    "file:///etc/passwd",
-    "gopher://127.0.0.1:6379/_FLUSHALL",
-    "ftp://127.0.0.1/",
-    "http://[::1%25eth0]/",
-    "http://127.0.0.1:99999/",
-    "http://127.0.0.1:0/",
-    "//127.0.0.1/",
-    "127.0.0.1",
-    "http://127.0.0.1 /",
-    "http://127.0.0.1\r\nHost: evil/",
-    "http://loc\u0430lhost/",
-    "http://LOCALHOST./",
-    "http://[0:0:0:0:0:0:0:1]/",
-    "http://metadata.google.internal/",
-    "http://256.0.0.1/",
-]
 
 
 @FUZZ

@@ -14,8 +14,9 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import Job
+from tests.factories import make_user
 from tests.fuzz.strategies import FUZZ_DB, hostile_text
-from tests.web.webtools import WebClient, job_form, make_user
+from tests.helpers.web import WebClient, job_form
 
 MARKER = '<x-fuzz onmouseover="alert(1)">'
 FORM_FIELDS = [

@@ -12,7 +12,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -176,13 +176,3 @@ class FlaskProcesses:
                         os.kill(pid, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
-
-
-@pytest.fixture
-def flask_processes(app_env, tmp_path) -> Iterator[FlaskProcesses]:
-    """Start `flask ...` subprocesses against the test app's database; all are killed at teardown."""
-    processes = FlaskProcesses(app_env, tmp_path / "process-logs")
-    try:
-        yield processes
-    finally:
-        processes.cleanup()

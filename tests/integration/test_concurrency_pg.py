@@ -26,7 +26,7 @@ from app.services.use_cases import jobs
 from app.store import store_for
 from tests.factories import make_job
 from tests.helpers.pg import starting_gate
-from tests.helpers.processes import flask_processes, wait_for  # noqa: F401 - fixture
+from tests.helpers.processes import wait_for
 from tests.helpers.racers import race_schedulers
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(120)]

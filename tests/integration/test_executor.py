@@ -1,6 +1,6 @@
 """The fork-server executor with real processes (no database).
 
-Tasks come from tests/executor_tasks.py, preloaded into the zygote. Timing bounds are loose on
+Tasks come from tests/helpers/executor_tasks.py, preloaded into the zygote. Timing bounds are loose on
 purpose: they prove "about the timeout, not forever", not scheduler precision. Waiting for a
 process to disappear is a bounded polling loop, never a fixed sleep.
 """
@@ -23,7 +23,7 @@ from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
 pytestmark = pytest.mark.timeout(60)
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
-PRELOAD = ("tests.executor_tasks",)
+PRELOAD = ("tests.helpers.executor_tasks",)
 KILL_GRACE = 0.5
 
 
@@ -379,7 +379,7 @@ from pathlib import Path
 from app.executor import ForkServer, TaskRequest
 
 context = json.loads(sys.argv[1])
-server = ForkServer(preload=("tests.executor_tasks",))
+server = ForkServer(preload=("tests.helpers.executor_tasks",))
 server.start()
 server.submit(TaskRequest(1, "test_exec_grandchildren", {"seconds": 120}, context, 120))
 pid_file = Path(context["artifact_dir"]) / "grandchildren.pids"

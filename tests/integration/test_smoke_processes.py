@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,37 +24,19 @@ import psycopg
 import pytest
 
 from app.clock import utcnow
-from tests.conftest import IN_CI, PG_ADMIN_URL, require_postgres
+from tests.helpers.compose import service_command
+from tests.helpers.databases import PG_ADMIN_URL, require_postgres
 from tests.helpers.processes import PROJECT_ROOT, descendants_of, wait_for
-from tests.web.test_deploy_compose import service_command
+from tests.helpers.servers import REDIS_URL, free_port, require_redis
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
-REDIS_URL = os.environ.get("CRONWELL_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 SECRETS = {
     "SECRET_KEY": "smoke-secret-key-" + "k" * 40,
     "SCHEDULER_CLI_SECRET": "smoke-cli-secret-value",
     "METRICS_TOKEN": "smoke-metrics-token-value",
     "DEV_ADMIN_PASSWORD": "smoke admin pass phrase",
 }
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-def require_redis() -> None:
-    import redis
-
-    try:
-        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means unreachable
-        message = f"Redis unreachable at {REDIS_URL}: {exc}"
-        if IN_CI:
-            pytest.fail(message + " (CI=true: the smoke test must run)")
-        pytest.skip(message)
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-import tests.executor_tasks  # noqa: F401 - registers test_exec_environment here and in the zygote
+import tests.helpers.executor_tasks  # noqa: F401 - registers test_exec_environment here and in the zygote
 from app.clock import utcnow
 from app.executor import ForkServer
 from app.extensions import db
@@ -37,7 +37,7 @@ HARMLESS = {"CRONWELL_TASK_GREETING": "hello"}
 def run_job(app, task: str, config: dict | None = None) -> Execution:
     job = make_job(now=utcnow(), task=task, config=config or {})
     execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
-    executor = ForkServer(preload=("app.tasks.catalog", "tests.executor_tasks"), kill_grace_seconds=0.5)
+    executor = ForkServer(preload=("app.tasks.catalog", "tests.helpers.executor_tasks"), kill_grace_seconds=0.5)
     Worker(app, worker_id="secrets-test", executor=executor).run(burst=True)
     db.session.rollback()
     return db.session.get(Execution, execution.id)

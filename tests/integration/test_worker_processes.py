@@ -27,7 +27,7 @@ from app.services.errors import Conflict
 from app.services.use_cases import jobs
 from app.store import Finished, Outcome, store_for
 from tests.factories import make_job
-from tests.helpers.processes import children_of, cmdline, flask_processes, is_alive, wait_for  # noqa: F401
+from tests.helpers.processes import children_of, cmdline, is_alive, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 

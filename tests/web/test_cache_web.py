@@ -16,7 +16,8 @@ import redis
 from app import cache, create_app
 from app.extensions import db
 from app.models import Job
-from tests.web.webtools import WebClient, job_form, make_execution, make_job, signed_in_client
+from tests.factories import make_execution, make_job
+from tests.helpers.web import WebClient, job_form, signed_in_client
 
 REDIS_URL = os.environ.get("CRONWELL_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 UNREACHABLE_REDIS_URL = "redis://127.0.0.1:1/0"
@@ -206,7 +207,7 @@ def test_rollback_deletes_nothing(redis_app, keys):
 
 def test_login_rate_limit_is_shared_between_processes(app_env, prefix, redis_app):
     """Two app instances (as two gunicorn workers) count attempts in the same Redis."""
-    from tests.web.webtools import make_user
+    from tests.factories import make_user
 
     make_user("shared", "pw-shared")
     redis_app.config["LOGIN_RATE_LIMIT_ATTEMPTS"] = 2

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
+from app.clock import utcnow
 from app.extensions import db as database
 from app.models import Alert, DeadLetter
-from tests.web.test_cli_common import (  # noqa: F401
-    assert_error,
-    assert_usage_error,
-    cli,
-    cli_events,
-    make_alert,
-    make_execution,
-    make_job,
-    ok,
-    ok_json,
-    row_counts,
-    utcnow,
-)
+from tests.factories import make_alert, make_execution, make_job
+from tests.helpers.cli import assert_error, assert_usage_error, cli_events, ok, ok_json, row_counts
 
 
 def seed():

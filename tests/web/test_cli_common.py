@@ -1,174 +1,17 @@
-"""What every operator command shares: the CLI secret, one-line errors, --json, --help examples.
-
-The helpers at the top are imported by the other `test_cli_*` modules.
-"""
+"""What every operator command shares: the CLI secret, one-line errors, --json, --help examples."""
 
 from __future__ import annotations
 
-import json
-import uuid
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import click
 import pytest
-from sqlalchemy import func, select
 
-from app.clock import utcnow
-from app.extensions import db as database
-from app.models import Alert, Attempt, DeadLetter, Event, Execution, Heartbeat, Job, User
-from app.services.use_cases import jobs as job_service
 from cli.common import fmt_age, fmt_both, fmt_duration, fmt_local, fmt_utc
+from tests.factories import make_alert, make_execution, make_job
+from tests.helpers.cli import assert_error, ok, ok_json, row_counts
 
 SECRET = "correct horse battery staple"
-
-
-# --- helpers shared by the CLI tests ---------------------------------------------------------
-
-
-@pytest.fixture
-def cli(app):
-    """Run `flask ARGS...` in-process with Click's runner; stdout and stderr come apart."""
-    runner = app.test_cli_runner()
-
-    def invoke(*args: str, **kwargs):
-        return runner.invoke(args=[str(a) for a in args], **kwargs)
-
-    return invoke
-
-
-def ok(result) -> str:
-    """Assert success and return stdout."""
-    assert result.exit_code == 0, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    return result.stdout
-
-
-def ok_json(result):
-    """Assert success and that stdout is exactly one JSON document."""
-    return json.loads(ok(result))
-
-
-def assert_error(result, fragment: str) -> str:
-    """A handled error: exit 1, one `Error: ...` line on stderr with `fragment`, nothing on stdout."""
-    assert result.exit_code == 1, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    assert isinstance(result.exception, SystemExit), result.exception  # no traceback
-    lines = result.stderr.splitlines()
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("Error: "), lines[0]
-    assert fragment in lines[0], lines[0]
-    assert result.stdout == ""
-    return lines[0]
-
-
-def assert_usage_error(result, fragment: str = "") -> None:
-    assert result.exit_code == 2, f"exit {result.exit_code}\nstdout: {result.stdout}\nstderr: {result.stderr}"
-    assert fragment in result.stderr
-    assert result.stdout == ""
-
-
-def row_counts() -> dict[str, int]:
-    """How many rows each table holds, to prove a failed command wrote nothing."""
-    database.session.rollback()
-    return {
-        model.__tablename__: database.session.scalar(select(func.count()).select_from(model))
-        for model in (Job, Execution, Attempt, Alert, DeadLetter, Event, User)
-    }
-
-
-def cli_events(type_: str | None = None) -> list[Event]:
-    database.session.expire_all()
-    query = select(Event).where(Event.actor == "cli").order_by(Event.id)
-    if type_:
-        query = query.where(Event.type == type_)
-    return list(database.session.scalars(query))
-
-
-def make_job(
-    name: str = "every-minute",
-    task: str = "always_succeed",
-    schedule_type: str = "interval",
-    schedule: dict | None = None,
-    **fields,
-) -> Job:
-    """A job created through the service (actor `test`), as the CLI would."""
-    data = {
-        "name": name,
-        "task": task,
-        "schedule_type": schedule_type,
-        "schedule": schedule or {"every": "60s"},
-        **fields,
-    }
-    return job_service.create_job(data, now=utcnow(), actor="test")
-
-
-def make_execution(
-    job: Job,
-    status: str = "pending",
-    *,
-    attempts: int = 0,
-    output: str = "",
-    error: str = "",
-    finished: bool | None = None,
-    **fields,
-) -> Execution:
-    """An execution row in any status (finished_at set exactly for terminal ones)."""
-    now = utcnow()
-    terminal = status in {"succeeded", "failed", "timed_out", "missed", "cancelled", "dead_lettered"}
-    values = dict(
-        job_id=job.id,
-        scheduled_for=now - timedelta(minutes=1),
-        trigger="manual",
-        idempotency_key=f"test:{job.id}:{uuid.uuid4().hex}",
-        status=status,
-        attempts=attempts,
-        max_attempts=job.max_attempts,
-        queue=job.queue,
-        priority=job.priority,
-        exclusive=job.overlap_policy != "allow",
-        available_at=now - timedelta(minutes=1),
-        started_at=now - timedelta(seconds=30) if attempts else None,
-        finished_at=now if (terminal if finished is None else finished) else None,
-        output=output,
-        error=error,
-        created_at=now,
-        updated_at=now,
-    )
-    execution = Execution(**{**values, **fields})
-    database.session.add(execution)
-    database.session.commit()
-    return execution
-
-
-def make_alert(
-    job: Job, execution: Execution | None = None, message: str = "retries exhausted", resolved: bool = False
-) -> Alert:
-    alert = Alert(
-        job_id=job.id,
-        execution_id=execution.id if execution else None,
-        kind="dead_letter",
-        message=message,
-        created_at=utcnow(),
-        resolved_at=utcnow() if resolved else None,
-        resolved_by="someone" if resolved else None,
-    )
-    database.session.add(alert)
-    database.session.commit()
-    return alert
-
-
-def make_heartbeat(process_id: str, kind: str, *, age_seconds: float) -> Heartbeat:
-    now = utcnow()
-    beat = Heartbeat(
-        id=process_id,
-        kind=kind,
-        host="host-a",
-        pid=4242,
-        started_at=now - timedelta(hours=1),
-        last_seen=now - timedelta(seconds=age_seconds),
-        info={"busy": 0},
-    )
-    database.session.add(beat)
-    database.session.commit()
-    return beat
 
 
 # --- the CLI secret --------------------------------------------------------------------------

@@ -9,17 +9,8 @@ from sqlalchemy import select
 
 from app.extensions import db as database
 from app.models import Attempt, Execution
-from tests.web.test_cli_common import (  # noqa: F401
-    assert_error,
-    assert_usage_error,
-    cli,
-    cli_events,
-    make_execution,
-    make_job,
-    ok,
-    ok_json,
-    row_counts,
-)
+from tests.factories import make_execution, make_job
+from tests.helpers.cli import assert_error, assert_usage_error, cli_events, ok, ok_json, row_counts
 
 
 def status_of(execution_id: int) -> str:
@@ -33,7 +24,7 @@ def history(app):
     a, b = make_job("job-a"), make_job("job-b")
     return {
         "a_ok": make_execution(a, "succeeded", attempts=1, output="done"),
-        "a_failed": make_execution(a, "failed", attempts=3, error="Traceback: boom"),
+        "a_failed": make_execution(a, "failed", attempts=3, error="Traceback: boom", attempt_rows=False),
         "b_pending": make_execution(b, "pending"),
         "b_running": make_execution(b, "running", attempts=1, claimed_by="worker-1"),
         "a": a,

@@ -7,21 +7,12 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from sqlalchemy import select
 
+from app.clock import utcnow
 from app.extensions import db as database
 from app.models import Execution, Job
 from app.tasks import all_tasks
-from tests.web.test_cli_common import (  # noqa: F401
-    assert_error,
-    assert_usage_error,
-    cli,
-    cli_events,
-    make_execution,
-    make_job,
-    ok,
-    ok_json,
-    row_counts,
-    utcnow,
-)
+from tests.factories import make_execution, make_job
+from tests.helpers.cli import assert_error, assert_usage_error, cli_events, ok, ok_json, row_counts
 
 
 def job_named(name: str) -> Job | None:

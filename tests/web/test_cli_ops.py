@@ -8,21 +8,11 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
+from app.clock import utcnow
 from app.extensions import db as database
 from app.models import Execution, User
-from tests.web.test_cli_common import (  # noqa: F401
-    assert_error,
-    cli,
-    cli_events,
-    make_alert,
-    make_execution,
-    make_heartbeat,
-    make_job,
-    ok,
-    ok_json,
-    row_counts,
-    utcnow,
-)
+from tests.factories import make_alert, make_execution, make_heartbeat, make_job
+from tests.helpers.cli import assert_error, cli_events, ok, ok_json, row_counts
 
 # --- health ---------------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.web.test_cli_common import assert_error, assert_usage_error, cli, ok, ok_json, row_counts  # noqa: F401
+from tests.helpers.cli import assert_error, assert_usage_error, ok, ok_json, row_counts
 
 
 def test_preview_cron_explains_the_spring_forward_gap(cli):

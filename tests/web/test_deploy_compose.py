@@ -1,8 +1,8 @@
 """compose.yaml, compose.prod.yaml, the Dockerfile, .env.example and gunicorn.conf.py, checked
 without Docker: every service, command, healthcheck and environment variable.
 
-The compose helpers at the top (`load_compose`, `interpolate`, `service_command`) are shared with
-tests/integration/test_smoke_processes.py, which runs the same commands as real processes.
+The compose helpers (`load_compose`, `interpolate`, `service_command`) live in tests/helpers/compose.py,
+shared with tests/integration/test_smoke_processes.py, which runs the same commands as real processes.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 import runpy
 import shlex
-from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -18,56 +17,11 @@ import yaml
 
 from cli.deploy import check_deployment
 from config import DEV_SECRET_KEY, load_settings, refuse_insecure_start
+from tests.helpers.compose import MissingVariable, interpolate, load_compose, merged_environment, service_command
 
 ROOT = Path(__file__).resolve().parents[2]
 APP_SERVICES = ("migrate", "web", "scheduler", "worker")
 LONG_RUNNING = ("postgres", "redis", "web", "scheduler", "worker")
-_VARIABLE = re.compile(r"\$\$|\$\{(?P<name>[A-Z_][A-Z0-9_]*)(?:(?P<op>:-|:\?)(?P<arg>[^}]*))?\}")
-
-
-class MissingVariable(Exception):
-    """What `docker compose` reports for `${VAR:?message}` with VAR unset or empty."""
-
-
-def load_compose(name: str = "compose.yaml") -> dict:
-    """The compose file as data (YAML anchors and `<<` merge keys resolved, no interpolation)."""
-    return yaml.safe_load((ROOT / name).read_text())
-
-
-def interpolate(value, env: Mapping[str, str]):
-    """Compose variable interpolation for the forms these files use: ${VAR}, ${VAR:-default},
-    ${VAR:?message} and $$ (a literal $, left for the container's shell)."""
-    if isinstance(value, dict):
-        return {key: interpolate(item, env) for key, item in value.items()}
-    if isinstance(value, list):
-        return [interpolate(item, env) for item in value]
-    if not isinstance(value, str):
-        return value
-
-    def replace(match: re.Match) -> str:
-        if match.group(0) == "$$":
-            return "$"
-        name, op, arg = match.group("name"), match.group("op"), match.group("arg")
-        current = env.get(name) or ""
-        if op == ":?" and not current:
-            raise MissingVariable(f"{name}: {arg}")
-        if op == ":-" and not current:
-            return arg
-        return current
-
-    return _VARIABLE.sub(replace, value)
-
-
-def merged_environment(service: str, env: Mapping[str, str], files=("compose.yaml",)) -> dict[str, str]:
-    """A service's environment after compose merges `files` (later mappings win) and interpolates."""
-    merged: dict[str, str] = {}
-    for name in files:
-        merged.update(load_compose(name)["services"].get(service, {}).get("environment") or {})
-    return {key: str(value) for key, value in interpolate(merged, env).items()}
-
-
-def service_command(service: str, env: Mapping[str, str]) -> list[str]:
-    return interpolate(load_compose()["services"][service]["command"], env)
 
 
 def documented_variables() -> set[str]:

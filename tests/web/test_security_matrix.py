@@ -26,7 +26,9 @@ from sqlalchemy import text
 
 from app import create_app
 from app.extensions import db
-from tests.web.webtools import WebClient, make_alert, make_execution, make_job, make_user
+from tests.factories import make_alert, make_execution, make_job, make_user
+from tests.helpers.servers import REDIS_URL
+from tests.helpers.web import WebClient
 
 # Outcomes, as the response classifies them.
 OK = "200 page"
@@ -310,7 +312,6 @@ def test_debug_off_error_pages_show_no_traceback_or_secret(app_env, capfd, monke
 
 # --- two gunicorn workers sharing Redis ----------------------------------------------------------
 
-REDIS_URL = os.environ.get("CRONWELL_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 SECRETS = {
     "SECRET_KEY": SECRET_KEY,
     "SCHEDULER_CLI_SECRET": "matrix-cli-secret-value",
@@ -324,9 +325,9 @@ PASSWORD = "matrix-user-password-1"
 @pytest.fixture
 def gunicorn(app_env, backend, tmp_path):
     """gunicorn -w 2 on a free port, on the test's database, sharing the local Redis."""
-    from tests.faults.scenario import http_get
     from tests.helpers.processes import PROJECT_ROOT, descendants_of, wait_for
-    from tests.integration.test_smoke_processes import free_port, require_redis
+    from tests.helpers.scenario import http_get
+    from tests.helpers.servers import free_port, require_redis
 
     if backend != "sqlite":
         pytest.skip("one backend is enough for the process test")
@@ -406,7 +407,7 @@ def test_login_rate_limit_holds_across_two_gunicorn_workers(app, gunicorn):
     import redis
 
     from app.web.ratelimit import login_keys
-    from tests.faults.http import Browser
+    from tests.helpers.http import Browser
 
     base, log_path, process, prefix = gunicorn
     make_user("limited", password=PASSWORD, role="operator")
@@ -445,7 +446,7 @@ def test_login_rate_limit_holds_across_two_gunicorn_workers(app, gunicorn):
 
 
 def test_no_secret_in_gunicorn_logs_or_error_pages(app, gunicorn):
-    from tests.faults.http import Browser
+    from tests.helpers.http import Browser
 
     base, log_path, process, _ = gunicorn
     make_user("careful", password=PASSWORD, role="operator")

@@ -6,7 +6,8 @@ import pytest
 
 from app.extensions import db
 from app.models import Alert, Execution, Job
-from tests.web.webtools import WebClient, make_alert, make_execution, make_job, signed_in_client
+from tests.factories import make_alert, make_execution, make_job
+from tests.helpers.web import WebClient, signed_in_client
 
 PRIVATE_PAGES = ["/dashboard/", "/alerts/", "/health/", "/jobs/new", "/dashboard/panels/summary"]
 PUBLIC_PAGES = ["/jobs/", "/executions/"]

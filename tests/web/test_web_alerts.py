@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from app.clock import utcnow
 from app.extensions import db
 from app.models import Alert, DeadLetter
-from tests.web.webtools import NOW, make_alert, make_execution, make_job, signed_in_client
+from tests.factories import make_alert, make_execution, make_job
+from tests.helpers.web import signed_in_client
 
 
 @pytest.fixture
@@ -23,9 +25,10 @@ def test_list_shows_open_alerts_and_dead_letters(app, operator):
     job = make_job("alerting")
     execution = make_execution(job, "failed")
     open_alert = make_alert(job, execution, message="retries exhausted")
-    closed = make_alert(job, message="old news")
-    closed.resolved_at, closed.resolved_by = NOW, "someone"
-    db.session.add(DeadLetter(execution_id=execution.id, job_id=job.id, reason="3 attempts failed", created_at=NOW))
+    make_alert(job, message="old news", resolved=True)
+    db.session.add(
+        DeadLetter(execution_id=execution.id, job_id=job.id, reason="3 attempts failed", created_at=utcnow())
+    )
     db.session.commit()
     body = operator.get("/alerts/").get_data(as_text=True)
     assert "retries exhausted" in body and "old news" not in body

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app import create_app
-from tests.web.webtools import WebClient, make_user
+from tests.factories import make_user
+from tests.helpers.web import WebClient
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ import pytest
 from app.clock import utcnow
 from app.extensions import db
 from app.models import Heartbeat
-from tests.web.webtools import make_alert, make_execution, make_job, signed_in_client
+from tests.factories import make_alert, make_execution, make_job
+from tests.helpers.web import signed_in_client
 
 PANELS = ("summary", "queue", "upcoming", "activity", "alerts", "heartbeats", "jobs")
 
@@ -102,7 +103,7 @@ def test_health_page(app, client):
 
 
 def test_healthz_and_readyz_stay_json(app):
-    from tests.web.webtools import WebClient
+    from tests.helpers.web import WebClient
 
     client = WebClient(app)
     assert client.get("/healthz").get_json() == {"status": "ok"}

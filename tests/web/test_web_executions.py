@@ -7,8 +7,8 @@ import pytest
 from app.clock import utcnow
 from app.extensions import db
 from app.models import Execution
-from tests.web.test_web_jobs import rows
-from tests.web.webtools import WebClient, make_execution, make_job, signed_in_client
+from tests.factories import make_execution, make_job
+from tests.helpers.web import WebClient, rows, signed_in_client
 
 
 @pytest.fixture
@@ -135,10 +135,8 @@ def test_actions_on_missing_execution_do_not_500(app, operator):
 
 
 def test_list_counts_stop_at_the_cap_and_say_more_than(app, monkeypatch):
-
     from app.services.use_cases import jobs as job_service
     from app.web import pagination
-    from tests.factories import make_job
 
     monkeypatch.setattr(pagination, "COUNT_CAP", 3)
     job = make_job(now=utcnow())

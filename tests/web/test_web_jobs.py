@@ -9,12 +9,8 @@ import pytest
 
 from app.extensions import db
 from app.models import Execution, Job
-from tests.web.webtools import WebClient, job_form, make_execution, make_job, signed_in_client
-
-
-def rows(body: str) -> int:
-    tbody = body.split("<tbody>", 1)[1].split("</tbody>", 1)[0] if "<tbody>" in body else ""
-    return tbody.count("<tr>")
+from tests.factories import make_execution, make_job
+from tests.helpers.web import WebClient, job_form, rows, signed_in_client
 
 
 def errors(body: str) -> list[str]:

@@ -17,7 +17,8 @@ from app.models import Execution
 from app.services.read import dashboard, row_counts
 from app.services.use_cases import executions as execution_service
 from app.web import pagination
-from tests.web.webtools import WebClient, make_execution, make_job, signed_in_client
+from tests.factories import make_execution, make_job
+from tests.helpers.web import WebClient, signed_in_client
 
 
 def _ids_in(body: str) -> list[int]:

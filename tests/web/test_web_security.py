@@ -7,7 +7,8 @@ import re
 import pytest
 
 from app import create_app
-from tests.web.webtools import WebClient, make_alert, make_execution, make_job, signed_in_client
+from tests.factories import make_alert, make_execution, make_job
+from tests.helpers.web import WebClient, signed_in_client
 
 XSS = '<script>alert("x")</script><img src=x onerror=alert(1)>'
 

@@ -1,6 +1,6 @@
 """Test-only tasks for the executor tests: each one misbehaves in a specific way.
 
-Preloaded into the zygote by `ForkServer(preload=("tests.executor_tasks",))`. Names start with
+Preloaded into the zygote by `ForkServer(preload=("tests.helpers.executor_tasks",))`. Names start with
 `test_exec_` so they can never collide with the built-in catalog.
 """
 

@@ -1,7 +1,8 @@
-"""Private servers for the fault scenarios: a PostgreSQL cluster and a Redis that the test owns,
-so it can stop, restart and cut them off without touching the shared servers on 5432 and 6379.
+"""Servers for tests: free ports, the shared Redis, and private servers for the fault scenarios (a
+PostgreSQL cluster and a Redis that the test owns, so it can stop, restart and cut them off
+without touching the shared servers on 5432 and 6379).
 
-Both listen on loopback only, on a free port, with their files in a temporary directory that is
+The private servers listen on loopback only, on a free port, with their files in a temporary directory that is
 removed at the end. Every start and stop is bounded in time.
 """
 
@@ -20,16 +21,33 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from tests.conftest import IN_CI
+from tests.helpers.databases import IN_CI
 
 PG_BIN = Path(os.environ.get("CRONWELL_PG_BIN", "/usr/lib/postgresql/15/bin"))
 REDIS_SERVER = shutil.which("redis-server") or "/usr/bin/redis-server"
 
 
+REDIS_URL = os.environ.get("CRONWELL_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
 def free_port() -> int:
+    """A TCP port on loopback that nothing listens on right now."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
+
+
+def require_redis() -> None:
+    """Skip the test when the shared Redis is unreachable; fail it under CI=true."""
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2).ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means unreachable
+        message = f"Redis unreachable at {REDIS_URL}: {exc}"
+        if IN_CI:
+            pytest.fail(message + " (CI=true: this test must run)")
+        pytest.skip(message)
 
 
 def _unavailable(message: str) -> None:
