@@ -22,17 +22,18 @@ from pathlib import Path
 import click
 from flask import current_app
 from flask.cli import AppGroup
-from sqlalchemy import delete, select, update
+from sqlalchemy import select, update
 
 from app.clock import utcnow
 from app.database import write_transaction
 from app.domain.states import TERMINAL
 from app.domain.states import ExecutionStatus as S
 from app.extensions import db
-from app.models import Alert, Attempt, DeadLetter, Event, Execution, Heartbeat, Job
+from app.models import Attempt, Event, Execution, Job
+from app.services.engine import heartbeats
 from app.services.engine.scheduler import Scheduler, TickReport
 from app.services.engine.worker import Worker
-from app.services.use_cases import executions, jobs
+from app.services.use_cases import alerts, executions, jobs
 from app.store import occurrence_row, store_for
 from cli.common import fmt_age, handle_errors, mutating
 
@@ -69,11 +70,13 @@ def demo_run(command: str) -> Iterator[str]:
 
 def _clean_up(prefix: str) -> None:
     db.session.rollback()
+    ids = [job.id for job in jobs.list_jobs() if job.name.startswith(prefix)]
+    alerts.delete_alerts_of_jobs(ids)
+    # The demo's processes remove their own heartbeats when they end; this covers one that failed.
     with write_transaction(db.engine) as conn:
-        ids = list(conn.execute(select(Job.id).where(Job.name.like(f"{prefix}%"))).scalars())
-        if ids:
-            conn.execute(delete(Alert).where(Alert.job_id.in_(ids)))
-        conn.execute(delete(Heartbeat).where(Heartbeat.id.like(f"{prefix}%")))
+        for kind in ("scheduler", "worker"):
+            for process_id in (f"{prefix}-{kind}", *(f"{prefix}-{kind}-{n}" for n in range(1, 4))):
+                heartbeats.remove(conn, process_id)
     for job_id in ids:
         jobs.delete_job(job_id, now=utcnow(), actor=ACTOR)
 
@@ -462,8 +465,8 @@ def timeout() -> None:
             select(Event).where(Event.execution_id == row.id, Event.type == "retry_scheduled")
         ).all()
         expect(len(retries) == 1, f"{len(retries)} retry_scheduled events, expected 1")
-        dead = db.session.scalars(select(DeadLetter).where(DeadLetter.execution_id == row.id)).first()
-        alert = db.session.scalars(select(Alert).where(Alert.execution_id == row.id)).first()
+        dead = next((d for d in alerts.list_dead_letters() if d.execution_id == row.id), None)
+        alert = next((a for a in alerts.list_alerts(include_resolved=True) if a.execution_id == row.id), None)
         expect(dead is not None and alert is not None, "no dead letter and alert after the last attempt")
         click.echo(
             f"  retried once, then kept its truthful status timed_out and was dead-lettered with an alert: "

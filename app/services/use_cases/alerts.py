@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from app.database import begin_write
 from app.extensions import db
@@ -44,3 +44,16 @@ def resolve_alerts(alert_ids: list[int], *, now: datetime, actor: str) -> int:
     record_event("alerts_resolved", now=now, actor=actor, alert_ids=sorted(alert_ids), changed=result.rowcount)
     db.session.commit()
     return result.rowcount
+
+
+def delete_alerts_of_jobs(job_ids: list[int]) -> int:
+    """Delete every alert of these jobs (alerts outlive a deleted job otherwise); returns how many.
+
+    For `flask demo`, which removes everything it made; operators resolve alerts instead.
+    """
+    if not job_ids:
+        return 0
+    begin_write(db.session)
+    deleted = db.session.execute(delete(Alert).where(Alert.job_id.in_(job_ids))).rowcount
+    db.session.commit()
+    return deleted
