@@ -44,7 +44,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--fire-seconds",
         type=float,
         default=None,
-        help="measured duration of the fire-time run (default 30; the issue's figure is 60)",
+        help="measured duration of the fire-time run (default 30; 60 for the one-minute figures)",
     )
     parser.add_argument("--fire-jobs", type=int, default=200, help="interval jobs in the fire-time run")
     parser.add_argument("--triggers", type=int, default=None, help="manual triggers timed (default 100)")

@@ -10,7 +10,7 @@ database (what happens after each invalidation and on every TTL expiry; without 
 web process otherwise keeps its own short-lived in-process copy). "Redis" runs against the local
 Redis under a per-run key prefix, warm. Target: every page <= 50 ms p95 without a cache.
 
-Counts above 50,000 rows may be estimates if the UI says so (issue 7): the summary's counts are
+Counts above 50,000 rows may be estimates as long as the UI says so: the summary's counts are
 exact up to 50,000 per status and planner estimates above, so the run also reports how far each
 estimate is from the exact count the loader took. Lists count at most 50,000 rows; the deep pages
 timed are the last counted page of each list (page 1000 of all executions, the last pages of a

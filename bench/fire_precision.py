@@ -12,7 +12,7 @@ because the interval anchor decides how bursty the load is:
   a whole second (the product's default): each second 40-200 occurrences fall due together;
 - spread: the same jobs with explicit start_at offsets spread over the interval, the same average
   rate without bursts;
-and issue 3's lighter figure, 100 jobs every 2 s (50/s), in both layouts. Aligned, all 100 fall
+and a lighter load, 100 jobs every 2 s (50/s), in both layouts. Aligned, all 100 fall
 due in the same instant every 2 s and 4 slots drain them at the worker's throughput, so lateness
 there is the burst's queue (the k-th of the burst starts about k / throughput late), not the
 wake-up precision; the spread layout measures the precision. When the offered rate is above what

@@ -3,8 +3,8 @@
 `JobSchema` loads what an operator gives (the CLI, the web form, later the API) for a create (every
 required field, defaults for the rest) or, with `partial=True` and the stored values as `current`,
 for an edit (only the fields given). Field errors stay keyed by field, so the web shows each next
-to its input and the CLI prints them on one line. `dump_job` is the JSON shape of a job (SPEC
-section 3 names, instants as ISO 8601 UTC with `Z`).
+to its input and the CLI prints them on one line. `dump_job` is the JSON shape of a job (the column
+names, instants as ISO 8601 UTC with `Z`).
 
 Adding a job field: a column on the model, a migration, one declaration below (and a template line
 in `templates/jobs/form.html` if the form shows it). See docs/architecture.md.

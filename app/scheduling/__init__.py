@@ -4,8 +4,8 @@ Rule for this package: no I/O, no Flask, no SQLAlchemy and no ``datetime.now()``
 Every function takes the instants it needs as parameters; every instant in or
 out is a timezone-aware UTC datetime (naive datetimes are refused with
 ValueError). Timezones are IANA names resolved with ``zoneinfo``; cron fields
-are matched with ``croniter`` on local wall-clock times, and the DST policy of
-SPEC section 4 is applied on top (see ``cron.py``).
+are matched with ``croniter`` on local wall-clock times, and Cronwell's DST rule
+(Vixie cron's, see ``cron.py`` and docs/adr/0005-dst-rule.md) is applied on top.
 """
 
 from app.scheduling.cron import CronExpression, Fire

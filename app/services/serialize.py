@@ -1,8 +1,9 @@
 """Plain-dict views of the models for `--json`, the JSON API and HTMX fragments.
 
 Pure functions of the model objects they are given: no queries of their own beyond the loaded
-relationships, no clock (callers pass `now` where an age is shown). Field names follow SPEC
-section 3; every datetime is ISO 8601 UTC with a `Z` suffix.
+relationships, no clock (callers pass `now` where an age is shown). Field names are the column
+names, so `--json`, the API and the database speak one vocabulary; every datetime is ISO 8601 UTC
+with a `Z` suffix.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Who may see and do what in the web UI (SPEC section 9).
+"""Who may see and do what in the web UI.
 
 With `WEBUI_AUTH=1` (the default):
 - every mutating action, the dashboard, the health page, alerts, execution detail (output and

@@ -1,10 +1,10 @@
-"""Fuzzing every CLI parameter that takes an id or a number (issue 20), on SQLite and PostgreSQL.
+"""Fuzzing every CLI parameter that takes an id or a number, on SQLite and PostgreSQL.
 
 The parameters come from walking the Click command tree under `flask`: every parameter whose type
 is the CLI id type or one of Click's int/float types (ranges included), so a new command is fuzzed
 as soon as it is registered. Each gets huge, negative, zero, non-numeric and other scripts' digits.
 
-Asserted (SPEC section 8): exit 0, 1 with exactly one `Error: ...` line on stderr (never
+Asserted (the CLI's error contract, docs/cli.md): exit 0, 1 with exactly one `Error: ...` line on stderr (never
 "database error"), or 2 for a usage error; never a traceback. An id no row can have is a missing
 object: `Error: <noun> N does not exist`. Commands that run a process until stopped are only
 parsed, never run: whatever their parser accepts is a finite number a process can use.
@@ -36,7 +36,7 @@ CLI_FUZZ = settings(
 PROCESS_COMMANDS = {("scheduler", "run"), ("worker", "run")}
 INT32_MAX = 2**31 - 1
 BAD_NUMBERS = [
-    "99999999999999999999",  # issue 20: PostgreSQL "integer out of range" became "database error"
+    "99999999999999999999",  # beyond PostgreSQL's integer: once "Error: database error: integer out of range"
     "2147483648",
     "9223372036854775808",
     "-1",

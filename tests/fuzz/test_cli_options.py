@@ -1,5 +1,5 @@
 """Fuzzing the operator CLI (`flask job add`, `flask schedule preview`) through Click's runner,
-on SQLite and PostgreSQL. SPEC section 8: exit 0 on success; 1 with exactly one `Error: ...`
+on SQLite and PostgreSQL. The CLI's error contract (docs/cli.md): exit 0 on success; 1 with exactly one `Error: ...`
 line on stderr for a handled refusal; 2 for a usage error (Click's own). Never a traceback, and
 a refused `job add` stores nothing.
 """

@@ -1,5 +1,5 @@
-"""Issue 20, literally: `99999999999999999999` (beyond PostgreSQL's `integer`) in every id route
-family answered 500 on PostgreSQL and `Error: database error: integer out of range` on the CLI.
+"""`99999999999999999999` (beyond PostgreSQL's `integer`) in every id route family once answered
+500 on PostgreSQL and `Error: database error: integer out of range` on the CLI.
 It is a missing object: the web's 404 page, the CLI's `Error: <noun> N does not exist` (exit 1).
 Each test runs on SQLite and PostgreSQL.
 """

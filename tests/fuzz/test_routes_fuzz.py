@@ -1,4 +1,4 @@
-"""Fuzzing every route of `app.url_map` (issue 20), on SQLite and PostgreSQL, as an anonymous
+"""Fuzzing every route of `app.url_map`, on SQLite and PostgreSQL, as an anonymous
 visitor, a viewer and an admin: generated path parameters (ids beyond the column, negative, zero,
 other scripts' digits, very long text) and query parameters (every name the page reads).
 
@@ -39,7 +39,7 @@ ROUTES_FUZZ = settings(
 VISITORS = ("anonymous", "viewer", "admin")
 # Path values no id column can hold, or that are not ids at all.
 BAD_IDS = [
-    "99999999999999999999",  # issue 20: PostgreSQL "integer out of range" answered 500
+    "99999999999999999999",  # beyond PostgreSQL's integer: once a 500 ("integer out of range")
     "2147483648",  # one past Integer
     "9223372036854775808",  # one past BigInteger
     "-1",

@@ -1,6 +1,6 @@
 """Real concurrency on the real PostgreSQL: several OS processes racing over the same rows.
 
-What is proved here is the guarantee of SPEC section 2 under contention: each occurrence gets
+What is proved here is the README's central guarantee under contention: each occurrence gets
 one execution even with three schedulers ticking together; each execution is claimed and run
 once even with four workers racing; a queue-policy job runs one at a time, in order, even
 while several workers want it; and a manual trigger reaches an idle worker through NOTIFY.

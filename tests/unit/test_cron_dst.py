@@ -1,4 +1,4 @@
-"""The DST policy of SPEC section 4, as a table of literal days with exact UTC instants.
+"""The DST rule (docs/adr/0005-dst-rule.md), as a table of literal days with exact UTC instants.
 
 Fixed-hour jobs: a missing local time runs at the first instant after the gap,
 once; a repeated local time runs once, at its first occurrence. Wildcard-hour

@@ -1,5 +1,5 @@
 """The security matrix: every route of `app.url_map` x anonymous / signed-in (operator) / viewer x
-GET / POST, asserted against the table below (SPEC section 9). A route without a row fails the
+GET / POST, asserted against the table below (the rules of `app/web/access.py`). A route without a row fails the
 test, so whoever adds a route must decide who may use it.
 
 Also here: CSRF on every POST (forms and HTMX, WTF_CSRF_ENABLED as in production), session

@@ -1,4 +1,4 @@
-"""Access rules of SPEC section 9: what anonymous visitors, viewers and operators may see and do."""
+"""Access rules (`app/web/access.py`): what anonymous visitors, viewers and operators may see and do."""
 
 from __future__ import annotations
 

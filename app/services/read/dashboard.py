@@ -1,8 +1,9 @@
 """Read models for the dashboard and the job pages, cached through `app.cache`.
 
 Everything returned here is plain JSON data (instants as ISO 8601 UTC text), the same whether it
-came from the cache or from the database. Cached (SPEC section 10), each under a short TTL and
-deleted after commit by the services that change the underlying rows:
+came from the cache or from the database. Cached (Redis when configured, else
+in-process; never a source of truth, ADR 0006), each under a short TTL and deleted after commit
+by the services that change the underlying rows:
 
     dashboard:summary       summary_counts()       job counts; execution counts (estimates > 50k)
     dashboard:queue_depth   queue_depth(now)       due work, waiting retries, in flight

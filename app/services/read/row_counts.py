@@ -5,8 +5,8 @@ succeeded rows of a million executions, on every dashboard refresh. Counting sto
 COUNT_CAP + 1 instead (an index-only scan of at most that many entries, a few milliseconds), so
 every count up to the cap is exact. Only a count that reaches the cap asks PostgreSQL's planner
 how many rows it expects (the statistics of the last ANALYZE, scaled to the table's current
-size), and is labelled as an estimate wherever it is shown (issue 7: counts above 50k rows may be
-estimates if the UI says so). SQLite has no planner estimates, so its counts stay exact.
+size), and is labelled as an estimate wherever it is shown, so nobody reads an estimate as an
+exact figure. SQLite has no planner estimates, so its counts stay exact.
 
 The pure rules (`settle`, `settle_total`, `round_estimate`) come first; the SQL after them.
 """
