@@ -8,6 +8,7 @@ import click
 from flask.cli import AppGroup
 
 from app.clock import utcnow
+from app.scheduling import SCHEDULE_INPUTS
 from app.services.serialize import execution_to_dict, job_to_dict
 from app.services.use_cases import jobs as job_service
 from app.tasks import all_tasks
@@ -34,13 +35,13 @@ def _echo_next_run(job) -> None:
     click.echo(f"Next run: {fmt_both(job.next_run_at, job.timezone) or 'none'}{state}")
 
 
+_SUMMARY_PREFIX = {"interval": "every", "cron": "cron", "one_time": "once at"}
+
+
 def schedule_summary(job) -> str:
     """A short schedule description for tables: `every 30s`, `cron 0 9 * * 1-5`, `once at ...`."""
-    if job.schedule_type == "interval":
-        return f"every {job.schedule.get('every')}"
-    if job.schedule_type == "cron":
-        return f"cron {job.schedule.get('expression')}"
-    return f"once at {job.schedule.get('run_at')}"
+    schedule_input = SCHEDULE_INPUTS[job.schedule_type]
+    return f"{_SUMMARY_PREFIX[job.schedule_type]} {job.schedule.get(schedule_input.key)}"
 
 
 @job_cli.command("add")

@@ -153,7 +153,7 @@ def initial_values(job) -> dict:
         if field.kind == "schedule":
             for schedule_type, schedule_input in SCHEDULE_INPUTS.items():
                 text = (value or {}).get(schedule_input.key, "") if job.schedule_type == schedule_type else ""
-                data[schedule_input.option] = _every_text(text) if schedule_input.key == "every" and text else text
+                data[schedule_input.option] = _every_text(text) if schedule_type == "interval" and text else text
         elif field.kind == "json":
             data[name] = json.dumps(value or {}, indent=2, sort_keys=True)
         elif field.kind == "number":
