@@ -105,10 +105,14 @@ def guarded(execution_id: int, target: S, *, worker_id: str | None = None, among
     return update(executions).where(*conditions)
 
 
+# What recording may move a row to: allowed from every RECORDABLE status.
+RECORD_TARGETS = frozenset(t for t in S if all(can_transition(s, t) for s in RECORDABLE))
+
+
 def check_recordable(finished: Sequence[Finished]) -> None:
     """Every outcome a worker records must be a move the table allows from RECORDABLE."""
     for item in finished:
-        if not all(can_transition(status, item.target) for status in RECORDABLE):
+        if item.target not in RECORD_TARGETS:
             raise ValueError(f"execution {item.execution_id}: cannot record {item.target}")
 
 
@@ -357,10 +361,14 @@ class CommonStore:
             depth=depth or 0, oldest_due_at=oldest, in_flight=in_flight or 0, retries_waiting=waiting or 0
         )
 
-    def counts_by_status(self, conn: Connection) -> dict[str, int]:
-        """Executions per status, every status present (a full count: one GROUP BY)."""
+    def counts_by_status(self, conn: Connection, *, created_since: datetime | None = None) -> dict[str, int]:
+        """Executions per status, every status present (a full count: one GROUP BY), optionally
+        only those created at or after `created_since`."""
         counts = dict.fromkeys(status_values(S), 0)
-        for status, count in conn.execute(select(executions.c.status, func.count()).group_by(executions.c.status)):
+        stmt = select(executions.c.status, func.count()).group_by(executions.c.status)
+        if created_since is not None:
+            stmt = stmt.where(executions.c.created_at >= created_since)
+        for status, count in conn.execute(stmt):
             counts[status] = count
         return {s.value: counts[s.value] for s in S}
 

@@ -88,8 +88,8 @@ class Store(Protocol):
     def queue_counts(self, conn: Connection, now: datetime) -> QueueCounts:
         """Queue depth and oldest due row, waiting retries, in-flight rows."""
 
-    def counts_by_status(self, conn: Connection) -> dict[str, int]:
-        """Executions per status, every status present."""
+    def counts_by_status(self, conn: Connection, *, created_since: datetime | None = None) -> dict[str, int]:
+        """Executions per status, every status present (only those created since `created_since`)."""
 
     # retention
     def prunable_history(self, conn: Connection, *, now: datetime, limit: int) -> dict[int, int]:

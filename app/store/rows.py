@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
+from operator import itemgetter
 
 from app.clock import iso_z
 from app.domain.limits import OUTPUT_LIMIT_CHARS
@@ -146,13 +147,14 @@ class ClaimedExecution:
     @classmethod
     def from_mapping(cls, row: Mapping) -> ClaimedExecution:
         """Build from a row read by name (`row._mapping`)."""
-        values = {name: row[name] for name in CLAIMED_FIELDS}
-        values["config"] = values["config"] or {}
-        values["job_enabled"] = bool(values["job_enabled"])
-        return cls(**values)
+        item = cls(*_by_name(row))
+        if not item.config or not isinstance(item.job_enabled, bool):
+            item = replace(item, config=item.config or {}, job_enabled=bool(item.job_enabled))
+        return item
 
 
 CLAIMED_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(ClaimedExecution))
+_by_name = itemgetter(*CLAIMED_FIELDS)  # the row's values in declaration order, looked up by name
 _TABLES = {"executions": executions, "jobs": jobs}
 
 

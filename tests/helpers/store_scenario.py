@@ -193,7 +193,11 @@ def queue(run: Run, now: datetime):
 
 
 def by_status(run: Run):
-    return {status: n for status, n in run.write(run.store.counts_by_status).items() if n}
+    counts = run.write(run.store.counts_by_status)
+    assert run.write(lambda c: run.store.counts_by_status(c, created_since=at(seconds=2))) == dict(
+        counts, succeeded=0, timed_out=0, missed=0, cancelled=1, dead_lettered=0, running=1
+    )  # created at +2s and later: am (cancelled) and al (running)
+    return {status: n for status, n in counts.items() if n}
 
 
 def prune(run: Run, now: datetime):
