@@ -24,7 +24,15 @@ from app import create_app
 from tests.helpers.databases import IN_CI, PG_ADMIN_URL, app_env_for, migrate, require_postgres
 from tests.helpers.processes import FlaskProcesses
 
-TABLES = "users, jobs, executions, attempts, dead_letters, alerts, events, heartbeats"
+TABLES = (
+    "users, jobs, executions, attempts, dead_letters, alerts, events, heartbeats, worker_commands, queues, projects"
+)
+# What migration 0004 creates in every installation; a truncated test database gets it back.
+DEFAULT_ROWS = (
+    "INSERT INTO projects (name, description, created_at) VALUES ('default', '', now());"
+    "INSERT INTO queues (project_id, name, description, priority, paused, slots_taken, created_at, updated_at)"
+    " SELECT id, 'default', '', 0, false, 0, now(), now() FROM projects WHERE name = 'default'"
+)
 
 _pg_tests_passed = 0
 
@@ -83,6 +91,8 @@ def sqlite_template(tmp_path_factory) -> Path:
 def truncate_all(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
+        for statement in DEFAULT_ROWS.split(";"):
+            conn.execute(statement)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

@@ -8,6 +8,6 @@ Rule for this package: no Flask, no database session, no Click or WTForms. It ma
 layers (`app.domain`, `app.scheduling`) and the task catalog (`app.tasks`); adapters import it.
 """
 
-from app.definitions.job import EDITABLE, JobSchema, dump_job, load_job
+from app.definitions.job import EDITABLE, REFERENCES, JobSchema, dump_job, load_job
 
-__all__ = ["EDITABLE", "JobSchema", "dump_job", "load_job"]
+__all__ = ["EDITABLE", "REFERENCES", "JobSchema", "dump_job", "load_job"]

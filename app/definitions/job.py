@@ -327,6 +327,10 @@ def _unset(schema: JobSchema, key: str, value: Any, partial: Any) -> bool:
 
 
 # The names an operator may set, in declaration order (what an edit compares with the stored job).
+# Fields whose value names a row the job refers to by key: people and scripts give the queue's
+# name, the jobs table holds its id (the use case resolves one to the other).
+REFERENCES: dict[str, str] = {"queue": "queue_id"}
+
 EDITABLE: tuple[str, ...] = tuple(name for name, field in JobSchema().load_fields.items() if name != "enabled")
 
 _DUMPER = JobSchema()

@@ -6,7 +6,20 @@ Python, so that several schedulers and workers cannot break them between them.
 
 from app.models.execution import Attempt, Execution
 from app.models.job import Job
-from app.models.operations import Alert, DeadLetter, Event, Heartbeat
+from app.models.operations import Alert, DeadLetter, Event, Heartbeat, WorkerCommand
+from app.models.queue import Project, Queue
 from app.models.user import User
 
-__all__ = ["Alert", "Attempt", "DeadLetter", "Event", "Execution", "Heartbeat", "Job", "User"]
+__all__ = [
+    "Alert",
+    "Attempt",
+    "DeadLetter",
+    "Event",
+    "Execution",
+    "Heartbeat",
+    "Job",
+    "Project",
+    "Queue",
+    "User",
+    "WorkerCommand",
+]

@@ -37,8 +37,14 @@ class Execution(db.Model):
     reason: Mapped[str | None] = mapped_column(Text)
     attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     max_attempts: Mapped[int] = mapped_column(Integer, default=3, server_default="3")
-    # Copied from the job at creation so the claim query needs no join to order or fence work.
-    queue: Mapped[str] = mapped_column(String(64), default="default", server_default="default")
+    # Copied from the job at creation so the claim orders and fences work without joining jobs.
+    # NULL only for finished history of a queue that was deleted afterwards.
+    queue_id: Mapped[int | None] = mapped_column(ForeignKey("queues.id", ondelete="SET NULL"))
+    # Started under its queue's concurrency limit: gives the slot back when it leaves running.
+    holds_slot: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    # An operator asked to stop it while it runs; its worker kills the task and records `cancelled`.
+    cancel_requested_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    cancel_requested_by: Mapped[str | None] = mapped_column(String(200))
     priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     exclusive: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
     available_at: Mapped[datetime] = mapped_column(UTCDateTime)
@@ -54,6 +60,7 @@ class Execution(db.Model):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
     job = relationship("Job", lazy="joined", innerjoin=True)
+    queue_row = relationship("Queue")
     attempt_rows = relationship(
         "Attempt",
         order_by="Attempt.number",
@@ -102,6 +109,13 @@ class Execution(db.Model):
         Index("ix_executions_job_status", "job_id", "status"),
         Index("ix_executions_status_id", "status", "id"),
         Index("ix_executions_created", "created_at"),
+        # Running executions per queue: the concurrency-limit recount and the queue statistics.
+        Index(
+            "ix_executions_queue_running",
+            "queue_id",
+            postgresql_where=text("status = 'running'"),
+            sqlite_where=text("status = 'running'"),
+        ),
         # Deleting an execution sets retry_of_id to NULL in its retries; without this index each
         # deleted row scanned the whole table (retention, migration 0003). Partial: few rows are retries.
         Index(
@@ -111,6 +125,11 @@ class Execution(db.Model):
             sqlite_where=text("retry_of_id IS NOT NULL"),
         ),
     )
+
+    @property
+    def queue(self) -> str | None:
+        """The name of its queue."""
+        return self.queue_row.name if self.queue_row is not None else None
 
     @property
     def is_terminal(self) -> bool:

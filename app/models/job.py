@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, CheckConstraint, Index, Integer, String, Text, text
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
 from app.domain.states import AlertMode, MisfirePolicy, OverlapPolicy, ScheduleType, values
@@ -40,7 +40,8 @@ class Job(db.Model):
     alert_mode: Mapped[str] = mapped_column(String(10), default="web", server_default="web")
     retention_count: Mapped[int] = mapped_column(Integer, default=500, server_default="500")
     retention_days: Mapped[int] = mapped_column(Integer, default=30, server_default="30")
-    queue: Mapped[str] = mapped_column(String(64), default="default", server_default="default")
+    # The queue its runs go to (a row: naming an unknown queue is an error, not a starved job).
+    queue_id: Mapped[int] = mapped_column(ForeignKey("queues.id", ondelete="RESTRICT"), index=True)
     priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
@@ -59,6 +60,13 @@ class Job(db.Model):
         # The due query (`enabled AND next_run_at <= now`) scans only enabled jobs in time order.
         Index("ix_jobs_due", "next_run_at", postgresql_where=text("enabled"), sqlite_where=text("enabled")),
     )
+
+    queue_row = relationship("Queue", lazy="joined", innerjoin=True)
+
+    @property
+    def queue(self) -> str:
+        """The name of its queue (what people and scripts use)."""
+        return self.queue_row.name
 
     @property
     def exclusive(self) -> bool:

@@ -80,3 +80,22 @@ class Heartbeat(db.Model):
     info: Mapped[dict] = mapped_column(JSONType, default=dict)
 
     __table_args__ = (CheckConstraint("kind IN ('scheduler', 'worker')", name="kind"),)
+
+
+class WorkerCommand(db.Model):
+    """An operator's order to one worker (drain or stop now), stored so it survives a missed
+    NOTIFY: the worker reads its unacted commands on every wake and stamps `acted_at`."""
+
+    __tablename__ = "worker_commands"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    worker_id: Mapped[str] = mapped_column(String(200), index=True)
+    command: Mapped[str] = mapped_column(String(16))
+    issued_by: Mapped[str] = mapped_column(String(200))
+    issued_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    acted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    __table_args__ = (
+        CheckConstraint("command IN ('drain', 'stop')", name="command"),
+        {"sqlite_autoincrement": True},
+    )

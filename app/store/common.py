@@ -35,6 +35,7 @@ from app.store.rows import (
     executions,
     jobs,
     manual_row,
+    queues,
     sql_statuses,
     status_values,
     truncate,
@@ -43,12 +44,17 @@ from app.store.rows import (
 # A candidate is claimable when it is due and in the worker's queues, and - for exclusive jobs
 # (overlap policy skip/queue) - no run of its job is in flight and no older due row of its job
 # is waiting. The second condition keeps queue-policy jobs FIFO even while another worker
-# holds the older row locked (SKIP LOCKED would otherwise hand out the next one). Plain SQL
-# valid on both databases; `{queue_filter}` is the dialect's own.
+# holds the older row locked (SKIP LOCKED would otherwise hand out the next one). Its queue
+# (`q`, joined by the caller) must not be paused and must have a free slot as far as the
+# statement's snapshot knows; the exact slot count is settled under the queue row's lock
+# (PostgreSQL's turn) or the write lock (SQLite). Plain SQL valid on both databases;
+# `{queue_filter}` is the dialect's own.
 CANDIDATE_WHERE = f"""
     e.status IN ({sql_statuses(CLAIMABLE)})
     AND e.available_at <= :now
     {{queue_filter}}
+    AND q.id = e.queue_id AND NOT q.paused
+    AND (q.concurrency_limit IS NULL OR q.slots_taken < q.concurrency_limit)
     AND (NOT e.exclusive OR (
         NOT EXISTS (SELECT 1 FROM executions AS busy
                     WHERE busy.job_id = e.job_id AND busy.exclusive
@@ -248,7 +254,59 @@ class CommonStore:
             if self._complete(conn, item, worker_id=worker_id, now=now):
                 self._close_attempt(conn, item, now=now)
                 recorded.add(item.execution_id)
+        self.release_slots(conn, recorded)
         return recorded
+
+    # --- queues -----------------------------------------------------------------------------
+
+    def queue_ids(self, conn: Connection, names: Sequence[str]) -> dict[str, int]:
+        """{name: id} of the named queues that exist."""
+        q = queues
+        return dict(conn.execute(select(q.c.name, q.c.id).where(q.c.name.in_(list(names)))).all())
+
+    def queue_names(self, conn: Connection) -> list[str]:
+        return list(conn.execute(select(queues.c.name).order_by(queues.c.name)).scalars())
+
+    def move_queued_to_queue(self, conn: Connection, job_id: int, queue_id: int) -> int:
+        """A job moved to another queue takes its waiting executions with it (not running ones)."""
+        e = executions
+        stmt = update(e).where(e.c.job_id == job_id, e.c.status.in_(status_values(CLAIMABLE))).values(queue_id=queue_id)
+        return conn.execute(stmt).rowcount
+
+    # --- concurrency slots ------------------------------------------------------------------
+
+    def release_slots(self, conn: Connection, execution_ids) -> None:
+        """Give back the queue slots of executions that just left `running` (those started under
+        a limit, `holds_slot`, which is cleared), so each limited queue's `slots_taken` stays the
+        number of its executions that hold one (ADR 0008). Releasing twice gives nothing back."""
+        if not execution_ids:
+            return
+        conn.execute(
+            text(
+                "UPDATE queues SET slots_taken = MAX(0, slots_taken - ("
+                "SELECT count(*) FROM executions AS e WHERE e.queue_id = queues.id AND e.holds_slot AND e.id IN :ids))"
+                " WHERE id IN (SELECT queue_id FROM executions WHERE holds_slot AND id IN :ids)"
+                if self.dialect == "sqlite"
+                else "UPDATE queues AS q SET slots_taken = GREATEST(0, q.slots_taken - r.n)"
+                " FROM (SELECT queue_id, count(*) AS n FROM executions WHERE holds_slot AND id IN :ids"
+                " GROUP BY queue_id) AS r WHERE q.id = r.queue_id"
+            ).bindparams(bindparam("ids", expanding=True)),
+            {"ids": sorted(execution_ids)},
+        )
+        conn.execute(
+            update(executions)
+            .where(executions.c.id.in_(sorted(execution_ids)), executions.c.holds_slot)
+            .values(holds_slot=False)
+        )
+
+    def release_slots_of_job(self, conn: Connection, job_id: int) -> None:
+        """Before a job and its history are deleted: the slots its running executions hold."""
+        running = conn.execute(
+            select(executions.c.id).where(
+                executions.c.job_id == job_id, executions.c.status == S.RUNNING.value, executions.c.holds_slot
+            )
+        ).scalars()
+        self.release_slots(conn, list(running))
 
     # --- cancelling -------------------------------------------------------------------------
 
@@ -321,6 +379,7 @@ class CommonStore:
         if conn.execute(stmt.values(status=target.value, **values)).rowcount != 1:
             return None
         if lease.status == S.RUNNING.value:
+            self.release_slots(conn, [lease.id])
             conn.execute(
                 update(attempts)
                 .where(

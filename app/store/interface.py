@@ -54,7 +54,7 @@ class Store(Protocol):
         worker_id: str,
         now: datetime,
         limit: int,
-        queues: Sequence[str] | None,
+        queue_ids: Sequence[int] | None,
         lease_seconds: int,
         buffer_seconds: int,
     ) -> Turn:
@@ -67,6 +67,21 @@ class Store(Protocol):
 
     def expire_lease(self, conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> bool:
         """A stopping worker gives up a running row so recovery may settle it now."""
+
+    def queue_ids(self, conn: Connection, names: Sequence[str]) -> dict[str, int]:
+        """{name: id} of the named queues that exist."""
+
+    def queue_names(self, conn: Connection) -> list[str]:
+        """Every queue name, sorted."""
+
+    def move_queued_to_queue(self, conn: Connection, job_id: int, queue_id: int) -> int:
+        """Move a job's waiting executions to its new queue: how many."""
+
+    def release_slots(self, conn: Connection, execution_ids) -> None:
+        """Give back the queue slots of executions that just left running (ADR 0008)."""
+
+    def release_slots_of_job(self, conn: Connection, job_id: int) -> None:
+        """Give back the slots of a job's running executions before the job is deleted."""
 
     # operators
     def cancel_execution(self, conn: Connection, execution_id: int, *, now: datetime, reason: str) -> bool:

@@ -49,7 +49,7 @@ LEASE_EXPIRES_AT = lease_expires_at_sql(
 # Pick and lock the batch (lower priority value first, then oldest), skipping rows other
 # workers hold.
 CANDIDATES = f"""
-    SELECT e.id FROM executions AS e
+    SELECT e.id, e.queue_id FROM executions AS e, queues AS q
     WHERE {CANDIDATE_WHERE}
     ORDER BY {CANDIDATE_ORDER}
     LIMIT :limit
@@ -65,9 +65,18 @@ _NO_CLAIMED = claimed_null_list(
 #   recorded    running -> its outcome, or -> retry_scheduled; guarded by status (RECORDABLE)
 #               and owner, so a worker whose lease was recovered writes nothing
 #   closed      the Attempt of each recorded execution
-#   candidates  due rows this worker may run, locked, skipping rows other workers hold
-#   started     candidates of enabled jobs: pending | retry_scheduled -> running, lease stamped,
-#               attempts + 1 (claim and start are one step: no session ever sees them claimed)
+#   candidates  due rows this worker may run (queue not paused, a slot free as far as the
+#               snapshot knows), locked, skipping rows other workers hold
+#   wanted, released, slotted, grants, counted
+#               the concurrency limit (ADR 0008): slots given back by `recorded` and slots wanted
+#               by the candidates of limited queues are settled under the queue rows' locks, and
+#               `granted` says how many of each limited queue's candidates may start
+#   ranked, allowed
+#               the candidates that may start: all of unlimited queues, the first `granted` of
+#               limited ones (the rest stay pending, unlocked at commit)
+#   started     allowed candidates of enabled jobs: pending | retry_scheduled -> running, lease
+#               stamped, attempts + 1, holds_slot when the queue is limited (claim and start are
+#               one step: no session ever sees them claimed)
 #   opened      their Attempt rows
 #   cancelled   candidates whose job was disabled after the row was queued
 # All parts see the database as it was when the statement began: a run recorded here does not
@@ -86,10 +95,10 @@ WITH result AS (
         available_at = COALESCE(r.retry_at, x.available_at),
         claimed_by = CASE WHEN r.retry_at IS NULL THEN x.claimed_by END,
         exit_code = r.exit_code, output = r.output, error = r.error,
-        lease_expires_at = NULL, updated_at = :now
-    FROM result AS r
+        lease_expires_at = NULL, updated_at = :now, holds_slot = false
+    FROM result AS r JOIN executions AS o ON o.id = r.id
     WHERE x.id = r.id AND x.status IN ({sql_statuses(RECORDABLE)}) AND x.claimed_by = :worker_id
-    RETURNING x.id
+    RETURNING x.id, x.queue_id, o.holds_slot
 ), closed AS (
     UPDATE attempts AS a
     SET status = r.status, finished_at = :now, exit_code = r.exit_code, pid = r.pid,
@@ -97,12 +106,45 @@ WITH result AS (
     FROM result AS r JOIN recorded AS m ON m.id = r.id
     WHERE a.execution_id = r.id AND a.number = r.number AND a.status = {sql_status(AttemptStatus.RUNNING)}
 ), candidates AS ({CANDIDATES}
+), wanted AS (
+    SELECT c.queue_id, count(*) AS n FROM candidates AS c JOIN executions AS x ON x.id = c.id
+    JOIN jobs AS j ON j.id = x.job_id WHERE j.enabled GROUP BY c.queue_id
+), released AS (
+    SELECT queue_id, count(*) AS n FROM recorded WHERE holds_slot GROUP BY queue_id
+), slotted AS (
+    -- The queues whose slot count this turn reads or changes, locked in id order. A row locked
+    -- here is read as its newest committed version (not the statement's snapshot), so turns
+    -- racing on one limited queue each see the slots the others took.
+    SELECT q.id, q.concurrency_limit, q.slots_taken FROM queues AS q
+    WHERE q.id IN (SELECT queue_id FROM released
+                   UNION SELECT w.queue_id FROM wanted AS w JOIN queues AS l ON l.id = w.queue_id
+                         WHERE l.concurrency_limit IS NOT NULL)
+    ORDER BY q.id
+    FOR UPDATE
+), grants AS (
+    SELECT s.id AS queue_id, s.concurrency_limit,
+           GREATEST(0, s.slots_taken - COALESCE(r.n, 0)) AS base,
+           CASE WHEN s.concurrency_limit IS NULL THEN NULL
+                ELSE LEAST(COALESCE(w.n, 0), GREATEST(0, s.concurrency_limit - GREATEST(0, s.slots_taken - COALESCE(r.n, 0))))
+           END AS granted
+    FROM slotted AS s LEFT JOIN released AS r ON r.queue_id = s.id LEFT JOIN wanted AS w ON w.queue_id = s.id
+), counted AS (
+    UPDATE queues AS q SET slots_taken = g.base + COALESCE(g.granted, 0)
+    FROM grants AS g WHERE q.id = g.queue_id
+), ranked AS (
+    SELECT c.id, g.granted,
+           row_number() OVER (PARTITION BY c.queue_id ORDER BY x.priority, x.available_at, x.id) AS k
+    FROM candidates AS c JOIN executions AS x ON x.id = c.id JOIN jobs AS j ON j.id = x.job_id
+    LEFT JOIN grants AS g ON g.queue_id = c.queue_id
+    WHERE j.enabled
+), allowed AS (
+    SELECT id, granted IS NOT NULL AS limited FROM ranked WHERE granted IS NULL OR k <= granted
 ), started AS (
     UPDATE executions AS x
     SET status = {sql_status(S.RUNNING)}, claimed_by = :worker_id, started_at = :now, attempts = x.attempts + 1,
-        updated_at = :now, lease_expires_at = {LEASE_EXPIRES_AT}
-    FROM candidates AS c, jobs AS j
-    WHERE x.id = c.id AND j.id = x.job_id AND j.enabled
+        updated_at = :now, lease_expires_at = {LEASE_EXPIRES_AT}, holds_slot = a.limited
+    FROM allowed AS a, jobs AS j
+    WHERE x.id = a.id AND j.id = x.job_id AND j.enabled
     RETURNING {_CLAIMED}
 ), opened AS (
     INSERT INTO attempts (execution_id, number, worker_id, status, started_at, output, error)
@@ -122,7 +164,7 @@ UNION ALL SELECT 'disabled' AS kind, * FROM cancelled
 
 _TURN = {
     False: text(TURN_SQL.format(queue_filter="")),
-    True: text(TURN_SQL.format(queue_filter="AND e.queue = ANY(CAST(:queues AS text[]))")),
+    True: text(TURN_SQL.format(queue_filter="AND e.queue_id = ANY(CAST(:queues AS integer[]))")),
 }
 
 
@@ -153,7 +195,7 @@ class PostgresStore(CommonStore):
         worker_id: str,
         now: datetime,
         limit: int,
-        queues: Sequence[str] | None,
+        queue_ids: Sequence[int] | None,
         lease_seconds: int,
         buffer_seconds: int,
     ) -> Turn:
@@ -169,12 +211,12 @@ class PostgresStore(CommonStore):
             buffer_seconds=buffer_seconds,
             disabled_reason=DISABLED_BEFORE_RUN,
         )
-        if queues:
-            params["queues"] = list(queues)
+        if queue_ids:
+            params["queues"] = list(queue_ids)
         recorded: set[int] = set()
         started: list[tuple[ClaimedExecution, int]] = []
         cancelled: list[ClaimedExecution] = []
-        for row in conn.execute(_TURN[bool(queues)], params):
+        for row in conn.execute(_TURN[bool(queue_ids)], params):
             mapping = row._mapping
             kind = mapping["kind"]
             if kind == "recorded":

@@ -18,11 +18,12 @@ from app.clock import iso_z
 from app.domain.limits import OUTPUT_LIMIT_CHARS
 from app.domain.states import INITIAL, AttemptStatus, ExecutionStatus
 from app.domain.states import ExecutionStatus as S
-from app.models import Attempt, Execution, Job
+from app.models import Attempt, Execution, Job, Queue
 
 executions = Execution.__table__
 attempts = Attempt.__table__
 jobs = Job.__table__
+queues = Queue.__table__
 
 DISABLED_BEFORE_RUN = "job disabled before it could run"
 
@@ -78,7 +79,7 @@ def _new_row(job, *, scheduled_for: datetime, trigger: str, key: str, status: S,
         reason=None,
         attempts=0,
         max_attempts=job.max_attempts,
-        queue=job.queue,
+        queue_id=job.queue_id,
         priority=job.priority,
         exclusive=job.overlap_policy != "allow",
         available_at=scheduled_for,
@@ -143,6 +144,7 @@ class ClaimedExecution:
     trigger: str = _col("executions", "trigger")
     retry_backoff_seconds: int = _col("jobs", "retry_backoff_seconds")
     alert_mode: str = _col("jobs", "alert_mode")
+    queue_id: int | None = _col("executions", "queue_id")
 
     @classmethod
     def from_mapping(cls, row: Mapping) -> ClaimedExecution:

@@ -34,7 +34,7 @@ from app.store.rows import (
 )
 
 _CANDIDATES = f"""
-SELECT e.id FROM executions AS e
+SELECT e.id FROM executions AS e, queues AS q
 WHERE {CANDIDATE_WHERE}
 ORDER BY {CANDIDATE_ORDER}
 LIMIT :limit
@@ -48,16 +48,16 @@ class SqliteStore(CommonStore):
         return sqlite.insert(executions)
 
     def _candidates(
-        self, conn: Connection, *, now: datetime, limit: int, queues: Sequence[str] | None
+        self, conn: Connection, *, now: datetime, limit: int, queue_ids: Sequence[int] | None
     ) -> list[ClaimedExecution]:
         """Due rows this worker may run, in claim order, read as the claimed shape."""
         params: dict = {"now": now, "limit": limit}
         typed = [bindparam("now", type_=UTCDateTime)]
         queue_filter = ""
-        if queues:
-            queue_filter = "AND e.queue IN :queues"
+        if queue_ids:
+            queue_filter = "AND e.queue_id IN :queues"
             typed.append(bindparam("queues", expanding=True))
-            params["queues"] = list(queues)
+            params["queues"] = list(queue_ids)
         ids = list(
             conn.execute(text(_CANDIDATES.format(queue_filter=queue_filter)).bindparams(*typed), params).scalars()
         )
@@ -72,6 +72,20 @@ class SqliteStore(CommonStore):
         )
         return [ClaimedExecution.from_mapping(row._mapping) for row in rows]
 
+    def _free_slots(self, conn: Connection, queue_ids: set[int]) -> dict[int, int]:
+        """Free slots of the limited queues among `queue_ids`: {queue id: limit - running}."""
+        if not queue_ids:
+            return {}
+        rows = conn.execute(
+            text(
+                "SELECT q.id, q.concurrency_limit - (SELECT count(*) FROM executions AS e"
+                f" WHERE e.queue_id = q.id AND e.status = '{S.RUNNING.value}' AND e.holds_slot) FROM queues AS q"
+                " WHERE q.concurrency_limit IS NOT NULL AND q.id IN :ids"
+            ).bindparams(bindparam("ids", expanding=True)),
+            {"ids": sorted(queue_ids)},
+        )
+        return {queue_id: free for queue_id, free in rows}
+
     def _start(
         self,
         conn: Connection,
@@ -81,6 +95,7 @@ class SqliteStore(CommonStore):
         now: datetime,
         lease_seconds: int,
         buffer_seconds: int,
+        holds_slot: bool = False,
     ) -> tuple[ClaimedExecution, int] | None:
         """pending | retry_scheduled -> running with its lease, and its Attempt opened; returns
         the row and the attempt number, None if the row was no longer claimable."""
@@ -96,11 +111,14 @@ class SqliteStore(CommonStore):
                 attempts=e.c.attempts + 1,
                 updated_at=now,
                 lease_expires_at=lease,
+                holds_slot=holds_slot,
             )
             .returning(e.c.attempts)
         ).scalar()
         if number is None:
             return None
+        if holds_slot:  # the counter PostgreSQL keeps in its turn, kept here too for the statistics
+            conn.execute(text("UPDATE queues SET slots_taken = slots_taken + 1 WHERE id = :id"), {"id": item.queue_id})
         conn.execute(
             insert(attempts).values(
                 execution_id=item.id,
@@ -122,7 +140,7 @@ class SqliteStore(CommonStore):
         worker_id: str,
         now: datetime,
         limit: int,
-        queues: Sequence[str] | None,
+        queue_ids: Sequence[int] | None,
         lease_seconds: int,
         buffer_seconds: int,
     ) -> Turn:
@@ -134,13 +152,29 @@ class SqliteStore(CommonStore):
             return Turn(recorded, [], [])
         started: list[tuple[ClaimedExecution, int]] = []
         cancelled: list[ClaimedExecution] = []
-        for item in self._candidates(conn, now=now, limit=limit, queues=queues):
+        candidates = self._candidates(conn, now=now, limit=limit, queue_ids=queue_ids)
+        # The write lock makes counting exact here: each limited queue may start as many as it
+        # has slots free (its limit minus its running executions that hold a slot), the rest stay
+        # pending. Same rule as PostgreSQL's slot counter, counted instead of kept.
+        free = self._free_slots(conn, {item.queue_id for item in candidates})
+        for item in candidates:
             if not item.job_enabled:
                 if self.cancel_execution(conn, item.id, now=now, reason=DISABLED_BEFORE_RUN):
                     cancelled.append(item)
                 continue
+            limited = item.queue_id in free
+            if limited:
+                if free[item.queue_id] <= 0:
+                    continue
+                free[item.queue_id] -= 1
             pair = self._start(
-                conn, item, worker_id=worker_id, now=now, lease_seconds=lease_seconds, buffer_seconds=buffer_seconds
+                conn,
+                item,
+                worker_id=worker_id,
+                now=now,
+                lease_seconds=lease_seconds,
+                buffer_seconds=buffer_seconds,
+                holds_slot=limited,
             )
             if pair is not None:
                 started.append(pair)

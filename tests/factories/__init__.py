@@ -12,13 +12,14 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from itertools import count
 
+from sqlalchemy import select
 from werkzeug.security import generate_password_hash
 
 from app.clock import utcnow
 from app.domain.states import TERMINAL
 from app.extensions import db
-from app.models import Alert, Attempt, Execution, Heartbeat, Job, User
-from app.services.use_cases import jobs
+from app.models import Alert, Attempt, Execution, Heartbeat, Job, Queue, User
+from app.services.use_cases import jobs, queues
 
 _sequence = count(1)
 
@@ -39,9 +40,11 @@ def make_job(
 ) -> Job:
     """An interval job (every `every`) created through the service as actor `test`.
 
-    Any other job field may be given (`schedule_type`, `schedule`, `enabled`, `queue`...); its first
-    occurrence is one interval after `now`.
+    Any other job field may be given (`schedule_type`, `schedule`, `enabled`, `queue`...); a named
+    queue is created first if it does not exist. Its first occurrence is one interval after `now`.
     """
+    if fields.get("queue"):
+        make_queue(fields["queue"], now=now)
     data = {
         "name": name or f"job-{next(_sequence)}",
         "task": task,
@@ -50,6 +53,14 @@ def make_job(
         **fields,
     }
     return jobs.create_job(data, now=now or utcnow(), actor="test")
+
+
+def make_queue(name: str, *, now: datetime | None = None, **fields) -> Queue:
+    """The queue called `name`, created through the service (actor `test`) if it does not exist."""
+    existing = db.session.scalar(select(Queue).where(Queue.name == name))
+    if existing is not None:
+        return existing
+    return queues.add_queue({"name": name, **fields}, now=now or utcnow(), actor="test")
 
 
 def make_due_job(*, next_run_at: datetime, every: str = "1m", **fields) -> Job:
@@ -90,7 +101,7 @@ def make_execution(
         status=status,
         attempts=attempts,
         max_attempts=max(job.max_attempts, attempts),
-        queue=job.queue,
+        queue_id=job.queue_id,
         priority=job.priority,
         exclusive=job.overlap_policy != "allow",
         available_at=now - timedelta(minutes=1),

@@ -21,7 +21,7 @@ from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.models import Attempt, Execution
 from app.store import ExpiredLease, Finished, Outcome, occurrence_row, store_for
-from tests.factories import make_job
+from tests.factories import make_job, make_queue
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
 LEASE = dict(lease_seconds=60, buffer_seconds=30)
@@ -124,7 +124,7 @@ def active(run: Run, now: datetime):
 def turn(run: Run, worker: str, now: datetime, limit: int, finished=()):
     items = [Finished(run.ids[name], number, outcome(status), retry) for name, number, status, retry in finished]
     result = run.write(
-        lambda c: run.store.record_and_claim(c, items, worker_id=worker, now=now, limit=limit, queues=None, **LEASE)
+        lambda c: run.store.record_and_claim(c, items, worker_id=worker, now=now, limit=limit, queue_ids=None, **LEASE)
     )
     return {
         "recorded": run.labels(result.recorded),
@@ -226,6 +226,46 @@ def snapshot(run: Run):
 
 
 # (name, action, expected, is a store operation). Times: the jobs fall due at T0.
+# --- queues and their concurrency limit -------------------------------------------------------
+
+
+def make_limited_queue(run: Run):
+    """Queue `lim` with a concurrency limit of 1, and job `l` (still in `default`) with two runs."""
+    make_queue("lim", now=at(hours=-1), concurrency_limit=1)
+    run.jobs["l"] = make_job("l", now=at(hours=-1), every="1h", overlap_policy="allow", timeout_seconds=60)
+    return "lim"
+
+
+def queue_names(run: Run):
+    return run.write(lambda c: run.store.queue_names(c))
+
+
+def queue_ids(run: Run, names):
+    return sorted(run.write(lambda c: run.store.queue_ids(c, names)))
+
+
+def move_to(run: Run, job: str, queue: str):
+    def go(conn):
+        queue_id = run.store.queue_ids(conn, [queue])[queue]
+        return run.store.move_queued_to_queue(conn, run.jobs[job].id, queue_id)
+
+    return run.write(go)
+
+
+def slots_taken(run: Run, queue: str):
+    return run.write(lambda c: c.execute(text("SELECT slots_taken FROM queues WHERE name = :n"), {"n": queue}).scalar())
+
+
+def release(run: Run, names):
+    run.write(lambda c: run.store.release_slots(c, [run.ids[name] for name in names]))
+    return "released"
+
+
+def release_job(run: Run, job: str):
+    run.write(lambda c: run.store.release_slots_of_job(c, run.jobs[job].id))
+    return "released"
+
+
 SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
     ("jobs", make_jobs, ["a", "off", "q"], False),
     ("lock due jobs", lock_due_jobs, ["a", "off", "q"], True),
@@ -309,6 +349,44 @@ SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
         True,
     ),
     ("prune a to its newest finished row", lambda r: prune(r, at(hours=4)), ["a-1", "a-2", "a-3"], True),
+    ("queue lim, limit 1", make_limited_queue, "lim", False),
+    ("queue names", queue_names, ["default", "lim"], True),
+    ("queue ids of known names", lambda r: queue_ids(r, ["lim", "nope"]), ["lim"], True),
+    ("manual l1", lambda r: insert_manual(r, "l1", "l", at(hours=5)), "l1", True),
+    ("manual l2", lambda r: insert_manual(r, "l2", "l", at(hours=5)), "l2", True),
+    ("move l's waiting runs to lim", lambda r: move_to(r, "l", "lim"), 2, True),
+    (
+        "turn w4: lim starts one of two",
+        lambda r: turn(r, "w4", at(hours=5), 5),
+        {"recorded": [], "started": [("l1", 1, 0)], "cancelled": []},
+        True,
+    ),
+    ("lim's slot is taken", lambda r: slots_taken(r, "lim"), 1, False),
+    (
+        "turn w5: lim is full",
+        lambda r: turn(r, "w5", at(hours=5), 5),
+        {"recorded": [], "started": [], "cancelled": []},
+        True,
+    ),
+    # A slot given back in a turn frees it for the next turn (PostgreSQL's turn reads the queue
+    # as the statement began; the worker turns again at once when it recorded something).
+    (
+        "turn w4 records l1",
+        lambda r: turn(r, "w4", at(hours=5, seconds=1), 0, [("l1", 1, "succeeded", None)]),
+        {"recorded": ["l1"], "started": [], "cancelled": []},
+        True,
+    ),
+    ("lim is free again", lambda r: slots_taken(r, "lim"), 0, False),
+    (
+        "turn w4 starts l2",
+        lambda r: turn(r, "w4", at(hours=5, seconds=1), 5),
+        {"recorded": [], "started": [("l2", 1, 0)], "cancelled": []},
+        True,
+    ),
+    ("releasing a finished row gives nothing back", lambda r: release(r, ["l1"]), "released", True),
+    ("lim's slot is l2's", lambda r: slots_taken(r, "lim"), 1, False),
+    ("l's running run gives its slot back before l goes", lambda r: release_job(r, "l"), "released", True),
+    ("lim is free", lambda r: slots_taken(r, "lim"), 0, False),
 ]
 
 FINAL = {
@@ -318,6 +396,8 @@ FINAL = {
     "q1": ("timed_out", 1, "w2", ["timed_out"]),
     "q2": ("dead_lettered", 1, None, ["abandoned"]),
     "al": ("running", 1, "w3", ["running"]),
+    "l1": ("succeeded", 1, "w4", ["succeeded"]),
+    "l2": ("running", 1, "w4", ["running"]),
 }
 
 

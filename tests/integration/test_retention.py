@@ -33,7 +33,7 @@ def add_execution(job, *, status, finished_at=None, key, dead=False):
                 max_attempts=3,
                 attempts=0,
                 exclusive=False,
-                queue="default",
+                queue_id=1,
                 priority=0,
                 output="",
                 error="",

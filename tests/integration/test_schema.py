@@ -34,7 +34,7 @@ def insert_execution(conn, job_id, **overrides):
         "max_attempts": 3,
         "attempts": 0,
         "exclusive": True,
-        "queue": "default",
+        "queue_id": 1,
         "priority": 0,
         "output": "",
         "error": "",

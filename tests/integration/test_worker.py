@@ -145,7 +145,7 @@ def test_claim_orders_by_priority_then_age(app):
     second = jobs.trigger_job(high.id, now=now(), actor="test")
     with write_transaction(db.engine) as conn:
         turn = store_for(conn).record_and_claim(
-            conn, [], worker_id="w", now=now(), limit=1, queues=None, lease_seconds=120, buffer_seconds=30
+            conn, [], worker_id="w", now=now(), limit=1, queue_ids=None, lease_seconds=120, buffer_seconds=30
         )
     assert [c.id for c, _ in turn.started] == [second.id]
     assert first.id != second.id
@@ -159,7 +159,7 @@ def test_claim_sets_a_lease_that_covers_the_timeout(app):
         [(claimed, number)] = (
             store_for(conn)
             .record_and_claim(
-                conn, [], worker_id="w", now=at, limit=5, queues=None, lease_seconds=120, buffer_seconds=30
+                conn, [], worker_id="w", now=at, limit=5, queue_ids=None, lease_seconds=120, buffer_seconds=30
             )
             .started
         )
@@ -187,7 +187,7 @@ def test_a_stale_worker_cannot_overwrite_a_recovered_row(app):
         started = (
             store_for(conn)
             .record_and_claim(
-                conn, [], worker_id="old", now=at, limit=1, queues=None, lease_seconds=1, buffer_seconds=0
+                conn, [], worker_id="old", now=at, limit=1, queue_ids=None, lease_seconds=1, buffer_seconds=0
             )
             .started
         )

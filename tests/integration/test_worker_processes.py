@@ -78,7 +78,7 @@ def start(conn, *, worker_id: str, now, limit: int = 1, lease_seconds: int = 60)
             worker_id=worker_id,
             now=now,
             limit=limit,
-            queues=None,
+            queue_ids=None,
             lease_seconds=lease_seconds,
             buffer_seconds=0,
         )
@@ -201,7 +201,7 @@ def test_a_stale_worker_finishing_after_recovery_cannot_overwrite_the_new_owner(
             worker_id="worker-a",
             now=late,
             limit=0,
-            queues=None,
+            queue_ids=None,
             lease_seconds=60,
             buffer_seconds=0,
         )

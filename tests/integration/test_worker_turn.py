@@ -33,10 +33,25 @@ def attempt_statuses(execution_id) -> list[str]:
     )
 
 
+def queue_ids(names):
+    """The ids of named queues, as a worker resolves its --queues."""
+    if not names:
+        return None
+    with db.engine.connect() as conn:
+        found = store_for(conn).queue_ids(conn, names)
+    return [found[name] for name in names]
+
+
 def turn(finished=(), *, worker_id="w1", at=None, limit=10, queues=None) -> Turn:
     with write_transaction(db.engine) as conn:
         return store_for(conn).record_and_claim(
-            conn, list(finished), worker_id=worker_id, now=at or now(), limit=limit, queues=queues, **LEASE
+            conn,
+            list(finished),
+            worker_id=worker_id,
+            now=at or now(),
+            limit=limit,
+            queue_ids=queue_ids(queues),
+            **LEASE,
         )
 
 

@@ -36,6 +36,7 @@ from app.extensions import db
 from app.services.audit import insert_event
 from app.services.engine import heartbeats, recovery, wakeups
 from app.services.engine.dead_letters import dead_letter
+from app.services.errors import NotFound
 from app.store import ClaimedExecution, ExpiredLease, Finished, Outcome, Store, store_for
 from app.tasks.registry import needs_database
 
@@ -95,6 +96,8 @@ class Worker:
         self.id = worker_id or heartbeats.default_process_id("worker")
         self.slots = max(1, slots)
         self.queues = list(queues) if queues else None
+        # Queue names resolve to rows before anything starts: a typo is an error, not an idle worker.
+        self.queue_ids = self._resolve_queues(self.queues) if self.queues else None
         self.clock = clock
         self.executor = executor or ForkServer(kill_grace_seconds=2.0)
         self.poll_seconds = poll_seconds if poll_seconds is not None else app.config["WORKER_POLL_SECONDS"]
@@ -116,6 +119,16 @@ class Worker:
         self._context_base = {"artifact_dir": cfg["ARTIFACT_DIR"], "marker_dir": cfg["MARKER_DIR"]}
         # Given only to tasks registered with needs_database=True (app/tasks/registry.py).
         self._database_url = db.engine.url.render_as_string(hide_password=False)
+
+    def _resolve_queues(self, names: list[str]) -> list[int]:
+        with self.engine.connect() as conn:
+            found = store_for(conn).queue_ids(conn, names)
+            missing = [name for name in names if name not in found]
+            if missing:
+                known = ", ".join(store_for(conn).queue_names(conn)) or "none"
+                plural = "s" if len(missing) > 1 else ""
+                raise NotFound(f"unknown queue{plural} {', '.join(map(repr, missing))}; known queues: {known}")
+        return [found[name] for name in names]
 
     @property
     def engine(self):
@@ -290,7 +303,7 @@ class Worker:
                     worker_id=self.id,
                     now=now,
                     limit=free,
-                    queues=self.queues,
+                    queue_ids=self.queue_ids,
                     lease_seconds=self._lease[0],
                     buffer_seconds=self._lease[1],
                 )

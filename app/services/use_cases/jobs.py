@@ -18,6 +18,7 @@ from app.scheduling import Schedule, parse_schedule, preview
 from app.services.audit import record_event
 from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
+from app.services.use_cases import queues
 from app.services.validation import clean_job_fields
 from app.store import store_for
 
@@ -72,7 +73,11 @@ def create_job(data: dict, *, now: datetime, actor: str) -> Job:
     schedule = parse_schedule(cleaned["schedule_type"], cleaned["schedule"], cleaned["timezone"])
     begin_write(db.session)
     _unique_name(cleaned["name"])
-    job = Job(**cleaned, created_at=now, updated_at=now)
+    queue = queues.resolve_for_job(cleaned.pop("queue"))
+    if data.get("priority") in (None, ""):
+        cleaned["priority"] = queue.priority  # a job without its own priority takes its queue's
+    job = Job(**cleaned, queue_id=queue.id, created_at=now, updated_at=now)
+    job.queue_row = queue
     job.next_run_at = _first_run(schedule, now, job.misfire_grace_seconds, job.schedule_type)
     db.session.add(job)
     db.session.flush()
@@ -101,6 +106,15 @@ def update_job(job_id: int, data: dict, *, now: datetime, actor: str) -> Job:
     if "name" in cleaned:
         _unique_name(cleaned["name"], exclude_id=job.id)
     changed = {k: v for k, v in cleaned.items() if getattr(job, k) != v}
+    if "queue" in changed:
+        queue = queues.resolve_for_job(changed.pop("queue"))
+        job.queue_id, job.queue_row = queue.id, queue
+        conn = db.session.connection()
+        store_for(conn).move_queued_to_queue(conn, job.id, queue.id)
+        changed_queue = True
+    else:
+        changed.pop("queue", None)
+        changed_queue = False
     if "schedule" in cleaned and ("schedule" in changed or "timezone" in changed or "schedule_type" in changed):
         schedule_type = cleaned.get("schedule_type", job.schedule_type)
         job.next_run_at = _first_run(
@@ -114,7 +128,13 @@ def update_job(job_id: int, data: dict, *, now: datetime, actor: str) -> Job:
     job.updated_at = now
     if enabled is not None and enabled != job.enabled:
         _set_enabled(job, enabled, now=now, actor=actor)
-    record_event("job_updated", now=now, actor=actor, job_id=job.id, fields=sorted(changed))
+    record_event(
+        "job_updated",
+        now=now,
+        actor=actor,
+        job_id=job.id,
+        fields=sorted([*changed, *(["queue"] if changed_queue else [])]),
+    )
     _commit(job.id)
     return job
 
@@ -178,6 +198,8 @@ def delete_job(job_id: int, *, now: datetime, actor: str) -> None:
     begin_write(db.session)
     job = get_job(job_id)
     record_event("job_deleted", now=now, actor=actor, job_id=job.id, name=job.name)
+    conn = db.session.connection()
+    store_for(conn).release_slots_of_job(conn, job.id)
     db.session.delete(job)
     _commit(job_id)
 

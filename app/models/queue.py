@@ -1,0 +1,70 @@
+"""Projects and queues: where jobs live and which workers run them.
+
+A project groups queues (and, later, jobs and people); a fresh installation has one, `default`.
+A queue is a row, not a string, so a typo is an error instead of a job nobody runs: it carries an
+optional concurrency limit across all workers, a pause switch with who/when/why, and the default
+priority of its jobs.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.clock import utcnow
+from app.extensions import db
+from app.models.types import UTCDateTime
+
+DEFAULT_PROJECT = "default"
+DEFAULT_QUEUE = "default"
+
+
+class Project(db.Model):
+    __tablename__ = "projects"
+    __table_args__ = {"sqlite_autoincrement": True}  # never reuse an id a script may still hold
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    description: Mapped[str] = mapped_column(Text, default="", server_default="")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"<Project {self.id} {self.name!r}>"
+
+
+class Queue(db.Model):
+    __tablename__ = "queues"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
+    name: Mapped[str] = mapped_column(String(64))
+    description: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # Running executions of this queue across all workers; NULL = no limit.
+    concurrency_limit: Mapped[int | None] = mapped_column(Integer)
+    # The priority a job of this queue gets unless it names its own (lower runs first).
+    priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    paused: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    paused_by: Mapped[str | None] = mapped_column(String(200))
+    paused_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    paused_reason: Mapped[str | None] = mapped_column(Text)
+    # Slots of the concurrency limit held by running executions (`holds_slot`), kept by the
+    # PostgreSQL claim in the same statement that starts work (ADR 0008). Unlimited queues never
+    # write it, so the busiest queue's row is not a point of contention.
+    slots_taken: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    __table_args__ = (
+        UniqueConstraint("project_id", "name", name="uq_queues_project_name"),
+        CheckConstraint("concurrency_limit IS NULL OR concurrency_limit >= 1", name="concurrency_limit_positive"),
+        CheckConstraint("slots_taken >= 0", name="slots_taken_nonnegative"),
+        CheckConstraint("priority BETWEEN -1000 AND 1000", name="priority_range"),
+        CheckConstraint("(paused) = (paused_at IS NOT NULL)", name="paused_at_iff_paused"),
+        CheckConstraint("length(name) > 0", name="name_not_empty"),
+        {"sqlite_autoincrement": True},
+    )
+
+    def __repr__(self) -> str:
+        return f"<Queue {self.id} {self.name!r}>"
