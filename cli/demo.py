@@ -21,14 +21,15 @@ from typing import TypeVar
 import click
 from flask import current_app
 from flask.cli import AppGroup
-from sqlalchemy import select, update
+from sqlalchemy import update
 
 from app.clock import utcnow
 from app.database import write_transaction
 from app.domain.states import TERMINAL
 from app.domain.states import ExecutionStatus as S
 from app.extensions import db
-from app.models import Attempt, Event, Execution, Job
+from app.models import Attempt, Execution, Job
+from app.services import audit
 from app.services.engine import heartbeats
 from app.services.engine.scheduler import Scheduler, TickReport
 from app.services.engine.worker import Worker, WorkerStats
@@ -94,12 +95,10 @@ def _create_job(name: str, *, now: datetime, **fields) -> Job:
 
 
 def _executions(job_ids: list[int]) -> list[Execution]:
+    """The jobs' executions by job and occurrence (a demo job has a handful)."""
     db.session.rollback()  # see what other processes committed
-    return list(
-        db.session.scalars(
-            select(Execution).where(Execution.job_id.in_(job_ids)).order_by(Execution.job_id, Execution.scheduled_for)
-        )
-    )
+    rows = [row for job_id in job_ids for row in executions.list_executions(job_id=job_id, limit=1000)]
+    return sorted(rows, key=lambda row: (row.job_id, row.scheduled_for))
 
 
 def _wait_until_settled(job_ids: list[int], within: float) -> list[Execution]:
@@ -333,9 +332,7 @@ def _check_policy(policy: str, job: Job, rows: list[Execution], at: datetime) ->
     runnable = [row for row in rows if row.status != "missed"]
     line = " ".join(f"-{fmt_age(ago)}" for ago, _ in seen)
     if policy == "coalesce":
-        folded = db.session.scalars(
-            select(Event).where(Event.job_id == job.id, Event.type == "misfire_coalesced")
-        ).all()
+        folded = audit.list_events("misfire_coalesced", job_id=job.id)
         expect(
             len(folded) == 1 and folded[0].payload.get("occurrences") == 4,
             "coalesce: expected one misfire_coalesced event folding 4 occurrences",
@@ -396,9 +393,7 @@ def timeout() -> None:
                 f"  attempt {attempt.number}: timed_out after {took:.2f} s; task process {attempt.pid} "
                 f"was killed (exit code {attempt.exit_code}) and is gone"
             )
-        retries = db.session.scalars(
-            select(Event).where(Event.execution_id == row.id, Event.type == "retry_scheduled")
-        ).all()
+        retries = audit.list_events("retry_scheduled", execution_id=row.id)
         expect(len(retries) == 1, f"{len(retries)} retry_scheduled events, expected 1")
         dead = next((d for d in alerts.list_dead_letters() if d.execution_id == row.id), None)
         alert = next((a for a in alerts.list_alerts(include_resolved=True) if a.execution_id == row.id), None)
