@@ -8,41 +8,41 @@ end, and exits 1 with one line on stderr when what it set out to show does not h
 from __future__ import annotations
 
 import os
-import re
-import subprocess
-import sys
-import tempfile
+import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FuturesTimeout
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
+from typing import TypeVar
 
 import click
 from flask import current_app
 from flask.cli import AppGroup
-from sqlalchemy import select, update
+from sqlalchemy import update
 
 from app.clock import utcnow
 from app.database import write_transaction
 from app.domain.states import TERMINAL
 from app.domain.states import ExecutionStatus as S
 from app.extensions import db
-from app.models import Attempt, Event, Execution, Job
+from app.models import Attempt, Execution, Job
+from app.services import audit
 from app.services.engine import heartbeats
 from app.services.engine.scheduler import Scheduler, TickReport
-from app.services.engine.worker import Worker
+from app.services.engine.worker import Worker, WorkerStats
 from app.services.use_cases import alerts, executions, jobs
 from app.store import occurrence_row, store_for
 from cli.common import fmt_age, handle_errors, mutating
 
+T = TypeVar("T")
 demo_cli = AppGroup("demo", help="Self-checking demonstrations of the guarantees.")
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
 ACTOR = "demo"
 QUEUE = "demo"
-PROCESS_SECONDS = 90.0  # how long a raced `flask ...` process may take before the demo gives up
+RACE_SECONDS = 90.0  # how long the raced schedulers or workers may take before the demo gives up
 # The misfire demo's scheduler runs at this instant, where only the demo's own jobs can be due.
 MISFIRE_CLOCK = datetime(2000, 1, 1, tzinfo=UTC)
 
@@ -95,12 +95,10 @@ def _create_job(name: str, *, now: datetime, **fields) -> Job:
 
 
 def _executions(job_ids: list[int]) -> list[Execution]:
+    """The jobs' executions by job and occurrence (a demo job has a handful)."""
     db.session.rollback()  # see what other processes committed
-    return list(
-        db.session.scalars(
-            select(Execution).where(Execution.job_id.in_(job_ids)).order_by(Execution.job_id, Execution.scheduled_for)
-        )
-    )
+    rows = [row for job_id in job_ids for row in executions.list_executions(job_id=job_id, limit=1000)]
+    return sorted(rows, key=lambda row: (row.job_id, row.scheduled_for))
 
 
 def _wait_until_settled(job_ids: list[int], within: float) -> list[Execution]:
@@ -120,12 +118,13 @@ def _wait_until_settled(job_ids: list[int], within: float) -> list[Execution]:
 @mutating
 @handle_errors
 def single_fire() -> None:
-    """Race 3 scheduler and 3 worker processes: each occurrence runs exactly once.
+    """Race 3 schedulers and 3 workers: each occurrence runs exactly once.
 
-    Four demo jobs have three occurrences each already due. Three `flask scheduler run --once`
-    processes tick at the same moment, then three `flask worker run --once` processes drain the
-    demo queue at the same moment. Every occurrence must end with one execution and one attempt.
-    On SQLite the processes take turns on the database write lock instead, and the demo says so.
+    Four demo jobs have three occurrences each already due. Three schedulers, each on its own
+    database connection, tick at the same instant (released together from a starting gate), then
+    three workers (each with its own fork server) drain the demo queue at the same instant. Every
+    occurrence must end with one execution and one attempt. On SQLite they take turns on the
+    database write lock instead, and the demo says so.
 
     \b
     Example:
@@ -135,12 +134,12 @@ def single_fire() -> None:
     if postgres:
         click.echo(
             "PostgreSQL: schedulers lock due jobs and workers claim executions with FOR UPDATE SKIP "
-            "LOCKED. Each group of processes is held at a starting gate (a brief table lock) and "
-            "released at one instant, so they really race."
+            "LOCKED. Each group of three, each on its own database connection, waits at a starting "
+            "gate and is released at one instant, so they really race."
         )
     else:
         click.echo(
-            "SQLite cannot show skip-locked: it has no row locks. Its processes take turns on the "
+            "SQLite cannot show skip-locked: it has no row locks. Its schedulers and workers take turns on the "
             "database write lock (BEGIN IMMEDIATE), so the race below is serialised. What it does show "
             "is the unique-key guarantee: one execution per (job, scheduled_for), whoever writes it."
         )
@@ -162,11 +161,15 @@ def single_fire() -> None:
         due = {(job.id, at) for job in made for at in _occurrences(job, until=now)}
         click.echo(f"  {len(made)} jobs, {len(due)} occurrences due")
 
-        outputs = _race(
-            [["scheduler", "run", "--once", "--scheduler-id", f"{prefix}-scheduler-{n}"] for n in range(1, 4)],
-            gate="jobs" if postgres else None,
-        )
-        created = [_count(r"created=(\d+)", out) for out in outputs]
+        app = current_app._get_current_object()
+
+        def scheduler_tick(n: int) -> TickReport:
+            scheduler = Scheduler(app, scheduler_id=f"{prefix}-scheduler-{n}")
+            report = scheduler.tick()
+            scheduler.forget_heartbeat()  # a one-off tick is not a running scheduler
+            return report
+
+        created = [report.created for report in _race(3, scheduler_tick)]
         rows = _executions(job_ids)
         keys = [(row.job_id, row.scheduled_for) for row in rows]
         expect(len(keys) == len(set(keys)), f"duplicate executions for one occurrence: {len(keys) - len(set(keys))}")
@@ -193,22 +196,14 @@ def single_fire() -> None:
             "(job, scheduled_for) key"
         )
 
-        outputs = _race(
-            [
-                ["worker", "run", "--once", "--workers", "2", "--queues", QUEUE, "--worker-id", f"{prefix}-worker-{n}"]
-                for n in range(1, 4)
-            ],
-            gate="executions" if postgres else None,
-        )
-        expect(_count(r"discarded=(\d+)", "".join(outputs)) == 0, "a worker lost a claimed row to another worker")
+        def worker_drain(n: int) -> WorkerStats:
+            return Worker(app, worker_id=f"{prefix}-worker-{n}", slots=2, queues=[QUEUE]).run(burst=True)
+
+        stats = _race(3, worker_drain)
+        expect(sum(s.discarded for s in stats) == 0, "a worker lost a claimed row to another worker")
+        claimed = [s.claimed for s in stats]
         rows = _wait_until_settled(job_ids, within=30)
-        attempt_rows = [attempt for row in rows for attempt in _attempts_of(row.id)]
-        attempts = {row.id: sum(1 for a in attempt_rows if a.execution_id == row.id) for row in rows}
-        by_worker = {
-            worker: sum(1 for a in attempt_rows if a.worker_id == worker)
-            for worker in {a.worker_id for a in attempt_rows}
-        }
-        claimed = [by_worker.get(f"{prefix}-worker-{n}", 0) for n in range(1, 4)]
+        attempts = {row.id: len(_attempts_of(row.id)) for row in rows}
         expect(
             all(row.status == "succeeded" for row in rows),
             "not every execution succeeded: " + ", ".join(sorted({row.status for row in rows})),
@@ -238,90 +233,29 @@ def _attempts_of(execution_id: int) -> list[Attempt]:
     return list(executions.get_execution(execution_id, with_attempts=True).attempt_rows)
 
 
-def _count(pattern: str, output: str) -> int:
-    return sum(int(found) for found in re.findall(pattern, output))
+def _race(count: int, run: Callable[[int], T]) -> list[T]:
+    """Call run(1) ... run(count) on `count` threads released at one instant; their results in order.
 
-
-def _race(commands: list[list[str]], *, gate: str | None) -> list[str]:
-    """Run `flask <command>` processes together and return their outputs (each must exit 0).
-
-    With `gate` (PostgreSQL), a table lock holds them until all are queued on it, then they go at once.
+    Each thread has its own app context, so its own session and database connection: on
+    PostgreSQL they really contend for the same rows. An exception in one is raised here.
     """
-    env = dict(
-        os.environ,
-        FLASK_APP="app",
-        LOG_LEVEL="WARNING",
-        INSTANCE_DIR=current_app.config["INSTANCE_DIR"],
-        SECRET_KEY=current_app.config["SECRET_KEY"],
-        DATABASE_URL=db.engine.url.render_as_string(hide_password=False),
-    )
-    logs = [tempfile.TemporaryFile() for _ in commands]
-    holder = _lock_table(gate) if gate else None
-    processes = [
-        subprocess.Popen(
-            [sys.executable, "-m", "flask", *command],
-            cwd=PROJECT_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-        )
-        for command, log in zip(commands, logs)
-    ]
-    try:
-        if holder is not None:
-            _open_gate_when_queued(holder, gate, len(processes), within=30)
-        deadline = time.monotonic() + PROCESS_SECONDS
-        for process in processes:
+    app = current_app._get_current_object()
+    gate = threading.Barrier(count)
+
+    def contender(n: int) -> T:
+        with app.app_context():
             try:
-                process.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                raise DemoFailed(
-                    f"`flask {' '.join(process.args[3:])}` did not finish in {PROCESS_SECONDS:g} s"
-                ) from None
-        outputs = []
-        for process, log in zip(processes, logs):
-            log.seek(0)
-            outputs.append(log.read().decode(errors="replace"))
-            last = (outputs[-1].strip().splitlines() or ["no output"])[-1]
-            expect(process.returncode == 0, f"`flask {' '.join(process.args[3:])}` exited {process.returncode}: {last}")
-        return outputs
-    finally:
-        if holder is not None and not holder.closed:
-            holder.close()
-        for process in processes:
-            if process.poll() is None:
-                process.kill()
-                process.wait()
-        for log in logs:
-            log.close()
+                gate.wait(timeout=RACE_SECONDS)
+                return run(n)
+            finally:
+                db.session.remove()
 
-
-def _lock_table(table: str):
-    import psycopg
-
-    conn = psycopg.connect(
-        db.engine.url.set(drivername="postgresql").render_as_string(hide_password=False), connect_timeout=5
-    )
-    # EXCLUSIVE lets plain reads through but makes every FOR UPDATE / UPDATE on the table wait.
-    conn.execute(f"LOCK TABLE {table} IN EXCLUSIVE MODE")
-    return conn
-
-
-def _open_gate_when_queued(conn, table: str, count: int, within: float) -> None:
-    """Commit (releasing the lock) once `count` sessions wait on it, or after `within` seconds anyway."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        waiting = conn.execute(
-            "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation WHERE c.relname = %s "
-            "AND NOT l.granted AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())",
-            (table,),
-        ).fetchone()[0]
-        if waiting >= count:
-            break
-        time.sleep(0.05)
-    conn.commit()
-    conn.close()
+    with ThreadPoolExecutor(max_workers=count, thread_name_prefix="demo-race") as pool:
+        futures = [pool.submit(contender, n) for n in range(1, count + 1)]
+        try:
+            return [future.result(timeout=RACE_SECONDS) for future in futures]
+        except FuturesTimeout:
+            raise DemoFailed(f"the racers did not finish in {RACE_SECONDS:g} s") from None
 
 
 # --- misfire ----------------------------------------------------------------------------------
@@ -398,9 +332,7 @@ def _check_policy(policy: str, job: Job, rows: list[Execution], at: datetime) ->
     runnable = [row for row in rows if row.status != "missed"]
     line = " ".join(f"-{fmt_age(ago)}" for ago, _ in seen)
     if policy == "coalesce":
-        folded = db.session.scalars(
-            select(Event).where(Event.job_id == job.id, Event.type == "misfire_coalesced")
-        ).all()
+        folded = audit.list_events("misfire_coalesced", job_id=job.id)
         expect(
             len(folded) == 1 and folded[0].payload.get("occurrences") == 4,
             "coalesce: expected one misfire_coalesced event folding 4 occurrences",
@@ -461,9 +393,7 @@ def timeout() -> None:
                 f"  attempt {attempt.number}: timed_out after {took:.2f} s; task process {attempt.pid} "
                 f"was killed (exit code {attempt.exit_code}) and is gone"
             )
-        retries = db.session.scalars(
-            select(Event).where(Event.execution_id == row.id, Event.type == "retry_scheduled")
-        ).all()
+        retries = audit.list_events("retry_scheduled", execution_id=row.id)
         expect(len(retries) == 1, f"{len(retries)} retry_scheduled events, expected 1")
         dead = next((d for d in alerts.list_dead_letters() if d.execution_id == row.id), None)
         alert = next((a for a in alerts.list_alerts(include_resolved=True) if a.execution_id == row.id), None)

@@ -128,6 +128,7 @@ class JobSchema(Schema):
             '{"run_at": "2026-01-01T12:00:00Z"}.',
             cli_help='Schedule as JSON, e.g. \'{"every": "30s"}\' (instead of --every/--cron/--run-at).',
             metavar="JSON",
+            form_attrs=_SCHEDULE_ATTRS,
             # The form and the CLI also take the value as the text of its type's input (SCHEDULE_INPUTS).
             inputs={
                 "every": {

@@ -5,6 +5,8 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from sqlalchemy import select
+
 from app.extensions import db
 from app.models import Event
 
@@ -52,3 +54,13 @@ def insert_event(
         type_,
         extra={"event": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id, "payload": payload},
     )
+
+
+def list_events(type_: str, *, job_id: int | None = None, execution_id: int | None = None) -> list[Event]:
+    """The events of one type, oldest first, optionally of one job and/or one execution."""
+    query = select(Event).where(Event.type == type_).order_by(Event.id)
+    if job_id is not None:
+        query = query.where(Event.job_id == job_id)
+    if execution_id is not None:
+        query = query.where(Event.execution_id == execution_id)
+    return list(db.session.scalars(query))

@@ -230,6 +230,17 @@ def test_the_form_has_one_control_per_form_field_and_one_input_per_schedule_type
     assert expected >= {"name", "task", "config", "schedule_type", "every", "cron", "run_at", "timezone", "enabled"}
 
 
+def test_the_live_preview_reads_the_schedule_type_its_inputs_and_the_zone():
+    # The preview fragment includes every `.schedule-input` control (hx-include in the template).
+    app = Flask(__name__)
+    app.config.update(SECRET_KEY="test", WTF_CSRF_ENABLED=False)
+    with app.test_request_context():
+        form = JobForm()
+        previewed = {control.name for control in form if 'class="schedule-input"' in str(control())}
+    inputs = {schedule_input.option for schedule_input in SCHEDULE_INPUTS.values()}
+    assert previewed == {"schedule_type", "timezone", *inputs}
+
+
 def test_the_form_template_shows_every_form_field():
     shown = set(re.findall(r"\bfield\(form\.(\w+)", TEMPLATE.read_text()))
     for name, field in form_fields():

@@ -41,7 +41,7 @@ def assert_cleaned_up() -> None:
 
 
 @pytest.mark.slow
-def test_single_fire_races_real_processes_and_each_occurrence_runs_once(app, backend, cli):
+def test_single_fire_races_schedulers_and_workers_and_each_occurrence_runs_once(app, backend, cli):
     out = ok(cli("demo", "single-fire"))
     if backend == "postgres":
         assert "FOR UPDATE SKIP LOCKED" in out and "starting gate" in out
