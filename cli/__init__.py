@@ -13,6 +13,7 @@ _COMMANDS: list[tuple[str, str]] = [
     ("demo", "demo_cli"),
     ("verify", "verify_command"),
     ("job", "job_cli"),
+    ("queue", "queue_cli"),
     ("execution", "execution_cli"),
     ("alerts", "alerts_cli"),
     ("schedule", "schedule_cli"),

@@ -6,6 +6,7 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from app.services.errors import ServiceError
 from cli.process import Status, metrics_options, refuse_insecure, serve_metrics
 from cli.signals import StopFlag
 
@@ -50,7 +51,11 @@ def run_worker(
     from app.services.engine.worker import Worker
 
     refuse_insecure("worker")
-    worker = Worker(current_app._get_current_object(), worker_id=worker_id, slots=slots, queues=_queues(queues))
+    try:
+        # Unknown queue names stop the command here, before the fork server or anything else starts.
+        worker = Worker(current_app._get_current_object(), worker_id=worker_id, slots=slots, queues=_queues(queues))
+    except ServiceError as exc:
+        raise click.ClickException(str(exc)) from None
     status = Status("worker", worker.id, as_log=False) if once else Status.for_app("worker", worker.id)
     serve_metrics("worker", metrics_port, metrics_host, status)
     stop = StopFlag().install()

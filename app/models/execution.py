@@ -109,7 +109,9 @@ class Execution(db.Model):
         Index("ix_executions_job_status", "job_id", "status"),
         Index("ix_executions_status_id", "status", "id"),
         Index("ix_executions_created", "created_at"),
-        # Running executions per queue: the concurrency-limit recount and the queue statistics.
+        # What finished lately, per queue: the queue statistics' last hour and 15 minutes.
+        Index("ix_executions_finished_at", "finished_at"),
+        # Running executions per queue: the queue statistics.
         Index(
             "ix_executions_queue_running",
             "queue_id",

@@ -9,6 +9,7 @@ process got there first, and the caller treats the row as lost.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
@@ -31,6 +32,7 @@ from app.store.rows import (
     ExpiredLease,
     Finished,
     QueueCounts,
+    QueueStats,
     attempts,
     executions,
     jobs,
@@ -120,6 +122,17 @@ def check_recordable(finished: Sequence[Finished]) -> None:
     for item in finished:
         if item.target not in RECORD_TARGETS:
             raise ValueError(f"execution {item.execution_id}: cannot record {item.target}")
+
+
+LATENESS_SAMPLE = 1000  # newest scheduled runs the lateness percentiles are taken from
+
+
+def _percentile(sorted_values: list[float], share: float) -> float | None:
+    """Nearest-rank percentile of an ascending list (None for an empty one)."""
+    if not sorted_values:
+        return None
+    rank = max(1, math.ceil(share * len(sorted_values)))
+    return round(sorted_values[rank - 1], 3)
 
 
 class CommonStore:
@@ -272,6 +285,71 @@ class CommonStore:
         e = executions
         stmt = update(e).where(e.c.job_id == job_id, e.c.status.in_(status_values(CLAIMABLE))).values(queue_id=queue_id)
         return conn.execute(stmt).rowcount
+
+    def queue_stats(self, conn: Connection, now: datetime, *, queue_ids=None) -> dict[int, QueueStats]:
+        """Per-queue statistics at `now` in four index-backed reads: waiting rows (the claimable
+        partial index), running rows (ix_executions_queue_running), rows finished in the last hour
+        (ix_executions_finished_at), and the start lateness of at most LATENESS_SAMPLE scheduled
+        runs finished in the last 15 minutes (plus those still running)."""
+        e = executions
+        hour_ago, window = now - timedelta(hours=1), now - timedelta(minutes=15)
+        scope = [e.c.queue_id.in_(list(queue_ids))] if queue_ids is not None else []
+        figures: dict[int, dict] = {}
+
+        def put(queue_id, **values):
+            figures.setdefault(queue_id, {}).update(values)
+
+        due = e.c.available_at <= now
+        for queue_id, pending, later, retrying, oldest in conn.execute(
+            select(
+                e.c.queue_id,
+                func.count().filter(due),
+                func.count().filter(and_(e.c.status == S.PENDING.value, e.c.available_at > now)),
+                func.count().filter(and_(e.c.status == S.RETRY_SCHEDULED.value, e.c.available_at > now)),
+                func.min(e.c.available_at).filter(due),
+            )
+            .where(e.c.status.in_(status_values(CLAIMABLE)), *scope)
+            .group_by(e.c.queue_id)
+        ):
+            age = max(0.0, (now - oldest).total_seconds()) if oldest is not None else None
+            put(queue_id, pending=pending, scheduled_later=later, retrying=retrying, oldest_pending_seconds=age)
+        for queue_id, running in conn.execute(
+            select(e.c.queue_id, func.count()).where(e.c.status == S.RUNNING.value, *scope).group_by(e.c.queue_id)
+        ):
+            put(queue_id, running=running)
+        failed = status_values({S.FAILED, S.TIMED_OUT, S.DEAD_LETTERED})
+        for queue_id, succeeded, failures, recent in conn.execute(
+            select(
+                e.c.queue_id,
+                func.count().filter(e.c.status == S.SUCCEEDED.value),
+                func.count().filter(e.c.status.in_(failed)),
+                func.count().filter(e.c.finished_at >= window),
+            )
+            .where(e.c.finished_at >= hour_ago, *scope)
+            .group_by(e.c.queue_id)
+        ):
+            put(queue_id, succeeded_last_hour=succeeded, failed_last_hour=failures, throughput_per_minute=recent / 15)
+        scheduled = e.c.trigger.in_(["schedule", "catch_up"])
+        started_recently = and_(scheduled, e.c.started_at >= window, *scope)
+        finished = conn.execute(
+            select(e.c.queue_id, e.c.started_at, e.c.scheduled_for)
+            .where(e.c.finished_at >= window, started_recently)
+            .order_by(e.c.finished_at.desc())
+            .limit(LATENESS_SAMPLE)
+        ).all()
+        running = conn.execute(
+            select(e.c.queue_id, e.c.started_at, e.c.scheduled_for).where(
+                e.c.status == S.RUNNING.value, started_recently
+            )
+        ).all()
+        late: dict[int, list[float]] = {}
+        for queue_id, started_at, scheduled_for in [*finished, *running]:
+            late.setdefault(queue_id, []).append(max(0.0, (started_at - scheduled_for).total_seconds()))
+        for queue_id, values in late.items():
+            values.sort()
+            put(queue_id, lateness_p50_seconds=_percentile(values, 0.5), lateness_p95_seconds=_percentile(values, 0.95))
+        wanted = set(queue_ids) if queue_ids is not None else set(conn.execute(select(queues.c.id)).scalars())
+        return {queue_id: QueueStats(**figures.get(queue_id, {})) for queue_id in wanted if queue_id is not None}
 
     # --- concurrency slots ------------------------------------------------------------------
 

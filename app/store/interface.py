@@ -17,7 +17,7 @@ from typing import Protocol
 
 from sqlalchemy.engine import Connection, Row
 
-from app.store.rows import ExpiredLease, Finished, QueueCounts, Turn
+from app.store.rows import ExpiredLease, Finished, QueueCounts, QueueStats, Turn
 
 
 class Store(Protocol):
@@ -102,6 +102,9 @@ class Store(Protocol):
     # counts
     def queue_counts(self, conn: Connection, now: datetime) -> QueueCounts:
         """Queue depth and oldest due row, waiting retries, in-flight rows."""
+
+    def queue_stats(self, conn: Connection, now: datetime, *, queue_ids=None) -> dict[int, QueueStats]:
+        """Per-queue live statistics at `now` (every queue, or those of `queue_ids`)."""
 
     def counts_by_status(self, conn: Connection, *, created_since: datetime | None = None) -> dict[str, int]:
         """Executions per status, every status present (only those created since `created_since`)."""

@@ -249,3 +249,22 @@ class QueueCounts:
     oldest_due_at: datetime | None  # the longest-waiting of those
     in_flight: int  # holding a lease (running; legacy claimed)
     retries_waiting: int  # retry_scheduled whose backoff has not passed
+
+
+@dataclass(frozen=True)
+class QueueStats:
+    """One queue's live statistics (see app/services/read/queue_stats.py for what each means)."""
+
+    pending: int = 0
+    scheduled_later: int = 0
+    retrying: int = 0
+    running: int = 0
+    succeeded_last_hour: int = 0
+    failed_last_hour: int = 0
+    oldest_pending_seconds: float | None = None
+    throughput_per_minute: float = 0.0
+    lateness_p50_seconds: float | None = None
+    lateness_p95_seconds: float | None = None
+
+    def as_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}

@@ -16,7 +16,7 @@ import redis
 from app import cache, create_app
 from app.extensions import db
 from app.models import Job
-from tests.factories import make_execution, make_job
+from tests.factories import make_execution, make_job, make_queue
 from tests.helpers.web import WebClient, job_form, signed_in_client
 
 REDIS_URL = os.environ.get("CRONWELL_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -119,6 +119,7 @@ def test_cached_summary_is_served_until_a_service_invalidates_it(redis_app):
     db.session.add(
         Job(
             name="sneaked-in",
+            queue_id=make_queue("default").id,
             task="always_succeed",
             config={},
             schedule_type="cron",

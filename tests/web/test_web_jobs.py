@@ -9,7 +9,7 @@ import pytest
 
 from app.extensions import db
 from app.models import Execution, Job
-from tests.factories import make_execution, make_job
+from tests.factories import make_execution, make_job, make_queue
 from tests.helpers.web import WebClient, job_form, rows, signed_in_client
 
 
@@ -27,6 +27,7 @@ def test_job_list_paginates_at_50(app):
         db.session.add(
             Job(
                 name=f"bulk-{i:03d}",
+                queue_id=make_queue("default").id,
                 task="always_succeed",
                 config={},
                 schedule_type="cron",
