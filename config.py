@@ -75,6 +75,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "LEASE_SECONDS": _int(env, "LEASE_SECONDS", 120, 1),
         "LEASE_BUFFER_SECONDS": _int(env, "LEASE_BUFFER_SECONDS", 30, 0),
         "MISFIRE_CATCH_UP_CAP": _int(env, "MISFIRE_CATCH_UP_CAP", 50, 1),
+        # Work that waited this long for a worker jumps to the top priority (0: never).
+        "PRIORITY_AGING_SECONDS": _int(env, "PRIORITY_AGING_SECONDS", 300, 0),
         "HEARTBEAT_PRUNE_SECONDS": _int(env, "HEARTBEAT_PRUNE_SECONDS", 86400, 60),
         "HEARTBEAT_STALE_SECONDS": _int(env, "HEARTBEAT_STALE_SECONDS", 60, 5),
         "READYZ_REQUIRE_HEARTBEATS": _bool(env.get("READYZ_REQUIRE_HEARTBEATS"), False),

@@ -135,3 +135,19 @@ def plan_occurrences(
         until = plan.fire[0][0] if plan.fire else plan.next_run_at
         plan.unrecorded_range = (first_unrecorded, until if until is not None else latest + timedelta(microseconds=1))
     return plan
+
+
+# Priorities run from TOP_PRIORITY (first) to BOTTOM_PRIORITY; lower numbers run first.
+TOP_PRIORITY, BOTTOM_PRIORITY = -1000, 1000
+
+
+def starving_since(now: datetime, aging_seconds: int) -> datetime | None:
+    """Priority draining: work still waiting for a worker `aging_seconds` after it became due is
+    raised to TOP_PRIORITY, where it runs oldest first. Claims take the lowest priority number,
+    then the oldest, so without this a queue of high-priority work that never empties would keep
+    lower-priority work waiting forever; with it, nothing waits much longer than `aging_seconds`
+    plus the time to drain work that started waiting before it. Returns the due-before instant of
+    the rows to raise, or None when aging is off."""
+    if aging_seconds <= 0:
+        return None
+    return now - timedelta(seconds=aging_seconds)

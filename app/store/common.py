@@ -16,6 +16,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import and_, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Row
 
+from app.domain.policies import TOP_PRIORITY
 from app.domain.states import (
     CANCELLABLE,
     CLAIMABLE,
@@ -350,6 +351,21 @@ class CommonStore:
             put(queue_id, lateness_p50_seconds=_percentile(values, 0.5), lateness_p95_seconds=_percentile(values, 0.95))
         wanted = set(queue_ids) if queue_ids is not None else set(conn.execute(select(queues.c.id)).scalars())
         return {queue_id: QueueStats(**figures.get(queue_id, {})) for queue_id in wanted if queue_id is not None}
+
+    def raise_starving_priorities(self, conn: Connection, *, due_before: datetime) -> int:
+        """Priority draining (app.domain.policies.starving_since): waiting work due before
+        `due_before` moves to the top priority. Returns how many rows moved."""
+        e = executions
+        stmt = (
+            update(e)
+            .where(
+                e.c.status.in_(status_values(CLAIMABLE)),
+                e.c.available_at <= due_before,
+                e.c.priority > TOP_PRIORITY,
+            )
+            .values(priority=TOP_PRIORITY)
+        )
+        return conn.execute(stmt).rowcount
 
     # --- concurrency slots ------------------------------------------------------------------
 

@@ -77,6 +77,9 @@ class Store(Protocol):
     def move_queued_to_queue(self, conn: Connection, job_id: int, queue_id: int) -> int:
         """Move a job's waiting executions to its new queue: how many."""
 
+    def raise_starving_priorities(self, conn: Connection, *, due_before: datetime) -> int:
+        """Waiting work due before `due_before` moves to the top priority: how many rows."""
+
     def release_slots(self, conn: Connection, execution_ids) -> None:
         """Give back the queue slots of executions that just left running (ADR 0008)."""
 

@@ -266,6 +266,19 @@ def release_job(run: Run, job: str):
     return "released"
 
 
+def raise_starving(run: Run, due_before: datetime):
+    return run.write(lambda c: run.store.raise_starving_priorities(c, due_before=due_before))
+
+
+def lim_stats(run: Run, now: datetime):
+    def go(conn):
+        queue_id = run.store.queue_ids(conn, ["lim"])["lim"]
+        stats = run.store.queue_stats(conn, now, queue_ids=[queue_id])[queue_id]
+        return (stats.pending, stats.running, stats.succeeded_last_hour, stats.scheduled_later)
+
+    return run.write(go)
+
+
 SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
     ("jobs", make_jobs, ["a", "off", "q"], False),
     ("lock due jobs", lock_due_jobs, ["a", "off", "q"], True),
@@ -385,8 +398,13 @@ SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
     ),
     ("releasing a finished row gives nothing back", lambda r: release(r, ["l1"]), "released", True),
     ("lim's slot is l2's", lambda r: slots_taken(r, "lim"), 1, False),
+    ("lim's statistics", lambda r: lim_stats(r, at(hours=5, seconds=2)), (0, 1, 1, 0), True),
     ("l's running run gives its slot back before l goes", lambda r: release_job(r, "l"), "released", True),
     ("lim is free", lambda r: slots_taken(r, "lim"), 0, False),
+    ("manual l3, due at +6h", lambda r: insert_manual(r, "l3", "l", at(hours=6)), "l3", True),
+    ("nothing waiting was due before +5h", lambda r: raise_starving(r, at(hours=5)), 0, True),
+    ("l3 has waited: top priority", lambda r: raise_starving(r, at(hours=7)), 1, True),
+    ("and only once", lambda r: raise_starving(r, at(hours=7)), 0, True),
 ]
 
 FINAL = {
@@ -398,6 +416,7 @@ FINAL = {
     "al": ("running", 1, "w3", ["running"]),
     "l1": ("succeeded", 1, "w4", ["succeeded"]),
     "l2": ("running", 1, "w4", ["running"]),
+    "l3": ("pending", 0, None, []),
 }
 
 

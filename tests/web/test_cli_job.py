@@ -11,7 +11,7 @@ from app.clock import utcnow
 from app.extensions import db as database
 from app.models import Execution, Job
 from app.tasks import all_tasks
-from tests.factories import make_execution, make_job
+from tests.factories import make_execution, make_job, make_queue
 from tests.helpers.cli import assert_error, assert_usage_error, cli_events, ok, ok_json, row_counts
 
 
@@ -63,6 +63,7 @@ def test_add_json_prints_the_created_job(cli):
 
 
 def test_add_takes_every_policy_option(cli):
+    make_queue("reports")
     ok(
         cli(
             "job",

@@ -155,7 +155,11 @@ def test_a_tick_report_is_one_log_record_with_its_fields():
     assert record["event"] == "scheduler_tick" and record["scheduler_id"] == "s-1"
     # `created` is a LogRecord attribute, so that one field is logged as created_count.
     assert (record["due"], record["created_count"], record["missed"], record["ms"]) == (1, 2, 0, 4.5)
-    assert record["message"] == report.line() == "tick due=1 created=2 missed=0 coalesced=0 recovered=0 pruned=0 ms=4.5"
+    assert (
+        record["message"]
+        == report.line()
+        == "tick due=1 created=2 missed=0 coalesced=0 recovered=0 pruned=0 aged=0 ms=4.5"
+    )
 
 
 def test_status_of_the_long_running_commands_become_named_events(app, capsys, monkeypatch):

@@ -23,7 +23,7 @@ from flask import Flask
 from app import cache, metrics
 from app.clock import iso_z, utcnow
 from app.database import write_transaction
-from app.domain.policies import plan_occurrences
+from app.domain.policies import plan_occurrences, starving_since
 from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.scheduling import Schedule, parse_schedule
@@ -55,6 +55,7 @@ class TickReport:
     coalesced: int = 0
     recovered: int = 0
     pruned: int = 0
+    aged: int = 0  # waiting executions raised to the top priority (priority draining)
     duration_ms: float = 0.0
     job_ids: set[int] = field(default_factory=set)
     EVENT: ClassVar[str] = "tick"  # logged as event scheduler_tick
@@ -68,6 +69,7 @@ class TickReport:
             "coalesced": self.coalesced,
             "recovered": self.recovered,
             "pruned": self.pruned,
+            "aged": self.aged,
             "ms": round(self.duration_ms, 1),
         }
 
@@ -89,6 +91,7 @@ class Scheduler:
         self._last_upkeep: datetime | None = None
         self._last_housekeeping: datetime | None = None
         self._last_retention: datetime | None = None
+        self._last_aging: datetime | None = None
 
     @property
     def engine(self):
@@ -246,7 +249,15 @@ class Scheduler:
             )
 
     def _housekeeping(self, now: datetime, report: TickReport) -> None:
-        """Once a minute prune stale heartbeats; once an hour apply retention."""
+        """Every few seconds raise starving work's priority; once a minute prune stale heartbeats;
+        once an hour apply retention."""
+        due_before = starving_since(now, self.app.config["PRIORITY_AGING_SECONDS"])
+        if due_before is not None and (
+            self._last_aging is None or not 0 <= (now - self._last_aging).total_seconds() < 5
+        ):
+            self._last_aging = now
+            with write_transaction(self.engine) as conn:
+                report.aged = store_for(conn).raise_starving_priorities(conn, due_before=due_before)
         if self._last_housekeeping is None or now - self._last_housekeeping >= timedelta(minutes=1):
             self._last_housekeeping = now
             with write_transaction(self.engine) as conn:
