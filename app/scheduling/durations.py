@@ -141,9 +141,10 @@ def _checked(seconds: float, shown: str) -> timedelta:
         raise ScheduleError(f"interval must be at most {MAX_INTERVAL.days} days, got {shown}")
     # Schedules are stored and compared at one-second resolution; "1.5s" would
     # be silently truncated, so refuse it instead. Round away float noise first
-    # ("0.1h" is 360.00000000000006 seconds as a float).
+    # ("0.1h" is 360.00000000000006 seconds as a float); a tiny positive float
+    # such as 1e-120 rounds to 0 seconds, which is no interval either.
     rounded = round(seconds)
-    if abs(seconds - rounded) > 1e-6:
+    if rounded < 1 or abs(seconds - rounded) > 1e-6:
         raise ScheduleError(f"interval must be a whole number of seconds, got {shown}")
     return timedelta(seconds=rounded)
 

@@ -85,6 +85,7 @@ def test_parse_interval_accepts(value, expected):
         ({"seconds": float("inf")}, "interval seconds must be a finite number, got Infinity"),
         ("1.5s", 'interval must be a whole number of seconds, got "1.5s"'),
         (0.5, "interval must be a whole number of seconds, got 0.5"),
+        (1e-120, "interval must be a whole number of seconds, got 1e-120"),
         ("3651d", 'interval must be at most 3650 days, got "3651d"'),
         (10**15, "interval must be at most 3650 days, got 1000000000000000"),
         (
