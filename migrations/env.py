@@ -53,6 +53,13 @@ def run_migrations_offline():
 def run_migrations_online():
     """Run the migrations on a connection from the app's engine, in one transaction."""
     with db.engine.connect() as connection:
+        sqlite = connection.dialect.name == "sqlite"
+        if sqlite:
+            # SQLite changes a table by copying it into a new one and dropping the old one; with
+            # foreign keys enforced, dropping `jobs` would cascade-delete every execution. The
+            # pragma only takes effect outside a transaction, so it is set on the driver connection before
+            # ours begins, and the keys are checked before the migration commits.
+            connection.connection.driver_connection.execute("PRAGMA foreign_keys=OFF")
         context.configure(
             connection=connection,
             target_metadata=db.metadata,
@@ -60,8 +67,16 @@ def run_migrations_online():
             process_revision_directives=skip_empty_autogenerate,
             **CONFIGURE_ARGS,
         )
-        with context.begin_transaction():
-            context.run_migrations()
+        try:
+            with context.begin_transaction():
+                context.run_migrations()
+                if sqlite:
+                    broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
+                    if broken:
+                        raise RuntimeError(f"migration left rows whose foreign keys point nowhere: {broken[:5]}")
+        finally:
+            if sqlite:
+                connection.connection.driver_connection.execute("PRAGMA foreign_keys=ON")
 
 
 if context.is_offline_mode():
