@@ -14,7 +14,12 @@ Where each figure comes from:
   scheduled_for of first attempts), task duration by attempt status, executor fork time,
   executions by final status, retries, dead letters, lease recoveries;
 - web (`/metrics`, see app/metrics_routes.py): requests and latency by endpoint, plus the same
-  gauges read from the database at scrape time. Under gunicorn set PROMETHEUS_MULTIPROC_DIR
+  gauges read from the database at scrape time.
+- per queue (labels `project`, `queue`), in the same snapshot as the gauges above: pending,
+  scheduled later, retrying, running, succeeded/failed in the last hour, oldest pending age,
+  throughput per minute, fire lateness p50/p95 over 15 minutes, paused. They come from the store's
+  `queue_stats` (see app/services/read/queue_stats.py), a few index-backed reads whatever the size
+  of the table. Under gunicorn set PROMETHEUS_MULTIPROC_DIR
   (gunicorn.conf.py does) so every worker's counters are summed.
 """
 
@@ -27,10 +32,14 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 
 from app.clock import utcnow
+
+if TYPE_CHECKING:
+    from app.store import QueueStats
 
 log = logging.getLogger("cronwell.metrics")
 _lock = threading.Lock()
@@ -237,10 +246,70 @@ class Snapshot:
     in_flight: int = 0
     open_alerts: int = 0
     heartbeats: list[tuple[str, str, float]] = field(default_factory=list)  # (kind, process id, age)
+    queues: list[QueueReading] = field(default_factory=list)
+
+
+@dataclass
+class QueueReading:
+    """One queue's labels, pause state and statistics (`QueueStats`)."""
+
+    project: str
+    name: str
+    paused: bool
+    stats: QueueStats
+
+
+# Per-queue gauges: (metric name, help, QueueStats attribute); a missing oldest age reads 0, like
+# cronwell_queue_oldest_pending_age_seconds. Lateness has no value without recent scheduled runs:
+# those samples are left out rather than shown as 0, which would read as "on time".
+QUEUE_GAUGES = (
+    ("cronwell_queue_pending", "Executions of the queue due now and waiting for a worker.", "pending"),
+    ("cronwell_queue_scheduled_later", "Pending executions of the queue not yet due.", "scheduled_later"),
+    ("cronwell_queue_retrying", "Executions of the queue waiting out a retry backoff.", "retrying"),
+    ("cronwell_queue_running", "Executions of the queue running now.", "running"),
+    (
+        "cronwell_queue_succeeded_last_hour",
+        "Executions of the queue that succeeded in the last hour.",
+        "succeeded_last_hour",
+    ),
+    (
+        "cronwell_queue_failed_last_hour",
+        "Executions of the queue that failed, timed out or were dead-lettered in the last hour.",
+        "failed_last_hour",
+    ),
+    (
+        "cronwell_queue_oldest_pending_seconds",
+        "How long the queue's oldest due execution has waited (0 when none waits).",
+        "oldest_pending_seconds",
+    ),
+    (
+        "cronwell_queue_throughput_per_minute",
+        "Executions of the queue finished per minute, over the last 15 minutes.",
+        "throughput_per_minute",
+    ),
+)
+QUEUE_LATENESS = (("0.5", "lateness_p50_seconds"), ("0.95", "lateness_p95_seconds"))
+
+
+def read_queue_readings(conn, now: datetime) -> list[QueueReading]:
+    """Every queue with its statistics at `now` (the store's `queue_stats`, one call)."""
+    from app.models import Project, Queue
+    from app.store import QueueStats, store_for
+
+    q, p = Queue.__table__, Project.__table__
+    rows = conn.execute(
+        select(q.c.id, p.c.name, q.c.name, q.c.paused).join(p, p.c.id == q.c.project_id).order_by(p.c.name, q.c.name)
+    ).fetchall()
+    stats = store_for(conn).queue_stats(conn, now)
+    return [
+        QueueReading(project, name, bool(paused), stats.get(queue_id) or QueueStats())
+        for queue_id, project, name, paused in rows
+    ]
 
 
 def read_snapshot(engine, now: datetime) -> Snapshot:
-    """Queue depth, oldest due wait, in-flight count, open alerts and heartbeat ages, in one short read."""
+    """Queue depth, oldest due wait, in-flight count, open alerts, heartbeat ages and per-queue
+    statistics, in one short read."""
     from app.models import Alert, Heartbeat
     from app.store import store_for
 
@@ -249,7 +318,9 @@ def read_snapshot(engine, now: datetime) -> Snapshot:
         queue = store_for(conn).queue_counts(conn, now)
         open_alerts = conn.execute(select(func.count()).where(a.c.resolved_at.is_(None))).scalar()
         beats = conn.execute(select(h.c.kind, h.c.id, h.c.last_seen)).fetchall()
+        queues = read_queue_readings(conn, now)
     return Snapshot(
+        queues=queues,
         taken_at=now,
         queue_depth=queue.depth,
         oldest_pending_age=max(0.0, (now - queue.oldest_due_at).total_seconds()) if queue.oldest_due_at else 0.0,
@@ -324,6 +395,34 @@ class DatabaseGauges:
         for kind, process_id, age in snap.heartbeats:
             beats.add_metric([kind, process_id], age)
         yield beats
+        yield from _queue_families(snap.queues)
+
+
+def _queue_families(readings: list[QueueReading]) -> Iterable:
+    """The per-queue gauges, labelled by project and queue."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    labels = ["project", "queue"]
+    for name, doc, attribute in QUEUE_GAUGES:
+        family = GaugeMetricFamily(name, doc, labels=labels)
+        for reading in readings:
+            family.add_metric([reading.project, reading.name], getattr(reading.stats, attribute) or 0)
+        yield family
+    lateness = GaugeMetricFamily(
+        "cronwell_queue_fire_lateness_seconds",
+        "Start minus scheduled time of the queue's scheduled runs over the last 15 minutes, by quantile.",
+        labels=[*labels, "quantile"],
+    )
+    for reading in readings:
+        for quantile, attribute in QUEUE_LATENESS:
+            value = getattr(reading.stats, attribute)
+            if value is not None:
+                lateness.add_metric([reading.project, reading.name, quantile], value)
+    yield lateness
+    paused = GaugeMetricFamily("cronwell_queue_paused", "1 while the queue is paused.", labels=labels)
+    for reading in readings:
+        paused.add_metric([reading.project, reading.name], 1 if reading.paused else 0)
+    yield paused
 
 
 _scheduler_gauges: DatabaseGauges | None = None
