@@ -161,10 +161,11 @@ def check_heartbeat_cli(kind: str, any_host: bool, max_age: int | None) -> None:
     """
     from app.extensions import db
     from app.models import Heartbeat
+    from app.services.engine.heartbeats import not_stopped
 
     max_age = max_age or current_app.config["HEARTBEAT_STALE_SECONDS"]
     query = select(Heartbeat.id).where(
-        Heartbeat.kind == kind, Heartbeat.last_seen >= utcnow() - timedelta(seconds=max_age)
+        Heartbeat.kind == kind, Heartbeat.last_seen >= utcnow() - timedelta(seconds=max_age), not_stopped()
     )
     host = socket.gethostname()
     if not any_host:

@@ -147,18 +147,28 @@ def retry(execution_id, as_json):
 
 @execution_cli.command("cancel")
 @click.argument("execution_id", type=EXECUTION_ID)
+@click.option("--reason", metavar="TEXT", help="Why; kept on the execution and in the event log.")
 @json_option
 @mutating
 @handle_errors
-def cancel(execution_id, as_json):
-    """Cancel a queued execution (pending, retry_scheduled or claimed). Running ones cannot be cancelled.
+def cancel(execution_id, reason, as_json):
+    """Cancel an execution: a queued one at once, a running one by killing its task.
 
     \b
-    Example:
+    A running execution's worker sees the request within about a second, sends SIGTERM to the
+    task's process group (SIGKILL after the grace period) and records it `cancelled`, with no
+    retry. The command returns once the request is stored; `flask execution inspect` shows
+    the outcome.
+    \b
+    Examples:
       flask execution cancel 17
+      flask execution cancel 17 --reason "wrong input file"
     """
-    execution = execution_service.cancel_execution(execution_id, now=utcnow(), actor=ACTOR)
+    execution = execution_service.cancel_execution(execution_id, now=utcnow(), actor=ACTOR, reason=reason)
     if as_json:
         emit_json(execution_to_dict(execution))
         return
-    click.echo(f"Execution {execution.id} cancelled")
+    if execution.status == "running":
+        click.echo(f"Execution {execution.id} is running on {execution.claimed_by}; asked it to cancel the task")
+    else:
+        click.echo(f"Execution {execution.id} cancelled")

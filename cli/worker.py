@@ -1,4 +1,5 @@
-"""`flask worker run`: the process that claims due executions and runs their tasks."""
+"""`flask worker run|list|stop`: the process that claims due executions and runs their tasks,
+the registry of those processes, and the order to drain or stop one."""
 
 from __future__ import annotations
 
@@ -6,11 +7,15 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from app.clock import utcnow
 from app.services.errors import ServiceError
+from app.services.read.workers import list_workers, worker_to_dict
+from app.services.use_cases import workers as worker_service
+from cli.common import ACTOR, emit_json, fmt_age, fmt_utc, handle_errors, json_option, mutating, print_table
 from cli.process import Status, metrics_options, refuse_insecure, serve_metrics
 from cli.signals import StopFlag
 
-worker_cli = AppGroup("worker", help="Run the worker process.")
+worker_cli = AppGroup("worker", help="Run, list and stop worker processes.")
 
 
 def _queues(value: str | None) -> list[str] | None:
@@ -69,3 +74,84 @@ def run_worker(
     worker.run(burst=once, should_stop=stop, echo=status)
     if not once:
         status.emit("stopped", f"worker {worker.id} stopped")
+
+
+def _running_text(view) -> str:
+    if not view.executions:
+        return "-"
+    shown = [f"{item.id}@{fmt_utc(item.started_at) or '?'}" for item in view.executions[:3]]
+    more = len(view.executions) - len(shown)
+    return ", ".join(shown) + (f" (+{more})" if more > 0 else "")
+
+
+@worker_cli.command("list")
+@json_option
+@handle_errors
+def list_worker_processes(as_json):
+    """List workers: id, host, pid, queues, slots, state, busy/idle and what they run.
+
+    \b
+    State: running | draining (told to drain, finishing its work) | stopped (exited cleanly)
+    | stale (no heartbeat for HEARTBEAT_STALE_SECONDS). Stopped and stale workers stay listed
+    until HEARTBEAT_PRUNE_SECONDS. RUNNING shows execution@start (UTC).
+    \b
+    Examples:
+      flask worker list
+      flask worker list --json | jq '.[] | select(.state == "running") | .id'
+    """
+    views = list_workers(utcnow())
+    if as_json:
+        emit_json([worker_to_dict(view) for view in views])
+        return
+    print_table(
+        ["ID", "HOST", "PID", "STATE", "QUEUES", "BUSY", "LAST SEEN", "RUNNING (EXECUTION@START)"],
+        [
+            [
+                view.id,
+                view.host,
+                view.pid,
+                view.state.value + (f" ({view.pending_command} asked)" if view.pending_command else ""),
+                ",".join(view.queues),
+                f"{view.busy}/{view.slots}" + (" idle" if view.idle else ""),
+                fmt_age(view.age_seconds) + " ago",
+                _running_text(view),
+            ]
+            for view in views
+        ],
+        empty="No workers have reported a heartbeat.",
+    )
+
+
+@worker_cli.command("stop")
+@click.argument("worker_id")
+@click.option(
+    "--now",
+    "at_once",
+    is_flag=True,
+    help="Stop at once: kill its running tasks and settle them as abandoned (retried per their job's policy).",
+)
+@json_option
+@mutating
+@handle_errors
+def stop_worker(worker_id, at_once, as_json):
+    """Tell worker WORKER_ID to drain and exit (see `flask worker list` for ids).
+
+    \b
+    Without --now it stops claiming, lets its running tasks finish and exits 0 (state
+    `draining`, then `stopped`). The order is stored and announced; the worker acts within
+    about a second.
+    \b
+    Examples:
+      flask worker stop worker-host1-4242
+      flask worker stop worker-host1-4242 --now
+    """
+    view = worker_service.stop_worker(worker_id, now=utcnow(), actor=ACTOR, at_once=at_once)
+    if as_json:
+        emit_json(worker_to_dict(view))
+        return
+    if at_once:
+        click.echo(
+            f"Worker {view.id} told to stop now; its {view.busy} running execution(s) will be retried per policy"
+        )
+    else:
+        click.echo(f"Worker {view.id} told to drain: it claims nothing more, finishes {view.busy} running, then exits")

@@ -19,8 +19,9 @@ class ExecutionStatus(str, Enum):
     # still hold `claimed` rows. The enum and the CHECK constraint keep the value so those rows
     # stay valid; lease recovery settles them back to pending, and cancel still cancels them.
     CLAIMED = "claimed"
-    # The task process is running. Left by the worker recording the outcome, or by
-    # expired-lease recovery when the worker vanished (-> retry_scheduled | dead_lettered).
+    # The task process is running. Left by the worker recording the outcome (-> cancelled when
+    # an operator asked it to stop the task), or by expired-lease recovery when the worker
+    # vanished (-> retry_scheduled | dead_lettered, or cancelled when a cancel was requested).
     RUNNING = "running"
     # Waiting for its backoff to pass (available_at). Started again by a worker like pending.
     RETRY_SCHEDULED = "retry_scheduled"
@@ -30,7 +31,7 @@ class ExecutionStatus(str, Enum):
     FAILED = "failed"
     TIMED_OUT = "timed_out"
     MISSED = "missed"  # never ran: misfire policy skip, or overlap policy skip
-    CANCELLED = "cancelled"  # an operator cancelled it, or its job was disabled
+    CANCELLED = "cancelled"  # an operator cancelled it (queued or running), or its job was disabled
     DEAD_LETTERED = "dead_lettered"  # abandoned (expired lease) with no attempts left
 
     def __str__(self) -> str:
@@ -46,7 +47,7 @@ ALLOWED: dict[ExecutionStatus, frozenset[ExecutionStatus]] = {
     S.PENDING: frozenset({S.RUNNING, S.CANCELLED}),
     S.RETRY_SCHEDULED: frozenset({S.RUNNING, S.CANCELLED}),
     S.CLAIMED: frozenset({S.PENDING, S.CANCELLED}),  # legacy rows only, see CLAIMED
-    S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.RETRY_SCHEDULED, S.DEAD_LETTERED}),
+    S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.RETRY_SCHEDULED, S.DEAD_LETTERED, S.CANCELLED}),
     S.SUCCEEDED: frozenset(),
     S.FAILED: frozenset(),
     S.TIMED_OUT: frozenset(),
@@ -82,7 +83,12 @@ def is_terminal(status: ExecutionStatus | str) -> bool:
 # Named sets, all derived from the table.
 TERMINAL = frozenset(s for s, targets in ALLOWED.items() if not targets)
 CLAIMABLE = sources_of(S.RUNNING)  # what a worker's turn may start
-CANCELLABLE = sources_of(S.CANCELLED)
+CANCELLABLE = sources_of(S.CANCELLED)  # what an operator may cancel, queued or running
+# Cancelled in one UPDATE (operator cancel, disable, the turn's disabled-job rows). A running row is
+# never cancelled that way: its worker must kill the task first (cancel requests, below).
+QUEUED_CANCELLABLE = CANCELLABLE - {S.RUNNING}
+# Cancelled by asking the owning worker (cancel_requested_at), which kills the task and records it.
+RUNNING_CANCELLABLE = CANCELLABLE - QUEUED_CANCELLABLE
 IN_FLIGHT = frozenset(S) - TERMINAL - CLAIMABLE  # holding a lease: running (and legacy claimed)
 # What a worker records an outcome from (the attempt's status, or a retry).
 RECORDABLE = guard_for(S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.RETRY_SCHEDULED)
@@ -102,6 +108,7 @@ class AttemptStatus(str, Enum):
     FAILED = "failed"
     TIMED_OUT = "timed_out"
     ABANDONED = "abandoned"  # the worker vanished; recorded by lease recovery
+    CANCELLED = "cancelled"  # an operator cancelled the running execution; its task was killed
 
 
 class OverlapPolicy(str, Enum):
@@ -114,6 +121,21 @@ class MisfirePolicy(str, Enum):
     COALESCE = "coalesce"
     CATCH_UP = "catch_up"
     SKIP = "skip"
+
+
+class WorkerState(str, Enum):
+    """What the worker registry shows. The worker writes the first three in its heartbeat;
+    `stale` is read, not written: a heartbeat older than HEARTBEAT_STALE_SECONDS."""
+
+    RUNNING = "running"  # claiming and running work
+    DRAINING = "draining"  # told to drain: claims nothing, finishes what runs, then stops
+    STOPPED = "stopped"  # exited cleanly; listed until its heartbeat is pruned
+    STALE = "stale"  # stopped heartbeating without saying so (killed, hung, cut off)
+
+
+class WorkerCommandKind(str, Enum):
+    DRAIN = "drain"  # stop claiming, let running tasks finish, exit 0
+    STOP = "stop"  # stop now: kill running tasks, settle them as abandoned (retried per policy), exit 0
 
 
 class ScheduleType(str, Enum):

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.executor.output import OUTPUT_LIMIT_CHARS
-from app.executor.protocol import MessageReader, TaskRequest, TaskResult, encode_message
+from app.executor.protocol import KILL_REASONS, MessageReader, TaskRequest, TaskResult, encode_message
 from app.sensitive import task_environment
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
@@ -188,11 +188,16 @@ class ForkServer:
             pass
         return self._take_finished()
 
-    def kill(self, execution_id: int) -> None:
-        """Terminate a running task (SIGTERM, then SIGKILL); its result reports it as failed."""
+    def kill(self, execution_id: int, *, reason: str = "killed") -> None:
+        """Terminate a running task's process group (SIGTERM, then SIGKILL after the grace period).
+
+        Its result reports it as failed, or as cancelled with reason="cancelled".
+        """
         self._require_started()
+        if reason not in KILL_REASONS:
+            raise ValueError(f"kill reason must be one of {', '.join(KILL_REASONS)}, got {reason!r}")
         if execution_id in self._pending:
-            self._send({"op": "kill", "execution_id": execution_id})
+            self._send({"op": "kill", "execution_id": execution_id, "reason": reason})
 
     def running(self) -> set[int]:
         """Execution ids submitted whose results have not been returned by `poll` yet."""

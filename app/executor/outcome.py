@@ -48,6 +48,8 @@ def classify_exit(
         return "timed_out", f"task timed out after {timeout_seconds:g} s ({how})"
     if kill_reason == "killed":
         return "failed", f"task was killed on request ({how})"
+    if kill_reason == "cancelled":
+        return "cancelled", f"task was cancelled ({how})"
     if kill_reason == "shutdown":
         return "failed", f"task was stopped because the executor shut down ({how})"
     if report is not None and report.get("ok") and exit_code == 0:

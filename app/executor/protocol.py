@@ -4,7 +4,7 @@ Messages are JSON objects, each sent as a 4-byte big-endian length followed by t
 UTF-8 JSON. A length prefix (rather than newline-delimited JSON) lets either side read whatever the
 socket has and split it into whole messages without scanning for separators.
 
-Client -> zygote ("op"):     run {request}, kill {execution_id}, shutdown {}
+Client -> zygote ("op"):     run {request}, kill {execution_id, reason: killed|cancelled}, shutdown {}
 Zygote -> client ("type"):   ready {pid}, fatal {error}, started {execution_id, pid},
                              result {TaskResult fields}, bye {}
 
@@ -22,7 +22,10 @@ _HEADER = struct.Struct("!I")
 # A result carries at most output_limit + error limit characters; anything near this is corruption.
 MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 
-TaskStatus = Literal["succeeded", "failed", "timed_out"]
+TaskStatus = Literal["succeeded", "failed", "timed_out", "cancelled"]
+# Why the worker asks the zygote to kill a task: "cancelled" reports the task as cancelled (an
+# operator cancelled the running execution), "killed" as failed.
+KILL_REASONS = ("killed", "cancelled")
 
 
 class ProtocolError(RuntimeError):

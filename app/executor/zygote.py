@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from app.executor.outcome import classify_exit, parse_result_pipe
 from app.executor.output import OUTPUT_LIMIT_CHARS, BoundedCapture, truncate_text
-from app.executor.protocol import MessageReader, TaskResult, encode_message
+from app.executor.protocol import KILL_REASONS, MessageReader, TaskResult, encode_message
 from app.executor.task_child import run_task_in_child, set_parent_death_signal
 
 READ_CHUNK = 64 * 1024
@@ -66,7 +66,7 @@ class TaskChild:
     deadline: float | None  # monotonic
     output: BoundedCapture
     result: bytearray = field(default_factory=bytearray)
-    kill_reason: str | None = None  # "timeout" | "killed" | "shutdown" once the zygote signalled it
+    kill_reason: str | None = None  # "timeout" | "killed" | "cancelled" | "shutdown" once signalled
     sigkill_at: float | None = None  # monotonic, when SIGTERM escalates to SIGKILL
 
 
@@ -193,7 +193,8 @@ class Zygote:
             elif op == "kill":
                 child = self.children.get(message["execution_id"])
                 if child is not None:
-                    self._terminate(child, "killed")
+                    reason = message.get("reason")
+                    self._terminate(child, reason if reason in KILL_REASONS else "killed")
             elif op == "shutdown":
                 self.shutting_down = True
                 for child in self.children.values():

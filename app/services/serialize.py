@@ -53,6 +53,8 @@ def execution_to_dict(
         "duration_seconds": execution.duration_seconds,
         "exit_code": execution.exit_code,
         "retry_of_id": execution.retry_of_id,
+        "cancel_requested_at": iso(execution.cancel_requested_at),
+        "cancel_requested_by": execution.cancel_requested_by,
         "created_at": iso(execution.created_at),
         "updated_at": iso(execution.updated_at),
     }

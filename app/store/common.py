@@ -18,10 +18,11 @@ from sqlalchemy.engine import Connection, Row
 
 from app.domain.policies import TOP_PRIORITY
 from app.domain.states import (
-    CANCELLABLE,
     CLAIMABLE,
     IN_FLIGHT,
+    QUEUED_CANCELLABLE,
     RECORDABLE,
+    RUNNING_CANCELLABLE,
     TERMINAL,
     AttemptStatus,
     can_transition,
@@ -72,7 +73,7 @@ CANDIDATE_WHERE = f"""
 CANDIDATE_ORDER = "e.priority, e.available_at, e.id"
 
 # The turn cancels candidates of disabled jobs instead of starting them: that must be legal.
-assert CLAIMABLE <= sources_of(S.CANCELLED), "every claimable status must be cancellable"
+assert CLAIMABLE <= QUEUED_CANCELLABLE, "every claimable status must be cancellable"
 
 # Only finished history is pruned: never queued or in-flight work, and never dead-lettered rows
 # or rows with a DeadLetter (an unresolved failure stays visible).
@@ -415,19 +416,56 @@ class CommonStore:
         )
 
     def cancel_execution(self, conn: Connection, execution_id: int, *, now: datetime, reason: str) -> bool:
-        """Cancel one queued row (never a running one); False when it was no longer cancellable."""
-        stmt = guarded(execution_id, S.CANCELLED).values(**self._cancelled_values(now=now, reason=reason))
+        """Cancel one queued row (never a running one: see `request_cancel`); False when it was no
+        longer cancellable."""
+        stmt = guarded(execution_id, S.CANCELLED, among=QUEUED_CANCELLABLE).values(
+            **self._cancelled_values(now=now, reason=reason)
+        )
         return conn.execute(stmt).rowcount == 1
 
     def cancel_queued_for_job(self, conn: Connection, job_id: int, *, now: datetime, reason: str) -> list[int]:
         """Cancel a job's queued rows (pending, retry_scheduled, legacy claimed; never running ones)."""
         stmt = (
             update(executions)
-            .where(executions.c.job_id == job_id, executions.c.status.in_(status_values(CANCELLABLE)))
+            .where(executions.c.job_id == job_id, executions.c.status.in_(status_values(QUEUED_CANCELLABLE)))
             .values(**self._cancelled_values(now=now, reason=reason))
             .returning(executions.c.id)
         )
         return [row.id for row in conn.execute(stmt)]
+
+    def request_cancel(
+        self, conn: Connection, execution_id: int, *, now: datetime, requested_by: str, reason: str
+    ) -> str | None:
+        """Ask the worker running a row to stop it: stamps cancel_requested_at/by and the reason
+        the row will end with. Moves nothing: the worker kills the task and records `cancelled`
+        (or recovery does, if the worker is gone). Returns the owning worker's id; None when the
+        row is not running or a cancel was already requested."""
+        e = executions
+        stmt = (
+            update(e)
+            .where(
+                e.c.id == execution_id,
+                e.c.status.in_(status_values(RUNNING_CANCELLABLE)),
+                e.c.cancel_requested_at.is_(None),
+            )
+            .values(cancel_requested_at=now, cancel_requested_by=requested_by, reason=reason, updated_at=now)
+            .returning(e.c.claimed_by)
+        )
+        row = conn.execute(stmt).first()
+        return None if row is None else (row.claimed_by or "")
+
+    def cancel_requests(self, conn: Connection, *, worker_id: str) -> dict[int, str]:
+        """The running rows of `worker_id` an operator asked to cancel: {id: requested by}. The
+        worker's check on every wake: a few running rows, read through the running-rows index."""
+        e = executions
+        rows = conn.execute(
+            select(e.c.id, e.c.cancel_requested_by).where(
+                e.c.status.in_(status_values(RUNNING_CANCELLABLE)),
+                e.c.claimed_by == worker_id,
+                e.c.cancel_requested_at.is_not(None),
+            )
+        )
+        return {execution_id: by or "" for execution_id, by in rows}
 
     # --- recovery ---------------------------------------------------------------------------
 
@@ -443,6 +481,7 @@ class CommonStore:
                 e.c.attempts,
                 e.c.max_attempts,
                 e.c.claimed_by,
+                e.c.cancel_requested_by,
                 j.c.name.label("job_name"),
                 j.c.retry_backoff_seconds,
                 j.c.alert_mode,
@@ -459,12 +498,19 @@ class CommonStore:
         self, conn: Connection, lease: ExpiredLease, *, now: datetime, retry_at: datetime | None, reason: str
     ) -> str | None:
         """Move an expired in-flight row on: legacy claimed -> pending (never started), running ->
-        retry_scheduled (`retry_at` given) or dead_lettered, closing its Attempt as abandoned.
-        Guarded by status and by the lease still being expired. Returns the new status, None if lost."""
+        retry_scheduled (`retry_at` given) or dead_lettered, closing its Attempt as abandoned; a
+        running row an operator asked to cancel ends cancelled instead (never retried), keeping the
+        reason the request wrote. Guarded by status and by the lease still being expired. Returns
+        the new status, None if lost."""
         e = executions
         base = dict(claimed_by=None, lease_expires_at=None, updated_at=now)
+        attempt_status, attempt_error = AttemptStatus.ABANDONED, reason
         if lease.status == S.CLAIMED.value:
             target, values = S.PENDING, base
+        elif lease.cancel_requested_by is not None:
+            target, values = S.CANCELLED, dict(base, finished_at=now)
+            attempt_status = AttemptStatus.CANCELLED
+            attempt_error = f"cancelled by {lease.cancel_requested_by or 'an operator'}; {reason}"
         elif retry_at is not None:
             target, values = S.RETRY_SCHEDULED, dict(base, available_at=retry_at, reason=reason)
         else:
@@ -481,7 +527,7 @@ class CommonStore:
                     attempts.c.number == lease.attempts,
                     attempts.c.status == AttemptStatus.RUNNING.value,
                 )
-                .values(status=AttemptStatus.ABANDONED.value, finished_at=now, error=reason)
+                .values(status=attempt_status.value, finished_at=now, error=attempt_error)
             )
         return target.value
 

@@ -93,6 +93,14 @@ class Store(Protocol):
     def cancel_queued_for_job(self, conn: Connection, job_id: int, *, now: datetime, reason: str) -> list[int]:
         """Cancel all of a job's queued rows: their ids."""
 
+    def request_cancel(
+        self, conn: Connection, execution_id: int, *, now: datetime, requested_by: str, reason: str
+    ) -> str | None:
+        """Ask the worker of a running row to cancel it: that worker's id, None if not running or already asked."""
+
+    def cancel_requests(self, conn: Connection, *, worker_id: str) -> dict[int, str]:
+        """The running rows of `worker_id` an operator asked to cancel: {id: requested by}."""
+
     # recovery
     def lock_expired_leases(self, conn: Connection, *, now: datetime, limit: int = 100) -> list[ExpiredLease]:
         """In-flight rows whose lease ran out, locked with SKIP LOCKED."""

@@ -201,7 +201,7 @@ class Turn:
 class Outcome:
     """How one attempt ended, as the worker saw it."""
 
-    status: AttemptStatus  # succeeded | failed | timed_out
+    status: AttemptStatus  # succeeded | failed | timed_out | cancelled
     exit_code: int | None
     output: str
     error: str
@@ -239,6 +239,7 @@ class ExpiredLease:
     job_name: str
     retry_backoff_seconds: int
     alert_mode: str
+    cancel_requested_by: str | None = None  # set: an operator asked to cancel it; recovery cancels it
 
 
 @dataclass(frozen=True)

@@ -279,6 +279,17 @@ def lim_stats(run: Run, now: datetime):
     return run.write(go)
 
 
+def request_cancel(run: Run, name: str, now: datetime):
+    return run.write(
+        lambda c: run.store.request_cancel(c, run.ids[name], now=now, requested_by="ops", reason="cancelled by ops")
+    )
+
+
+def cancel_requests(run: Run, worker: str):
+    found = run.write(lambda c: run.store.cancel_requests(c, worker_id=worker))
+    return {run.label(execution_id): by for execution_id, by in found.items()}
+
+
 SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
     ("jobs", make_jobs, ["a", "off", "q"], False),
     ("lock due jobs", lock_due_jobs, ["a", "off", "q"], True),
@@ -405,17 +416,37 @@ SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
     ("nothing waiting was due before +5h", lambda r: raise_starving(r, at(hours=5)), 0, True),
     ("l3 has waited: top priority", lambda r: raise_starving(r, at(hours=7)), 1, True),
     ("and only once", lambda r: raise_starving(r, at(hours=7)), 0, True),
+    # Cancelling running work: the request is stamped (nothing moves), the owning worker finds it
+    # and records the killed attempt `cancelled`; recovery cancels a requested row whose worker is gone.
+    ("ask w4 to cancel running l2", lambda r: request_cancel(r, "l2", at(hours=7)), "w4", True),
+    ("asking twice changes nothing", lambda r: request_cancel(r, "l2", at(hours=7)), None, True),
+    ("a queued row is not asked", lambda r: request_cancel(r, "l3", at(hours=7)), None, True),
+    ("w4 finds the request", lambda r: cancel_requests(r, "w4"), {"l2": "ops"}, True),
+    ("w3 has none", lambda r: cancel_requests(r, "w3"), {}, True),
+    (
+        "w4 records l2 cancelled",
+        lambda r: turn(r, "w4", at(hours=7, seconds=1), 0, [("l2", 1, "cancelled", None)]),
+        {"recorded": ["l2"], "started": [], "cancelled": []},
+        True,
+    ),
+    ("ask w3 to cancel al", lambda r: request_cancel(r, "al", at(hours=7)), "w3", True),
+    (
+        "w3 is gone: recovery cancels al, dead-letters a0",
+        lambda r: recover(r, at(hours=8)),
+        {"a0": ("running", "dead_lettered", "a"), "al": ("running", "cancelled", "a")},
+        True,
+    ),
 ]
 
 FINAL = {
-    "a0": ("running", 2, "w3", ["abandoned", "running"]),
+    "a0": ("dead_lettered", 2, None, ["abandoned", "abandoned"]),
     "am": ("cancelled", 0, None, []),
     "off1": ("cancelled", 0, None, []),
     "q1": ("timed_out", 1, "w2", ["timed_out"]),
     "q2": ("dead_lettered", 1, None, ["abandoned"]),
-    "al": ("running", 1, "w3", ["running"]),
+    "al": ("cancelled", 1, None, ["cancelled"]),
     "l1": ("succeeded", 1, "w4", ["succeeded"]),
-    "l2": ("running", 1, "w4", ["running"]),
+    "l2": ("cancelled", 1, "w4", ["cancelled"]),
     "l3": ("pending", 0, None, []),
 }
 

@@ -49,6 +49,7 @@ def test_every_transition_the_store_makes_is_allowed_by_the_table(app):
         ("running", "timed_out"),
         ("running", "retry_scheduled"),
         ("running", "dead_lettered"),
+        ("running", "cancelled"),
         ("claimed", "pending"),
     }
 

@@ -239,7 +239,7 @@ def test_sigterm_lets_the_running_task_finish_and_exits_cleanly(app, flask_proce
     assert row.status == "succeeded", worker.describe()
     assert row.finished_at - row.started_at >= timedelta(seconds=1)  # it ran to the end, not killed
     assert [a.status for a in attempts_of(execution.id)] == ["succeeded"]
-    assert fresh(Heartbeat, "polite") is None
+    assert fresh(Heartbeat, "polite").info["state"] == "stopped"  # listed as stopped until pruned
     assert "stopped" in worker.output()
 
 
@@ -270,7 +270,7 @@ def test_sigterm_with_no_grace_settles_the_running_execution_instead_of_leaving_
     [attempt] = attempts_of(execution.id)
     assert attempt.status == "abandoned" and "hasty" in attempt.error
     assert events_of(execution.id, "lease_recovered")
-    assert fresh(Heartbeat, "hasty") is None
+    assert fresh(Heartbeat, "hasty").info["state"] == "stopped"
 
 
 # --- 8. disable and enable --------------------------------------------------------------------

@@ -10,8 +10,10 @@ from app.domain.states import (
     CLAIMABLE,
     IN_FLIGHT,
     INITIAL,
+    QUEUED_CANCELLABLE,
     RECORDABLE,
     RETRYABLE,
+    RUNNING_CANCELLABLE,
     TERMINAL,
     can_transition,
     guard_for,
@@ -68,11 +70,15 @@ def test_only_a_run_can_produce_a_result():
     assert RECORDABLE == {S.RUNNING}
 
 
-def test_running_work_is_never_cancelled_or_requeued_but_everything_queued_can_be_cancelled():
-    assert not can_transition("running", "cancelled")
+def test_running_work_is_cancelled_only_by_request_and_never_requeued():
+    # Running work is cancelled by asking its worker (it kills the task first); one UPDATE may
+    # cancel only queued rows, so disabling a job or cancelling queued work never touches it.
+    assert can_transition("running", "cancelled")
     assert not can_transition("running", "pending")
-    assert CANCELLABLE == CLAIMABLE | {S.CLAIMED}
-    assert CLAIMABLE <= sources_of(S.CANCELLED)  # the turn cancels due rows of disabled jobs
+    assert QUEUED_CANCELLABLE == CLAIMABLE | {S.CLAIMED}
+    assert RUNNING_CANCELLABLE == {S.RUNNING}
+    assert CANCELLABLE == QUEUED_CANCELLABLE | RUNNING_CANCELLABLE == sources_of(S.CANCELLED)
+    assert CLAIMABLE <= QUEUED_CANCELLABLE  # the turn cancels due rows of disabled jobs
 
 
 def test_created_rows_start_queued_or_already_missed():

@@ -142,12 +142,11 @@ def test_cancel_a_queued_execution(cli, history):
 @pytest.mark.parametrize(
     "key,message",
     [
-        ("b_running", "is running; only pending, retry_scheduled or claimed"),
-        ("a_ok", "is succeeded; only pending"),
+        ("a_ok", "is succeeded; only pending, retry_scheduled, claimed or running"),
         ("a_failed", "is failed; only pending"),
     ],
 )
-def test_cancel_refuses_running_and_finished(cli, history, key, message):
+def test_cancel_refuses_finished(cli, history, key, message):
     before = row_counts()
     assert_error(cli("execution", "cancel", history[key].id), message)
     assert row_counts() == before
@@ -156,3 +155,32 @@ def test_cancel_refuses_running_and_finished(cli, history, key, message):
 
 def test_cancel_of_a_missing_execution(cli):
     assert_error(cli("execution", "cancel", "8"), "execution 8 does not exist")
+
+
+def test_cancel_of_a_running_execution_asks_its_worker(cli, history):
+    """The row stays running with the request stamped; its worker kills the task and records
+    `cancelled` (tests/integration/test_worker_control.py runs that with real processes)."""
+    running = history["b_running"]
+    out = ok(cli("execution", "cancel", running.id, "--reason", "wrong input"))
+    assert f"Execution {running.id} is running on worker-1; asked it to cancel the task" in out
+    database.session.expire_all()
+    row = database.session.get(Execution, running.id)
+    assert (row.status, row.cancel_requested_by, row.reason) == ("running", "cli", "cancelled by cli: wrong input")
+    assert row.cancel_requested_at is not None
+    [event] = cli_events("execution_cancel_requested")
+    assert event.execution_id == running.id
+    assert event.payload == {"worker_id": "worker-1", "reason": "wrong input"}
+    before = row_counts()
+    assert_error(cli("execution", "cancel", running.id), "is already being cancelled (asked by cli at ")
+    assert row_counts() == before
+
+
+def test_cancel_json_shows_the_request_and_bad_reasons_are_refused(cli, history):
+    running = history["b_running"]
+    before = row_counts()
+    assert_error(cli("execution", "cancel", running.id, "--reason", "x" * 501), "reason: must be at most 500")
+    assert_error(cli("execution", "cancel", running.id, "--reason", "a\x00b"), "without NUL")
+    assert row_counts() == before and status_of(running.id) == "running"
+    doc = ok_json(cli("execution", "cancel", running.id, "--json"))
+    assert doc["status"] == "running" and doc["cancel_requested_by"] == "cli"
+    assert doc["cancel_requested_at"].endswith("Z") and doc["reason"] == "cancelled by cli"

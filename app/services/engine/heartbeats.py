@@ -1,4 +1,11 @@
-"""Process heartbeats: who is alive, since when, and what it is doing."""
+"""Process heartbeats: who is alive, since when, and what it is doing.
+
+A worker's `info` (JSON) is what the worker registry shows (app/services/read/workers.py):
+state (running | draining | stopped), slots, busy, queues, and the executions it runs with their
+start times. A worker that exits cleanly keeps its row marked `stopped` (so operators see it
+went away on purpose) until HEARTBEAT_PRUNE_SECONDS removes it; `not_stopped()` keeps such rows
+out of liveness checks.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +13,11 @@ import os
 import socket
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete
+from sqlalchemy import delete, func
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
+from app.domain.states import WorkerState
 from app.models import Heartbeat
 
 heartbeats = Heartbeat.__table__
@@ -52,3 +60,9 @@ def prune(conn: Connection, *, now: datetime, older_than_seconds: int) -> int:
     """Delete heartbeats not refreshed for `older_than_seconds`."""
     cutoff = now - timedelta(seconds=older_than_seconds)
     return conn.execute(delete(heartbeats).where(heartbeats.c.last_seen < cutoff)).rowcount
+
+
+def not_stopped():
+    """SQL condition: the process has not marked itself stopped (liveness checks add it to
+    their `last_seen` test, since a stopped worker's row stays fresh for a while)."""
+    return func.coalesce(Heartbeat.info["state"].as_string(), "") != WorkerState.STOPPED.value

@@ -2,7 +2,8 @@
 
 A lease covers the job's hard timeout plus a buffer, so a lease can only expire when its worker
 stopped heartbeating its work: crashed, killed, or cut off from the database. The abandoned
-attempt is recorded; the execution is retried if attempts remain, otherwise dead-lettered.
+attempt is recorded; the execution is retried if attempts remain, otherwise dead-lettered. One
+an operator asked to cancel ends cancelled instead: the request outlives the worker.
 Runs in the scheduler tick and in idle workers; SKIP LOCKED lets them overlap safely.
 """
 
@@ -29,17 +30,18 @@ class RecoveryReport:
     released: int = 0  # legacy claimed rows, never started: back to pending
     retried: int = 0
     dead_lettered: int = 0
+    cancelled: int = 0  # a cancel had been requested: cancelled, not retried
     job_ids: set[int] | None = None
 
     @property
     def total(self) -> int:
-        return self.released + self.retried + self.dead_lettered
+        return self.released + self.retried + self.dead_lettered + self.cancelled
 
 
 def settle_abandoned(conn: Connection, row: ExpiredLease, *, now: datetime, reason: str) -> str | None:
     """Record the abandoned attempt and move the execution on; returns the new status or None if lost."""
     retry_at = None
-    if row.status == S.RUNNING.value and row.attempts < row.max_attempts:
+    if row.status == S.RUNNING.value and row.attempts < row.max_attempts and row.cancel_requested_by is None:
         retry_at = now + retry_delay(row.retry_backoff_seconds, row.attempts)
     new_status = store_for(conn).recover_execution(conn, row, now=now, retry_at=retry_at, reason=reason)
     if new_status is None:
@@ -54,6 +56,18 @@ def settle_abandoned(conn: Connection, row: ExpiredLease, *, now: datetime, reas
         from_status=row.status,
         to_status=new_status,
     )
+    if new_status == S.CANCELLED.value:
+        insert_event(
+            conn,
+            "execution_cancelled",
+            now=now,
+            actor=row.cancel_requested_by or "system",
+            job_id=row.job_id,
+            execution_id=row.id,
+            attempt=row.attempts,
+            worker_id=row.claimed_by,
+            how="its worker was gone; settled by lease recovery",
+        )
     if new_status == S.DEAD_LETTERED.value:
         dead_letter(
             conn,
@@ -83,6 +97,8 @@ def recover_expired_leases(engine: Engine, *, now: datetime, batch_size: int = 1
                     report.retried += 1
                 elif new_status == S.DEAD_LETTERED.value:
                     report.dead_lettered += 1
+                elif new_status == S.CANCELLED.value:
+                    report.cancelled += 1
                 if new_status:
                     report.job_ids.add(row.job_id)
         if len(rows) < batch_size:

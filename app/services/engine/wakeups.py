@@ -1,9 +1,13 @@
 """Wake-ups over PostgreSQL LISTEN/NOTIFY, so processes do not wait for their next poll.
 
-Channels: `cronwell_jobs` (a job changed: the scheduler re-reads its earliest next_run_at)
-and `cronwell_work` (new runnable executions: idle workers claim now). NOTIFY is transactional
+Channels: `cronwell_jobs` (a job changed: the scheduler re-reads its earliest next_run_at),
+`cronwell_work` (new runnable executions: idle workers claim now) and `cronwell_control` (an
+operator stored a command for a worker, or asked it to cancel a running execution; the payload
+is that worker's id, so the others ignore it). NOTIFY is transactional
 in PostgreSQL, so a notification is delivered only if the writing transaction commits. On
-SQLite there is no such thing; processes fall back to polling.
+SQLite there is no such thing; processes fall back to polling (workers check their commands
+and cancel requests at least every CONTROL_POLL_SECONDS either way, so a lost notification
+delays an order by about a second, never loses it).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 JOBS_CHANNEL = "cronwell_jobs"
 WORK_CHANNEL = "cronwell_work"
+CONTROL_CHANNEL = "cronwell_control"
 
 
 def enabled() -> bool:
@@ -22,10 +27,10 @@ def enabled() -> bool:
     return not has_app_context() or current_app.config.get("LISTEN_NOTIFY", True)
 
 
-def notify(conn: Connection, channel: str) -> None:
+def notify(conn: Connection, channel: str, payload: str = "") -> None:
     """Queue a notification inside the caller's transaction (PostgreSQL only)."""
     if conn.dialect.name == "postgresql" and enabled():
-        conn.execute(text("SELECT pg_notify(:channel, '')"), {"channel": channel})
+        conn.execute(text("SELECT pg_notify(:channel, :payload)"), {"channel": channel, "payload": payload})
 
 
 def notify_on_commit(session, *, jobs_changed: bool = False, work: bool = False) -> None:
@@ -42,6 +47,7 @@ class Listener:
 
     def __init__(self, connection=None) -> None:
         self._conn = connection
+        self.received: list[tuple[str, str]] = []  # (channel, payload) drained since last taken
 
     @classmethod
     def open(cls, engine, channels: list[str]) -> Listener:
@@ -70,10 +76,19 @@ class Listener:
         if self._conn is None:
             return 0
         try:
-            return sum(1 for _ in self._conn.notifies(timeout=0))
+            found = [(n.channel, n.payload) for n in self._conn.notifies(timeout=0)]
         except Exception:
             self.close()
             return 0
+        self.received += found[-100:]  # what a caller asks for is "was I named", not the history
+        del self.received[:-100]
+        return len(found)
+
+    def take(self, channel: str) -> list[str]:
+        """The payloads drained on `channel` since the last take (others are kept)."""
+        taken = [payload for name, payload in self.received if name == channel]
+        self.received = [(name, payload) for name, payload in self.received if name != channel]
+        return taken
 
     def wait(self, seconds: float, should_stop=lambda: False) -> bool:
         """Sleep up to `seconds`, returning True early when a notification arrives (or the

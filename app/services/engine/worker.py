@@ -10,6 +10,12 @@ cut off cannot overwrite what the new owner did: its late result is discarded an
 
 `run(burst=True)` drains what is due and returns, which is how tests drive it; `run()` keeps
 going, sleeping on the executor's socket and the PostgreSQL LISTEN socket together.
+
+Operators reach a running worker through the database (app/services/engine/worker_commands.py):
+on every wake, at least once a second, it takes its stored commands (drain: claim nothing more,
+finish what runs, exit; stop: kill what runs and settle it as abandoned, exit) and the cancel
+requests on its running executions, whose task process groups it has the executor kill; the
+killed attempt is recorded `cancelled`, never retried.
 """
 
 from __future__ import annotations
@@ -27,14 +33,14 @@ from flask import Flask
 from sqlalchemy.engine import Connection
 
 from app import cache, metrics
-from app.clock import utcnow
+from app.clock import iso_z, utcnow
 from app.database import single_statement_on, write_transaction, write_transaction_on
 from app.domain.policies import retry_delay
-from app.domain.states import AttemptStatus
+from app.domain.states import AttemptStatus, WorkerCommandKind, WorkerState
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
 from app.extensions import db
 from app.services.audit import insert_event
-from app.services.engine import heartbeats, recovery, wakeups
+from app.services.engine import heartbeats, recovery, wakeups, worker_commands
 from app.services.engine.dead_letters import dead_letter
 from app.services.errors import NotFound
 from app.store import ClaimedExecution, ExpiredLease, Finished, Outcome, Store, store_for
@@ -44,6 +50,8 @@ log = logging.getLogger("cronwell.worker")
 Clock = Callable[[], datetime]
 HEARTBEAT_EVERY = timedelta(seconds=5)
 RECOVERY_EVERY = timedelta(seconds=15)
+LISTEN_TO = [wakeups.WORK_CHANNEL, wakeups.CONTROL_CHANNEL]
+REGISTRY_EXECUTIONS = 50  # running executions listed in the heartbeat (the registry shows them)
 
 
 @dataclass
@@ -105,6 +113,10 @@ class Worker:
         self.stats = WorkerStats()
         self.started_at = clock()
         self._stopping = False
+        self._draining = False  # an operator's drain: claim nothing, stop once nothing runs
+        self._stop_now = False  # an operator's stop: no grace for running tasks
+        self._cancelling: dict[int, str] = {}  # execution id -> who asked; its task is being killed
+        self.control = worker_commands.ControlCheck(self.engine, self.id)
         self._should_stop: Callable[[], bool] = lambda: False
         self._last_heartbeat: datetime | None = None
         self._last_recovery: datetime | None = None
@@ -155,7 +167,7 @@ class Worker:
         self._should_stop = should_stop
         if started_here:
             self.start()
-        listener = wakeups.Listener.open(self.engine, [wakeups.WORK_CHANNEL]) if not burst else wakeups.Listener(None)
+        listener = wakeups.Listener.open(self.engine, LISTEN_TO) if not burst else wakeups.Listener(None)
         failures = 0
         last_line, last_echo = self.stats.line(), time.monotonic()
         try:
@@ -163,13 +175,13 @@ class Worker:
                 if not burst and time.monotonic() - last_echo >= 10 and self.stats.line() != last_line:
                     last_line, last_echo = self.stats.line(), time.monotonic()
                     echo(self.stats)  # a running summary, at most every 10 s
-                if should_stop():
+                if should_stop() or (self._draining and not self.running):
                     self.request_stop()
                 if self._stopping:
                     break  # shutdown() gives running tasks their grace period, then settles them
                 try:
                     if not burst and not listener.active:
-                        listener = wakeups.Listener.open(self.engine, [wakeups.WORK_CHANNEL])  # lost: listen again
+                        listener = wakeups.Listener.open(self.engine, LISTEN_TO)  # lost: listen again
                     activity = self.run_once(wait=0.0 if burst else None, listener=listener)
                     failures = 0
                 except ExecutorCrashed as crash:
@@ -194,7 +206,7 @@ class Worker:
                     listener.close()
                     time.sleep(delay)
                     if not burst:
-                        listener = wakeups.Listener.open(self.engine, [wakeups.WORK_CHANNEL])
+                        listener = wakeups.Listener.open(self.engine, LISTEN_TO)
                     continue
                 if burst and not activity and not self.running:
                     break
@@ -205,7 +217,7 @@ class Worker:
 
     def shutdown(self, *, echo: Callable[[WorkerStats], None] = lambda stats: None) -> None:
         """Wait for running tasks up to the grace period, settle any still running, stop the zygote."""
-        grace = self.app.config["WORKER_SHUTDOWN_GRACE_SECONDS"]
+        grace = 0 if self._stop_now else self.app.config["WORKER_SHUTDOWN_GRACE_SECONDS"]
         deadline = time.monotonic() + grace
         while self.running and time.monotonic() < deadline:
             try:
@@ -225,18 +237,18 @@ class Worker:
         except Exception:
             log.exception("executor did not stop cleanly")
         if leftovers:
+            how = "was stopped by an operator" if self._stop_now else "stopped"
             try:
-                self._abandon(leftovers, reason=f"worker {self.id} stopped before the task finished")
+                self._abandon(leftovers, reason=f"worker {self.id} {how} before the task finished")
             except Exception as exc:
                 log.error(
                     "could not settle running executions while stopping; their leases will expire",
                     extra={"event": "shutdown_settle_failed", "error": str(exc)[:300]},
                 )
         try:
-            with write_transaction(self.engine) as conn:
-                heartbeats.remove(conn, self.id)
+            self._beat(self.clock(), WorkerState.STOPPED)  # listed as stopped until pruned
         except Exception:
-            log.warning("could not remove heartbeat", extra={"event": "heartbeat_remove_failed"})
+            log.warning("could not mark the heartbeat stopped", extra={"event": "heartbeat_stop_failed"})
         self._drop_connection(broken=False)
         self._flush_cache()
         echo(self.stats)
@@ -251,10 +263,12 @@ class Worker:
         started or finished (0: nothing happened).
         """
         self._housekeeping(self.clock())
+        self._obey(self.control.check(self.clock(), running=bool(self.running)))
         now = self.clock()  # read after housekeeping so started_at and the lease are not early
         results = [r for r in [*self._unrecorded, *self.executor.poll(0)] if r.execution_id in self.running]
         self._unrecorded = []
-        free = 0 if self._stopping else self.slots - len(self.running) + len(results)
+        claiming = not (self._stopping or self._draining)
+        free = self.slots - len(self.running) + len(results) if claiming else 0
         started = finished = 0
         if results or free > 0:
             started, finished = self._settle_and_claim(results, free, now)
@@ -282,6 +296,29 @@ class Worker:
             readable, _, _ = select.select(fds, [], [], min(remaining, 0.5))
         if listener is not None and listener.active and listener.fileno() in readable:
             listener.drain()
+            self.control.heard(listener.take(wakeups.CONTROL_CHANNEL))
+
+    def _obey(self, orders: worker_commands.Orders) -> None:
+        """Act on an operator's commands and cancel requests (see ControlCheck)."""
+        for command in orders.commands:
+            log.info(
+                f"worker told to {command.value}",
+                extra={"event": f"worker_{command.value}_received", "worker_id": self.id, "busy": len(self.running)},
+            )
+            if command is WorkerCommandKind.STOP:
+                self._stop_now = True
+                self.request_stop()
+            elif not self._draining:
+                self._draining = True
+                self._last_heartbeat = None  # show `draining` in the registry at once
+        for execution_id, requested_by in orders.cancels.items():
+            if execution_id in self.running and execution_id not in self._cancelling:
+                self._cancelling[execution_id] = requested_by
+                self.executor.kill(execution_id, reason="cancelled")
+                log.info(
+                    "cancelling a running execution",
+                    extra={"event": "execution_cancelling", "execution_id": execution_id, "worker_id": self.id},
+                )
 
     def _settle_and_claim(self, results: list[TaskResult], free: int, now: datetime) -> tuple[int, int]:
         """One transaction: record `results`, claim up to `free` executions and start them.
@@ -315,6 +352,7 @@ class Worker:
             raise
         for item, result in zip(finished, results):
             run = self.running.pop(result.execution_id)
+            self._cancelling.pop(result.execution_id, None)
             if item.execution_id not in turn.recorded:
                 self._lost(item.execution_id, "complete")
             self._dirty_jobs.add(run.job_id)
@@ -433,7 +471,7 @@ class Worker:
             pid=result.pid,
         )
         retry_at = None
-        if result.status != "succeeded" and run.attempt < run.max_attempts:
+        if result.status not in ("succeeded", "cancelled") and run.attempt < run.max_attempts:
             retry_at = now + retry_delay(run.retry_backoff_seconds, run.attempt)
         return Finished(run.execution_id, run.attempt, outcome, retry_at)
 
@@ -454,6 +492,20 @@ class Worker:
         )
         if result.status == "succeeded":
             self.stats.succeeded += 1
+            return
+        if result.status == "cancelled":
+            self.stats.cancelled += 1
+            insert_event(
+                conn,
+                "execution_cancelled",
+                now=now,
+                actor=self._cancelling.get(run.execution_id) or "system",
+                job_id=run.job_id,
+                execution_id=run.execution_id,
+                attempt=run.attempt,
+                worker_id=self.id,
+                how="running task killed",
+            )
             return
         setattr(self.stats, result.status, getattr(self.stats, result.status) + 1)
         if retry_at is not None:
@@ -499,11 +551,13 @@ class Worker:
                     job_name=run.job_name,
                     retry_backoff_seconds=run.retry_backoff_seconds,
                     alert_mode=run.alert_mode,
+                    cancel_requested_by=self._cancelling.get(run.execution_id),
                 )
                 self.store.expire_lease(conn, run.execution_id, worker_id=self.id, now=now)
                 recovery.settle_abandoned(conn, row, now=now, reason=reason)
                 self._dirty_jobs.add(run.job_id)
         self.running.clear()
+        self._cancelling.clear()
 
     def _lost(self, execution_id: int, step: str) -> None:
         # Zero rows changed: cancelled, recovered or deleted meanwhile. Never overwrite.
@@ -518,28 +572,44 @@ class Worker:
     def _housekeeping(self, now: datetime) -> None:
         if self._last_heartbeat is None or now - self._last_heartbeat >= HEARTBEAT_EVERY:
             self._last_heartbeat = now
-            with write_transaction(self.engine) as conn:
-                heartbeats.beat(
-                    conn,
-                    process_id=self.id,
-                    kind="worker",
-                    started_at=self.started_at,
-                    now=now,
-                    info={
-                        "slots": self.slots,
-                        "busy": len(self.running),
-                        "queues": self.queues or ["*"],
-                        "running": sorted(self.running)[:20],
-                        "succeeded": self.stats.succeeded,
-                        "failed": self.stats.failed + self.stats.timed_out,
-                    },
-                )
+            self._beat(now, WorkerState.DRAINING if self._draining else WorkerState.RUNNING)
         if not self.running and (self._last_recovery is None or now - self._last_recovery >= RECOVERY_EVERY):
             # Idle workers help recover abandoned work so recovery does not wait for a scheduler.
             self._last_recovery = now
             report = recovery.recover_expired_leases(self.engine, now=now)
             metrics.observe_recovery(report)
             self._dirty_jobs |= report.job_ids or set()
+
+    def _beat(self, now: datetime, state: WorkerState) -> None:
+        """Write the heartbeat: what the worker registry (app/services/read/workers.py) shows."""
+        runs = [self.running[i] for i in sorted(self.running)[:REGISTRY_EXECUTIONS]]
+        with write_transaction(self.engine) as conn:
+            heartbeats.beat(
+                conn,
+                process_id=self.id,
+                kind="worker",
+                started_at=self.started_at,
+                now=now,
+                info={
+                    "state": state.value,
+                    "slots": self.slots,
+                    "busy": len(self.running),
+                    "queues": self.queues or ["*"],
+                    "running": [run.execution_id for run in runs],
+                    "executions": [
+                        {
+                            "id": run.execution_id,
+                            "job_id": run.job_id,
+                            "job_name": run.job_name,
+                            "attempt": run.attempt,
+                            "started_at": iso_z(run.started_at),
+                        }
+                        for run in runs
+                    ],
+                    "succeeded": self.stats.succeeded,
+                    "failed": self.stats.failed + self.stats.timed_out,
+                },
+            )
 
     def _flush_cache(self) -> None:
         if not self._dirty_jobs:

@@ -11,6 +11,7 @@ from app.cache import get_cache
 from app.clock import utcnow
 from app.extensions import SCHEMA_HEAD, db
 from app.models import Heartbeat
+from app.services.engine import heartbeats
 
 
 def readiness(now: datetime | None = None) -> dict:
@@ -36,7 +37,9 @@ def readiness(now: datetime | None = None) -> dict:
     ):
         if required and checks["database"]["ok"]:
             fresh = db.session.scalar(
-                select(Heartbeat.id).where(Heartbeat.kind == kind, Heartbeat.last_seen >= now - stale_after).limit(1)
+                select(Heartbeat.id)
+                .where(Heartbeat.kind == kind, Heartbeat.last_seen >= now - stale_after, heartbeats.not_stopped())
+                .limit(1)
             )
             checks[f"{kind}_heartbeat"] = (
                 {"ok": True} if fresh else {"ok": False, "error": f"no {kind} seen in {stale_after.seconds}s"}

@@ -1,4 +1,4 @@
-"""Execution operations for operators: list, inspect, retry, cancel."""
+"""Execution operations for operators: list, inspect, retry, cancel (queued or running)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import defer, selectinload
 
 from app import cache
+from app.clock import iso_z
 from app.database import begin_write
-from app.domain.states import CANCELLABLE, RETRYABLE, ExecutionStatus, values
+from app.domain.states import CANCELLABLE, RETRYABLE, RUNNING_CANCELLABLE, ExecutionStatus, values
 from app.extensions import db
 from app.models import Execution, Job
 from app.services.audit import record_event
@@ -68,19 +69,58 @@ def retry_execution(execution_id: int, *, now: datetime, actor: str) -> Executio
     return get_execution(new_id)
 
 
-def cancel_execution(execution_id: int, *, now: datetime, actor: str) -> Execution:
-    """Cancel a queued execution. Running ones must finish, time out or be recovered."""
+REASON_MAX_CHARS = 500
+
+
+def cancel_execution(execution_id: int, *, now: datetime, actor: str, reason: str | None = None) -> Execution:
+    """Cancel an execution. A queued one (pending, retry_scheduled, legacy claimed) is cancelled
+    at once. A running one is asked to stop: its worker sees the request within about a second
+    (NOTIFY, or its poll), kills the task's process group (SIGTERM, then SIGKILL after the grace)
+    and records it `cancelled`, never retried; returned still running, with the request stamped."""
+    reason = (reason or "").strip() or None
+    if reason is not None and (len(reason) > REASON_MAX_CHARS or "\x00" in reason):
+        raise ValidationFailed({"reason": f"must be at most {REASON_MAX_CHARS} characters, without NUL characters"})
     begin_write(db.session)
     execution = get_execution(execution_id)
-    if ExecutionStatus(execution.status) not in CANCELLABLE:
+    status = ExecutionStatus(execution.status)
+    if status not in CANCELLABLE:
         raise Conflict(
-            f"execution {execution_id} is {execution.status}; only pending, retry_scheduled or claimed "
+            f"execution {execution_id} is {execution.status}; only pending, retry_scheduled, claimed or running "
             "executions can be cancelled"
         )
+    why = f"cancelled by {actor}" + (f": {reason}" if reason else "")
     conn = db.session.connection()
-    if not store_for(conn).cancel_execution(conn, execution_id, now=now, reason=f"cancelled by {actor}"):
-        raise Conflict(f"execution {execution_id} changed state meanwhile; nothing was cancelled")
-    record_event("execution_cancelled", now=now, actor=actor, job_id=execution.job_id, execution_id=execution_id)
+    store = store_for(conn)
+    if status in RUNNING_CANCELLABLE:
+        if execution.cancel_requested_at is not None:
+            raise Conflict(
+                f"execution {execution_id} is already being cancelled (asked by {execution.cancel_requested_by} "
+                f"at {iso_z(execution.cancel_requested_at)})"
+            )
+        worker_id = store.request_cancel(conn, execution_id, now=now, requested_by=actor, reason=why)
+        if worker_id is None:
+            raise Conflict(f"execution {execution_id} changed state meanwhile; nothing was cancelled")
+        record_event(
+            "execution_cancel_requested",
+            now=now,
+            actor=actor,
+            job_id=execution.job_id,
+            execution_id=execution_id,
+            worker_id=worker_id,
+            reason=reason,
+        )
+        wakeups.notify(conn, wakeups.CONTROL_CHANNEL, worker_id)  # its worker looks at once
+    else:
+        if not store.cancel_execution(conn, execution_id, now=now, reason=why):
+            raise Conflict(f"execution {execution_id} changed state meanwhile; nothing was cancelled")
+        record_event(
+            "execution_cancelled",
+            now=now,
+            actor=actor,
+            job_id=execution.job_id,
+            execution_id=execution_id,
+            reason=reason,
+        )
     cache.invalidate_on_commit(db.session, cache.keys_for_job_change(execution.job_id))
     db.session.commit()
     db.session.expire_all()

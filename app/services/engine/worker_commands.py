@@ -1,0 +1,105 @@
+"""Operators' orders to one worker (drain, stop now), stored in `worker_commands`.
+
+A command is a row so it survives a missed NOTIFY or a worker that is busy: the use case stores
+it and notifies `cronwell_control` with the worker's id; the worker takes its unacted commands
+on every wake (at least every CONTROL_POLL_SECONDS), stamping `acted_at` in the same statement
+so a command is acted on once.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.engine import Connection, Engine
+
+from app.database import write_transaction
+from app.domain.states import WorkerCommandKind
+from app.models import WorkerCommand
+from app.store import store_for
+
+commands = WorkerCommand.__table__
+
+
+def issue(conn: Connection, *, worker_id: str, command: WorkerCommandKind, issued_by: str, now: datetime) -> int:
+    """Store an order for `worker_id`; returns the command's id."""
+    stmt = insert(commands).values(
+        worker_id=worker_id, command=WorkerCommandKind(command).value, issued_by=issued_by, issued_at=now
+    )
+    return conn.execute(stmt.returning(commands.c.id)).scalar_one()
+
+
+def has_unacted(conn: Connection, worker_id: str) -> bool:
+    """Whether `worker_id` has orders waiting (a read, so a worker's check takes no write lock)."""
+    stmt = select(commands.c.id).where(commands.c.worker_id == worker_id, commands.c.acted_at.is_(None)).limit(1)
+    return conn.execute(stmt).first() is not None
+
+
+def take(conn: Connection, *, worker_id: str, now: datetime) -> list[WorkerCommandKind]:
+    """Stamp and return the worker's unacted orders, oldest first."""
+    stmt = (
+        update(commands)
+        .where(commands.c.worker_id == worker_id, commands.c.acted_at.is_(None))
+        .values(acted_at=now)
+        .returning(commands.c.id, commands.c.command)
+    )
+    return [WorkerCommandKind(command) for _, command in sorted(conn.execute(stmt))]
+
+
+def unacted(conn: Connection, worker_ids: list[str] | None = None) -> dict[str, WorkerCommandKind]:
+    """The strongest order waiting for each worker (stop beats drain): {worker id: command}."""
+    stmt = select(commands.c.worker_id, commands.c.command).where(commands.c.acted_at.is_(None))
+    if worker_ids is not None:
+        stmt = stmt.where(commands.c.worker_id.in_(worker_ids))
+    found: dict[str, WorkerCommandKind] = {}
+    for worker_id, command in conn.execute(stmt):
+        if found.get(worker_id) is not WorkerCommandKind.STOP:
+            found[worker_id] = WorkerCommandKind(command)
+    return found
+
+
+# How often a worker looks for orders and cancel requests when no NOTIFY told it to (SQLite, a
+# lost notification): the "about a second" an operator waits at most.
+CONTROL_POLL_SECONDS = 1.0
+
+
+@dataclass
+class Orders:
+    """What a worker found to do: commands (stamped acted) and cancel requests {id: by}."""
+
+    commands: list[WorkerCommandKind] = field(default_factory=list)
+    cancels: dict[int, str] = field(default_factory=dict)
+
+
+class ControlCheck:
+    """When a worker looks for its orders (at once after a NOTIFY naming it, otherwise every
+    CONTROL_POLL_SECONDS) and the looking: one read of its unacted commands, one of its
+    cancel-requested running rows (only while it runs something), and a write only when a
+    command is waiting, so an idle check takes no write lock on SQLite."""
+
+    def __init__(self, engine: Engine, worker_id: str, *, every: float = CONTROL_POLL_SECONDS) -> None:
+        self.engine = engine
+        self.worker_id = worker_id
+        self.every = every
+        self._due = True
+        self._last = float("-inf")
+
+    def heard(self, payloads: list[str]) -> None:
+        """NOTIFY payloads on the control channel: look at the next chance if one names us."""
+        if self.worker_id in payloads:
+            self._due = True
+
+    def check(self, now: datetime, *, running: bool) -> Orders:
+        if not self._due and time.monotonic() - self._last < self.every:
+            return Orders()
+        self._due, self._last = False, time.monotonic()
+        with self.engine.connect() as conn:
+            waiting = has_unacted(conn, self.worker_id)
+            cancels = store_for(conn).cancel_requests(conn, worker_id=self.worker_id) if running else {}
+        orders = Orders(cancels=cancels)
+        if waiting:
+            with write_transaction(self.engine) as conn:
+                orders.commands = take(conn, worker_id=self.worker_id, now=now)
+        return orders

@@ -1,0 +1,148 @@
+"""The worker registry: every worker process the heartbeats know, as operators see it.
+
+A worker writes its state (running | draining | stopped), slots, queues and the executions it
+runs into its heartbeat (app/services/engine/worker.py); a heartbeat older than
+HEARTBEAT_STALE_SECONDS that was not marked stopped reads as `stale` (killed, hung or cut off).
+Stopped and stale workers stay listed until HEARTBEAT_PRUNE_SECONDS removes their rows.
+Used by `flask worker list` and the workers page; `worker_to_dict` is the JSON shape of both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from flask import current_app
+from sqlalchemy import select
+
+from app.clock import iso_z
+from app.domain.states import WorkerState
+from app.extensions import db
+from app.models import Heartbeat
+from app.services.engine import worker_commands
+from app.services.errors import NotFound
+
+
+@dataclass(frozen=True)
+class RunningExecution:
+    id: int
+    job_id: int | None
+    job_name: str | None
+    attempt: int | None
+    started_at: datetime | None
+
+
+@dataclass(frozen=True)
+class WorkerView:
+    id: str
+    host: str
+    pid: int
+    state: WorkerState
+    queues: list[str]
+    slots: int
+    busy: int
+    started_at: datetime
+    last_seen: datetime
+    age_seconds: float
+    executions: list[RunningExecution] = field(default_factory=list)
+    pending_command: str | None = None  # drain | stop, stored but not yet taken by the worker
+
+    @property
+    def idle(self) -> bool:
+        return self.busy == 0
+
+
+def worker_state(info: dict, age_seconds: float, stale_after_seconds: int) -> WorkerState:
+    """Stopped when the worker said so; stale when its heartbeat is too old; else what it wrote."""
+    written = info.get("state")
+    if written == WorkerState.STOPPED.value:
+        return WorkerState.STOPPED
+    if age_seconds > stale_after_seconds:
+        return WorkerState.STALE
+    return WorkerState.DRAINING if written == WorkerState.DRAINING.value else WorkerState.RUNNING
+
+
+def _instant(text: str | None) -> datetime | None:
+    """An instant the worker wrote with iso_z (`...Z`) back as an aware datetime."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if text else None
+
+
+def _view(beat: Heartbeat, now: datetime, stale_after: int, pending: str | None) -> WorkerView:
+    info = beat.info or {}
+    age = max(0.0, (now - beat.last_seen).total_seconds())
+    state = worker_state(info, age, stale_after)
+    running = [] if state is WorkerState.STOPPED else list(info.get("executions") or [])
+    if not running and state is not WorkerState.STOPPED:  # heartbeats of older releases: ids only
+        running = [{"id": execution_id} for execution_id in info.get("running") or []]
+    return WorkerView(
+        id=beat.id,
+        host=beat.host,
+        pid=beat.pid,
+        state=state,
+        queues=list(info.get("queues") or ["*"]),
+        slots=int(info.get("slots") or 0),
+        busy=0 if state is WorkerState.STOPPED else int(info.get("busy") or len(running)),
+        started_at=beat.started_at,
+        last_seen=beat.last_seen,
+        age_seconds=round(age, 3),
+        executions=[
+            RunningExecution(
+                id=item["id"],
+                job_id=item.get("job_id"),
+                job_name=item.get("job_name"),
+                attempt=item.get("attempt"),
+                started_at=_instant(item.get("started_at")),
+            )
+            for item in running
+        ],
+        pending_command=pending if state in (WorkerState.RUNNING, WorkerState.DRAINING) else None,
+    )
+
+
+def list_workers(now: datetime) -> list[WorkerView]:
+    """Every worker with a heartbeat: live ones first (running, draining), then stale and stopped, by id."""
+    stale_after = current_app.config["HEARTBEAT_STALE_SECONDS"]
+    beats = list(db.session.scalars(select(Heartbeat).where(Heartbeat.kind == "worker").order_by(Heartbeat.id)))
+    pending = worker_commands.unacted(db.session.connection(), [beat.id for beat in beats]) if beats else {}
+    views = [_view(beat, now, stale_after, getattr(pending.get(beat.id), "value", None)) for beat in beats]
+    order = [WorkerState.RUNNING, WorkerState.DRAINING, WorkerState.STALE, WorkerState.STOPPED]
+    return sorted(views, key=lambda view: (order.index(view.state), view.id))
+
+
+def get_worker(worker_id: str, now: datetime) -> WorkerView:
+    """One worker of the registry; NotFound when no worker heartbeat has that id."""
+    # An id no heartbeat can have is simply unknown (and never reaches the database: PostgreSQL
+    # refuses NUL characters in text).
+    beat = None if len(worker_id) > 200 or "\x00" in worker_id else db.session.get(Heartbeat, worker_id)
+    if beat is None or beat.kind != "worker":
+        raise NotFound(f"worker {worker_id} does not exist")
+    pending = worker_commands.unacted(db.session.connection(), [worker_id]).get(worker_id)
+    return _view(beat, now, current_app.config["HEARTBEAT_STALE_SECONDS"], getattr(pending, "value", None))
+
+
+def worker_to_dict(view: WorkerView) -> dict:
+    """The JSON shape of one worker (`flask worker list --json`, the workers page)."""
+    return {
+        "id": view.id,
+        "host": view.host,
+        "pid": view.pid,
+        "state": view.state.value,
+        "busy": view.busy,
+        "idle": view.idle,
+        "slots": view.slots,
+        "queues": view.queues,
+        "started_at": iso_z(view.started_at),
+        "last_seen": iso_z(view.last_seen),
+        "age_seconds": view.age_seconds,
+        "pending_command": view.pending_command,
+        "executions": [
+            {
+                "id": item.id,
+                "job_id": item.job_id,
+                "job_name": item.job_name,
+                "attempt": item.attempt,
+                "started_at": iso_z(item.started_at),
+            }
+            for item in view.executions
+        ],
+    }
