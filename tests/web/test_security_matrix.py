@@ -81,12 +81,17 @@ MATRIX: dict[str, Row] = {
     "dashboard.panel": row("GET", SIGN_IN, OK),
     "health.page": row("GET", SIGN_IN, OK),
     "alerts.index": row("GET", SIGN_IN, OK),
+    "queues.index": row("GET", SIGN_IN, OK),
+    "queues.detail": row("GET", SIGN_IN, OK),
+    "workers.index": row("GET", SIGN_IN, OK),
     "executions.detail": row("GET", SIGN_IN, OK),
     "jobs.schedule_preview": row("GET", SIGN_IN, OK),
     # operator pages with forms (an empty POST is refused inline)
     "jobs.create": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
     "jobs.edit": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
     "jobs.delete": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
+    "queues.create": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
+    "queues.edit": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
     # operator actions (POST only)
     "jobs.enable": row("POST", **ACTION),
     "jobs.disable": row("POST", **ACTION),
@@ -95,6 +100,8 @@ MATRIX: dict[str, Row] = {
     "executions.cancel": row("POST", **ACTION),
     "alerts.resolve_one": row("POST", **ACTION),
     "alerts.resolve_selected": row("POST", **ACTION),
+    "queues.pause": row("POST", **ACTION),
+    "queues.resume": row("POST", **ACTION),
 }
 
 
@@ -112,6 +119,7 @@ def world(app) -> dict:
         "execution_id": execution.id,
         "alert_id": alert.id,
         "name": "summary",
+        "queue_name": job.queue,
         "filename": "vendor/htmx.min.js",
     }
 

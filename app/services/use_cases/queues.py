@@ -154,6 +154,8 @@ def edit_queue(name: str, data: dict, *, now: datetime, actor: str) -> Queue:
 
 def pause_queue(name: str, *, now: datetime, actor: str, reason: str | None = None) -> Queue:
     """Stop new claims from the queue; running work finishes."""
+    if reason is not None and (len(reason) > DESCRIPTION_MAX or "\x00" in reason):
+        raise ValidationFailed({"reason": f"must be at most {DESCRIPTION_MAX} characters, without NUL characters"})
     begin_write(db.session)
     queue = get_queue(name)
     if not queue.paused:

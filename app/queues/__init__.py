@@ -1,0 +1,1 @@
+"""Queue pages: live statistics, create, edit, pause and resume."""

@@ -1,0 +1,139 @@
+"""Queue pages and actions: thin adapters over `app.services.use_cases.queues` and
+`app.services.read.queue_stats`.
+
+The list and a queue's page poll their statistics: an HTMX GET of the same URL answers with the
+statistics fragment only (`_table.html`, `_stats.html`), which the full page includes, so there
+is one copy of the markup. Forms sit outside the polled fragments, so a refresh never wipes what
+an operator is typing.
+"""
+
+from __future__ import annotations
+
+from flask import Blueprint, flash, redirect, render_template, request, url_for
+
+from app.clock import utcnow
+from app.queues.forms import NEW_QUEUE, ConfirmForm, PauseForm, QueueForm, initial_values
+from app.services.errors import ServiceError, ValidationFailed
+from app.services.read.queue_stats import queue_stats
+from app.services.use_cases import queues as queue_service
+from app.web.access import current_actor, is_htmx, operator_required, signin_required
+
+bp = Blueprint("queues", __name__, url_prefix="/queues")
+
+POLL_SECONDS = 5
+
+
+def _see_queue(name: str):
+    return redirect(url_for("queues.detail", queue_name=name), code=303)
+
+
+@bp.get("/")
+@signin_required
+def index():
+    """Every queue with its live statistics; the create form for operators."""
+    now = utcnow()
+    queues = queue_service.list_queues()
+    context = {"queues": queues, "stats": queue_stats(now, queues), "poll_seconds": POLL_SECONDS, "now": now}
+    if is_htmx():
+        return render_template("queues/_table.html", **context)
+    return render_template(
+        "queues/list.html", form=QueueForm(formdata=None, data=NEW_QUEUE), action_form=ConfirmForm(), **context
+    )
+
+
+@bp.get("/<queue:queue_name>")
+@signin_required
+def detail(queue_name: str):
+    """One queue: settings, live statistics, pause or resume, and the edit form."""
+    queue = queue_service.get_queue(queue_name)
+    if is_htmx():
+        return render_template("queues/_stats.html", **_stats_context(queue))
+    return _detail_page(queue)
+
+
+def _stats_context(queue) -> dict:
+    now = utcnow()
+    return {"queue": queue, "stats": queue_stats(now, [queue]).get(queue.id), "poll_seconds": POLL_SECONDS}
+
+
+def _detail_page(queue, *, pause_form: PauseForm | None = None, edit_form: QueueForm | None = None, status=200):
+    return render_template(
+        "queues/detail.html",
+        pause_form=pause_form or PauseForm(formdata=None),
+        edit_form=edit_form or QueueForm(formdata=None, data=initial_values(queue)),
+        action_form=ConfirmForm(),
+        **_stats_context(queue),
+    ), status
+
+
+@bp.route("/new", methods=["GET", "POST"])
+@operator_required
+def create():
+    """The new-queue form; errors are shown next to their fields."""
+    if request.method == "GET":
+        return render_template("queues/new.html", form=QueueForm(formdata=None, data=NEW_QUEUE))
+    form = QueueForm()
+    try:
+        queue = queue_service.add_queue(form.service_data(creating=True), now=utcnow(), actor=current_actor())
+    except ValidationFailed as exc:
+        form.attach_errors(exc.errors)
+        return render_template("queues/new.html", form=form), 400
+    except ServiceError as exc:
+        form.form_errors.append(str(exc))
+        return render_template("queues/new.html", form=form), 409
+    flash(f"Queue {queue.name!r} created.", "success")
+    return _see_queue(queue.name)
+
+
+@bp.route("/<queue:queue_name>/edit", methods=["GET", "POST"])
+@operator_required
+def edit(queue_name: str):
+    """Change the concurrency limit (empty = none), the priority and the description."""
+    queue = queue_service.get_queue(queue_name)
+    if request.method == "GET":
+        return _detail_page(queue)
+    form = QueueForm()
+    try:
+        queue = queue_service.edit_queue(
+            queue.name, form.service_data(creating=False), now=utcnow(), actor=current_actor()
+        )
+    except ValidationFailed as exc:
+        form.attach_errors(exc.errors)
+        return _detail_page(queue, edit_form=form, status=400)
+    except ServiceError as exc:
+        form.form_errors.append(str(exc))
+        return _detail_page(queue, edit_form=form, status=409)
+    flash(f"Queue {queue.name!r} saved.", "success")
+    return _see_queue(queue.name)
+
+
+@bp.post("/<queue:queue_name>/pause")
+@operator_required
+def pause(queue_name: str):
+    """Stop new claims from the queue; running work finishes."""
+    queue = queue_service.get_queue(queue_name)
+    form = PauseForm()
+    try:
+        queue = queue_service.pause_queue(
+            queue.name, now=utcnow(), actor=current_actor(), reason=form.reason.data or None
+        )
+    except ValidationFailed as exc:
+        form.reason.errors = [*form.reason.errors, *exc.errors.values()]
+        return _detail_page(queue, pause_form=form, status=400)
+    except ServiceError as exc:
+        flash(str(exc), "error")
+        return _see_queue(queue_name)
+    flash(f"Queue {queue.name!r} paused: running work finishes, nothing new starts until it is resumed.", "success")
+    return _see_queue(queue.name)
+
+
+@bp.post("/<queue:queue_name>/resume")
+@operator_required
+def resume(queue_name: str):
+    queue = queue_service.get_queue(queue_name)  # an unknown name is the 404 page, as on every queue URL
+    try:
+        queue = queue_service.resume_queue(queue.name, now=utcnow(), actor=current_actor())
+        flash(f"Queue {queue.name!r} resumed; workers were woken.", "success")
+    except ServiceError as exc:
+        flash(str(exc), "error")
+    return _see_queue(queue_name)

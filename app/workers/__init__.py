@@ -1,0 +1,1 @@
+"""Worker pages: the registry of worker processes, drain and stop."""
