@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [options]`: run benchmarks, print a table, write JSON.
 
-Names: throughput, executor, fire, tick, dashboard, memory, degradation (default: all, in that
-order). Results go to bench/results/<UTC timestamp>.json (gitignored).
+Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues (default: all, in
+that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ BENCHMARKS = {
     "dashboard": "bench.dashboard",
     "memory": "bench.memory",
     "degradation": "bench.degradation",
+    "queues": "bench.queues",
 }
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 
@@ -49,7 +50,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--fire-jobs", type=int, default=200, help="interval jobs in the fire-time run")
     parser.add_argument("--triggers", type=int, default=None, help="manual triggers timed (default 100)")
     parser.add_argument("--tick-sizes", default=None, help="comma-separated job counts (default 1000,10000,100000)")
-    parser.add_argument("--rows", type=int, default=None, help="execution rows for the dashboard (default 1000000)")
+    parser.add_argument(
+        "--rows", type=int, default=None, help="execution rows for the dashboard and queue statistics (default 1000000)"
+    )
     parser.add_argument(
         "--hold-seconds",
         type=float,

@@ -106,7 +106,7 @@ class DbPath:
                 worker_id=self.worker_id,
                 now=utcnow(),
                 limit=self.slots,
-                queues=None,
+                queue_ids=None,
                 lease_seconds=self.lease[0],
                 buffer_seconds=self.lease[1],
             )

@@ -60,7 +60,9 @@ def _candidate_sql() -> str:
     from app.store.common import CANDIDATE_WHERE
 
     where = CANDIDATE_WHERE.format(queue_filter="").replace(":now", "now()")
-    return f"SELECT e.id FROM executions AS e WHERE {where} ORDER BY e.priority, e.available_at, e.id LIMIT 4"
+    return (
+        f"SELECT e.id FROM executions AS e, queues AS q WHERE {where} ORDER BY e.priority, e.available_at, e.id LIMIT 4"
+    )
 
 
 def _sample(url: str, until: float, samples: list, vacuum: bool) -> None:

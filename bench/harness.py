@@ -29,7 +29,7 @@ PG_ADMIN_URL = os.environ.get("CRONWELL_BENCH_PG_URL") or os.environ.get(
     "CRONWELL_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 REDIS_URL = os.environ.get("CRONWELL_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
-TABLES = "users, jobs, executions, attempts, dead_letters, alerts, events, heartbeats"
+TABLES = "users, jobs, executions, attempts, dead_letters, alerts, events, heartbeats, worker_commands"
 
 
 # --- figures ----------------------------------------------------------------------------------
@@ -172,9 +172,15 @@ class BenchDatabase:
         return psycopg.connect(self.url, autocommit=True)
 
     def reset(self) -> None:
-        """Empty every table and refresh planner statistics (this server may run without autovacuum)."""
+        """Empty every table (leaving the `default` queue, as it was migrated) and refresh planner
+        statistics (this server may run without autovacuum)."""
         with self.connect() as conn:
             conn.execute(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
+            conn.execute("DELETE FROM queues WHERE name <> 'default'")
+            conn.execute(
+                "UPDATE queues SET slots_taken = 0, concurrency_limit = NULL, paused = false, paused_by = NULL,"
+                " paused_at = NULL, paused_reason = NULL"
+            )
             conn.execute("VACUUM ANALYZE")
 
     def __enter__(self) -> BenchDatabase:

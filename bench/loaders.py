@@ -8,13 +8,14 @@ benchmarks read and claim looks like real history.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime, timedelta
 
 import psycopg
 
 _JOB_COLUMNS = """(name, description, task, config, schedule_type, schedule, timezone, enabled, next_run_at,
                    overlap_policy, misfire_policy, misfire_grace_seconds, max_attempts, retry_backoff_seconds,
-                   timeout_seconds, alert_mode, retention_count, retention_days, queue, priority, created_at,
+                   timeout_seconds, alert_mode, retention_count, retention_days, queue_id, priority, created_at,
                    updated_at)"""
 
 
@@ -29,14 +30,16 @@ def insert_job(
     max_attempts: int = 1,
     schedule: dict | None = None,
     schedule_type: str = "interval",
+    queue: str = "default",
 ) -> int:
-    """One job; with next_run_at None the scheduler never fires it (work is inserted directly)."""
+    """One job in `queue` (which must exist); with next_run_at None the scheduler never fires it
+    (work is inserted directly)."""
     schedule = schedule or {"every": "1h", "start_at": "2026-01-01T00:00:00Z"}
     row = conn.execute(
         f"""INSERT INTO jobs {_JOB_COLUMNS}
             VALUES (%(name)s, '', %(task)s, '{{}}'::jsonb, %(stype)s, %(schedule)s::jsonb, 'UTC', true, %(next)s,
-                    %(overlap)s, 'coalesce', 60, %(max_attempts)s, 1, 30, 'log_only', 0, 0, 'default', 0,
-                    %(now)s, %(now)s)
+                    %(overlap)s, 'coalesce', 60, %(max_attempts)s, 1, 30, 'log_only', 0, 0,
+                    (SELECT id FROM queues WHERE name = %(queue)s), 0, %(now)s, %(now)s)
             RETURNING id""",
         {
             "name": name,
@@ -47,6 +50,7 @@ def insert_job(
             "overlap": overlap_policy,
             "max_attempts": max_attempts,
             "now": now,
+            "queue": queue,
         },
     ).fetchone()
     return row[0]
@@ -62,12 +66,12 @@ def insert_pending(
     max_attempts: int = 1,
     key_prefix: str = "bench",
 ) -> None:
-    """`count` due pending manual executions of `job_id`, oldest first."""
+    """`count` due pending manual executions of `job_id` (in its job's queue), oldest first."""
     conn.execute(
         """INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts, max_attempts,
-                                   queue, priority, exclusive, available_at, output, error, created_at, updated_at)
+                                   queue_id, priority, exclusive, available_at, output, error, created_at, updated_at)
            SELECT %(job)s, t, 'manual', %(prefix)s || ':' || %(job)s || ':' || g, 'pending', 0, %(max)s,
-                  'default', 0, %(exclusive)s, t, '', '', t, t
+                  (SELECT queue_id FROM jobs WHERE id = %(job)s), 0, %(exclusive)s, t, '', '', t, t
            FROM generate_series(1, %(count)s) AS g,
                 LATERAL (SELECT %(now)s::timestamptz - (%(count)s - g) * interval '1 millisecond'
                                 - interval '1 second') AS x(t)""",
@@ -86,7 +90,8 @@ def insert_scheduled_jobs(conn: psycopg.Connection, total: int, due: int, *, now
                    'UTC', true,
                    CASE WHEN g <= %(due)s THEN %(anchor)s::timestamptz
                         ELSE %(anchor)s::timestamptz + interval '30 days' + g * interval '1 minute' END,
-                   'skip', 'coalesce', 60, 3, 10, 30, 'log_only', 500, 30, 'default', 0, %(now)s, %(now)s
+                   'skip', 'coalesce', 60, 3, 10, 30, 'log_only', 500, 30,
+                   (SELECT id FROM queues WHERE name = 'default'), 0, %(now)s, %(now)s
             FROM generate_series(1, %(total)s) AS g""",
         {"total": total, "due": due, "anchor": anchor.replace(microsecond=0), "now": now},
     )
@@ -104,28 +109,32 @@ def redue_jobs(conn: psycopg.Connection, due: int, *, now: datetime) -> None:
     )
 
 
-def load_history(conn: psycopg.Connection, rows: int, jobs: int, *, now: datetime) -> dict:
+def load_history(
+    conn: psycopg.Connection, rows: int, jobs: int, *, now: datetime, queues: Sequence[str] = ("default",)
+) -> dict:
     """`jobs` jobs and `rows` executions of them, one per second back from now, mostly finished.
 
     The mix: ~98 % terminal (succeeded, with some failed, missed, timed_out, cancelled and
-    dead_lettered), the newest 280 pending and due, 20 running; 50 open alerts.
+    dead_lettered), the newest 280 pending and due, 20 running; 50 open alerts. Job n is in
+    `queues[(n - 1) % len(queues)]` (queues that exist), and its executions with it.
     """
+    queue_ids = [conn.execute("SELECT id FROM queues WHERE name = %s", (name,)).fetchone()[0] for name in queues]
     conn.execute(
         f"""INSERT INTO jobs {_JOB_COLUMNS}
             SELECT 'history-' || g, 'bulk-loaded for the dashboard benchmark', 'always_succeed', '{{}}'::jsonb,
                    'interval', jsonb_build_object('every', '1h', 'start_at', '2026-01-01T00:00:00Z'), 'UTC', true,
                    %(now)s::timestamptz + g * interval '1 minute', 'skip', 'coalesce', 60, 3, 10, 30, 'web', 0, 0,
-                   'default', 0, %(now)s, %(now)s
+                   (%(queues)s::int[])[1 + (g - 1) %% %(n)s], 0, %(now)s, %(now)s
             FROM generate_series(1, %(jobs)s) AS g""",
-        {"jobs": jobs, "now": now},
+        {"jobs": jobs, "now": now, "queues": queue_ids, "n": len(queue_ids)},
     )
     conn.execute(
         """INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts, max_attempts,
-                                   queue, priority, exclusive, available_at, started_at, finished_at, exit_code,
+                                   queue_id, priority, exclusive, available_at, started_at, finished_at, exit_code,
                                    claimed_by, lease_expires_at, output, error, created_at, updated_at)
            SELECT job, t, 'schedule', 'job:' || job || ':at:' || g, s,
                   CASE WHEN s IN ('pending', 'missed', 'cancelled') THEN 0 WHEN s = 'dead_lettered' THEN 3 ELSE 1 END,
-                  3, 'default', 0, true, t,
+                  3, (%(queues)s::int[])[1 + (job - 1) %% %(n)s], 0, true, t,
                   CASE WHEN s IN ('pending', 'missed', 'cancelled') THEN NULL ELSE t + interval '10 ms' END,
                   CASE WHEN s IN ('pending', 'running') THEN NULL ELSE t + interval '60 ms' END,
                   CASE WHEN s = 'succeeded' THEN 0 WHEN s IN ('failed', 'dead_lettered') THEN 1 END,
@@ -148,7 +157,7 @@ def load_history(conn: psycopg.Connection, rows: int, jobs: int, *, now: datetim
                                      WHEN g %% 500 = 3 THEN 'missed'
                                      WHEN g %% 200 = 7 THEN 'failed'
                                      ELSE 'succeeded' END) AS x(job, t, s)""",
-        {"rows": rows, "jobs": jobs, "now": now},
+        {"rows": rows, "jobs": jobs, "now": now, "queues": queue_ids, "n": len(queue_ids)},
     )
     conn.execute(
         """INSERT INTO alerts (job_id, execution_id, kind, message, created_at)

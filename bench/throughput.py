@@ -187,17 +187,19 @@ def _sqlite(count: int, details: dict) -> list[Figure]:
             con.execute("""INSERT INTO jobs (id, name, description, task, config, schedule_type, schedule, timezone,
                                enabled, overlap_policy, misfire_policy, misfire_grace_seconds, max_attempts,
                                retry_backoff_seconds, timeout_seconds, alert_mode, retention_count, retention_days,
-                               queue, priority, created_at, updated_at)
+                               queue_id, priority, created_at, updated_at)
                            VALUES (1, 'throughput', '', 'always_succeed', '{}', 'interval',
                                '{"every": "1h", "start_at": "2026-01-01T00:00:00Z"}', 'UTC', 1, 'allow', 'coalesce',
-                               60, 1, 1, 30, 'log_only', 0, 0, 'default', 0, '2026-01-01 00:00:00.000000',
+                               60, 1, 1, 30, 'log_only', 0, 0, (SELECT id FROM queues WHERE name = 'default'), 0,
+                               '2026-01-01 00:00:00.000000',
                                '2026-01-01 00:00:00.000000')""")
             con.execute(
                 """WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
                            INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts,
-                               max_attempts, queue, priority, exclusive, available_at, output, error, created_at,
+                               max_attempts, queue_id, priority, exclusive, available_at, output, error, created_at,
                                updated_at)
-                           SELECT 1, t, 'manual', 'bench:' || n, 'pending', 0, 1, 'default', 0, 0, t, '', '', t, t
+                           SELECT 1, t, 'manual', 'bench:' || n, 'pending', 0, 1,
+                               (SELECT id FROM queues WHERE name = 'default'), 0, 0, t, '', '', t, t
                            FROM (SELECT n, strftime('%Y-%m-%d %H:%M:%f000', 'now', '-10 seconds') AS t FROM g)""",
                 (count,),
             )
