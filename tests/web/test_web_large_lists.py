@@ -133,10 +133,10 @@ def test_list_pages_find_their_rows_in_an_index_in_list_order(pg_app, filters, i
     db.session.execute(
         text(
             """INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts, max_attempts,
-                                   queue, priority, exclusive, available_at, finished_at, output, error,
+                                   queue_id, priority, exclusive, available_at, finished_at, output, error,
                                    created_at, updated_at)
            SELECT CASE WHEN g % 50 = 0 THEN 1 ELSE 2 END, now(), 'manual', 'plan-' || g, CASE WHEN g % 20 = 0 THEN 'failed' ELSE 'succeeded' END,
-                  0, 3, 'default', 0, false, now(), now(), '', '', now(), now()
+                  0, 3, 1, 0, false, now(), now(), '', '', now(), now()
            FROM generate_series(1, 20000) AS g"""
         )
     )
