@@ -47,9 +47,13 @@ LEASE_EXPIRES_AT = lease_expires_at_sql(
 )
 
 # Pick and lock the batch (lower priority value first, then oldest), skipping rows other
-# workers hold.
+# workers hold. `q` is each queue as this turn sees it once the runs it records have given back
+# their slots (`released`): otherwise a full limited queue would offer no candidates to the turn
+# that frees its slots, and every finish would cost a second turn to claim the successor.
 CANDIDATES = f"""
-    SELECT e.id, e.queue_id FROM executions AS e, queues AS q
+    SELECT e.id, e.queue_id FROM executions AS e,
+        (SELECT q0.id, q0.paused, q0.concurrency_limit, q0.slots_taken - COALESCE(r.n, 0) AS slots_taken
+         FROM queues AS q0 LEFT JOIN released AS r ON r.queue_id = q0.id) AS q
     WHERE {CANDIDATE_WHERE}
     ORDER BY {CANDIDATE_ORDER}
     LIMIT :limit
@@ -65,9 +69,10 @@ _NO_CLAIMED = claimed_null_list(
 #   recorded    running -> its outcome, or -> retry_scheduled; guarded by status (RECORDABLE)
 #               and owner, so a worker whose lease was recovered writes nothing
 #   closed      the Attempt of each recorded execution
+#   released    the slots of limited queues the recorded runs give back
 #   candidates  due rows this worker may run (queue not paused, a slot free as far as the
-#               snapshot knows), locked, skipping rows other workers hold
-#   wanted, released, slotted, grants, counted
+#               snapshot and `released` know), locked, skipping rows other workers hold
+#   wanted, slotted, grants, counted
 #               the concurrency limit (ADR 0008): slots given back by `recorded` and slots wanted
 #               by the candidates of limited queues are settled under the queue rows' locks, and
 #               `granted` says how many of each limited queue's candidates may start
@@ -105,12 +110,12 @@ WITH result AS (
         output = r.output, error = r.error
     FROM result AS r JOIN recorded AS m ON m.id = r.id
     WHERE a.execution_id = r.id AND a.number = r.number AND a.status = {sql_status(AttemptStatus.RUNNING)}
+), released AS (
+    SELECT queue_id, count(*) AS n FROM recorded WHERE holds_slot GROUP BY queue_id
 ), candidates AS ({CANDIDATES}
 ), wanted AS (
     SELECT c.queue_id, count(*) AS n FROM candidates AS c JOIN executions AS x ON x.id = c.id
     JOIN jobs AS j ON j.id = x.job_id WHERE j.enabled GROUP BY c.queue_id
-), released AS (
-    SELECT queue_id, count(*) AS n FROM recorded WHERE holds_slot GROUP BY queue_id
 ), slotted AS (
     -- The queues whose slot count this turn reads or changes, locked in id order. A row locked
     -- here is read as its newest committed version (not the statement's snapshot), so turns
