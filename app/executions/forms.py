@@ -18,6 +18,7 @@ class ExecutionFilterForm(Form):
         + [SelectChoice(s, s.replace("_", " ")) for s in values(ExecutionStatus)],
     )
     job = StringField("Job ID", render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "any job"})
+    queue = StringField("Queue", render_kw={"placeholder": "any queue", "spellcheck": "false"})
 
 
 class ExecutionActionForm(FlaskForm):

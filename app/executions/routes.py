@@ -12,6 +12,7 @@ from app.models.ids import id_in_range, is_whole_number, key_max
 from app.services.errors import NotFound, ServiceError, ValidationFailed
 from app.services.use_cases import executions as execution_service
 from app.services.use_cases import jobs as job_service
+from app.services.use_cases import queues as queue_service
 from app.web.access import current_actor, is_htmx, operator_required, public_read, signin_required
 from app.web.pagination import Page, page_number, paginate
 
@@ -23,13 +24,23 @@ PER_PAGE = 50
 @bp.get("/")
 @public_read
 def index():
-    """Executions, newest first, filtered by status and job, 50 per page."""
+    """Executions, newest first, filtered by status, job and queue, 50 per page."""
     filters = ExecutionFilterForm(request.args)
     status = (filters.status.data or "").strip() or None
     job_text = (filters.job.data or "").strip()
+    queue_text = (filters.queue.data or "").strip()
     errors: list[str] = []
     job = None
     job_id = None
+    queue = None
+    if queue_text:
+        if not queue_service.NAME_PATTERN.match(queue_text):  # no queue can have it: not looked up
+            errors.append(queue_service.unknown_queue_message(queue_text[:100]))
+        else:
+            try:
+                queue = queue_service.get_queue(queue_text)
+            except NotFound as exc:
+                errors.append(str(exc))
     if job_text:
         if not is_whole_number(job_text):  # ASCII digits only: not "²", which int() refuses
             errors.append(f"Job ID must be a whole number, got {job_text!r}.")
@@ -44,13 +55,15 @@ def index():
     if not errors:
         try:
             page = paginate(
-                execution_service.list_query(status=status, job_id=job_id), page=page_number(), per_page=PER_PAGE
+                execution_service.list_query(status=status, job_id=job_id, queue_id=queue.id if queue else None),
+                page=page_number(),
+                per_page=PER_PAGE,
             )
         except ValidationFailed as exc:
             errors.extend(exc.errors.values())
-    query = {k: v for k, v in (("status", status or ""), ("job", job_text)) if v}
+    query = {k: v for k, v in (("status", status or ""), ("job", job_text), ("queue", queue_text)) if v}
     return render_template(
-        "executions/list.html", page=page, filters=filters, filter_errors=errors, job=job, query=query
+        "executions/list.html", page=page, filters=filters, filter_errors=errors, job=job, queue=queue, query=query
     ), (400 if errors else 200)
 
 
@@ -64,7 +77,8 @@ def detail(execution_id: int):
         "execution": execution,
         "action_form": ExecutionActionForm(),
         "can_retry": ExecutionStatus(execution.status) in RETRYABLE,
-        "can_cancel": ExecutionStatus(execution.status) in CANCELLABLE,
+        # Running ones too: the worker kills the task; asked once, the button goes.
+        "can_cancel": ExecutionStatus(execution.status) in CANCELLABLE and execution.cancel_requested_at is None,
     }
     if is_htmx():
         return render_template("executions/_detail_body.html", **context)
@@ -87,10 +101,18 @@ def retry(execution_id: int):
 @bp.post("/<id:execution_id>/cancel")
 @operator_required
 def cancel(execution_id: int):
-    """Cancel a queued execution (a running one must finish or time out)."""
+    """Cancel a queued execution at once, or ask a running one's worker to kill its task."""
     try:
-        execution_service.cancel_execution(execution_id, now=utcnow(), actor=current_actor())
-        flash(f"Execution #{execution_id} cancelled.", "success")
+        execution = execution_service.cancel_execution(execution_id, now=utcnow(), actor=current_actor())
     except ServiceError as exc:
         flash(str(exc), "error")
+    else:
+        if execution.status == ExecutionStatus.RUNNING:
+            flash(
+                f"Cancel requested: the worker running execution #{execution_id} stops its task "
+                "(SIGTERM, then SIGKILL after the grace) within about a second.",
+                "success",
+            )
+        else:
+            flash(f"Execution #{execution_id} cancelled.", "success")
     return redirect(url_for("executions.detail", execution_id=execution_id), code=303)

@@ -1,40 +1,24 @@
-"""Worker pages: the registry, read from the workers' heartbeats.
+"""Worker pages: the registry and the drain / stop orders, thin adapters over
+`app.services.read.workers` and `app.services.use_cases.workers`.
 
 The page polls itself: an HTMX GET of the same URL answers with the registry fragment only.
+Worker ids are free text (`flask worker run --id`), so they sit in `<path:...>`; an id no
+worker has is the 404 page.
 """
 
 from __future__ import annotations
 
-from flask import Blueprint, current_app, render_template
+from flask import Blueprint, flash, redirect, render_template, url_for
 
 from app.clock import utcnow
-from app.services.read import dashboard
-from app.web.access import is_htmx, signin_required
+from app.services.errors import Conflict
+from app.services.read.workers import get_worker, list_workers
+from app.services.use_cases import workers as worker_service
+from app.web.access import current_actor, is_htmx, operator_required, signin_required
 
 bp = Blueprint("workers", __name__, url_prefix="/workers")
 
 POLL_SECONDS = 5
-
-
-def _registry(now) -> list[dict]:
-    stale_after = current_app.config["HEARTBEAT_STALE_SECONDS"]
-    workers = []
-    for beat in dashboard.heartbeats(now, stale_after).get("worker", []):
-        info = beat["info"]
-        workers.append(
-            {
-                "id": beat["id"],
-                "host": beat["host"],
-                "pid": beat["pid"],
-                "queues": info.get("queues") or ["*"],
-                "slots": info.get("slots"),
-                "busy": info.get("busy") or 0,
-                "state": "stale" if beat["stale"] else "running",
-                "last_seen_seconds": beat["age_seconds"],
-                "running": [{"execution_id": i, "started_at": None} for i in info.get("running") or []],
-            }
-        )
-    return workers
 
 
 @bp.get("/")
@@ -42,7 +26,34 @@ def _registry(now) -> list[dict]:
 def index():
     """Every worker process: id, host, pid, queues, slots, state, busy or idle, what it runs."""
     now = utcnow()
-    context = {"workers": _registry(now), "poll_seconds": POLL_SECONDS, "now": now}
+    context = {"workers": list_workers(now), "poll_seconds": POLL_SECONDS, "now": now}
     if is_htmx():
         return render_template("workers/_table.html", **context)
     return render_template("workers/list.html", **context)
+
+
+@bp.post("/<path:worker_id>/drain")
+@operator_required
+def drain(worker_id: str):
+    """Claim nothing more, finish what runs, then exit."""
+    return _order(worker_id, at_once=False)
+
+
+@bp.post("/<path:worker_id>/stop")
+@operator_required
+def stop(worker_id: str):
+    """Stop at once: running tasks are killed and retried per their jobs' policies."""
+    return _order(worker_id, at_once=True)
+
+
+def _order(worker_id: str, *, at_once: bool):
+    now = utcnow()
+    get_worker(worker_id, now)  # an unknown id is the 404 page
+    try:
+        worker_service.stop_worker(worker_id, now=now, actor=current_actor(), at_once=at_once)
+    except Conflict as exc:
+        flash(str(exc), "error")
+    else:
+        what = "stop now; its running tasks are killed and retried per policy" if at_once else "drain and exit"
+        flash(f"Worker {worker_id} was told to {what}. It acts within about a second.", "success")
+    return redirect(url_for("workers.index"), code=303)

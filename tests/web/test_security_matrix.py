@@ -26,7 +26,7 @@ from sqlalchemy import text
 
 from app import create_app
 from app.extensions import db
-from tests.factories import make_alert, make_execution, make_job, make_user
+from tests.factories import make_alert, make_execution, make_heartbeat, make_job, make_user
 from tests.helpers.servers import REDIS_URL
 from tests.helpers.web import WebClient
 
@@ -102,6 +102,8 @@ MATRIX: dict[str, Row] = {
     "alerts.resolve_selected": row("POST", **ACTION),
     "queues.pause": row("POST", **ACTION),
     "queues.resume": row("POST", **ACTION),
+    "workers.drain": row("POST", **ACTION),
+    "workers.stop": row("POST", **ACTION),
 }
 
 
@@ -120,6 +122,7 @@ def world(app) -> dict:
         "alert_id": alert.id,
         "name": "summary",
         "queue_name": job.queue,
+        "worker_id": make_heartbeat("worker-matrix-1", "worker", age_seconds=0).id,
         "filename": "vendor/htmx.min.js",
     }
 

@@ -259,3 +259,36 @@ def test_nav_links_to_queues_and_workers_when_signed_in(app, viewer):
     assert 'href="/queues/"' in body and 'href="/workers/"' in body
     anonymous = WebClient(app).get("/").get_data(as_text=True)
     assert 'href="/queues/"' not in anonymous
+
+
+# --- the executions list's queue filter ----------------------------------------------------------
+
+
+def test_the_executions_list_filters_by_queue(app, viewer):
+    reports = make_job("reporter", queue="reports")
+    other = make_job("other")
+    mine = [make_execution(reports, "succeeded").id for _ in range(2)]
+    theirs = make_execution(other, "succeeded").id
+    response = viewer.get("/executions/?queue=reports")
+    body = response.get_data(as_text=True)
+    assert response.status_code == 200
+    assert all(f'href="/executions/{i}"' in body for i in mine) and f'href="/executions/{theirs}"' not in body
+    assert 'in queue <a href="/queues/reports">reports</a>' in body
+    assert 'name="queue" placeholder="any queue" spellcheck="false" type="text" value="reports"' in body
+    combined = viewer.get("/executions/?queue=reports&status=failed").get_data(as_text=True)
+    assert "No executions match" in combined
+
+
+@pytest.mark.parametrize("value", ["nope", "Bad Name", "x\x00y", "q" * 500])
+def test_an_unknown_queue_in_the_filter_is_an_inline_message(app, viewer, value):
+    make_queue("known-one")
+    response = viewer.get("/executions/", query_string={"queue": value})
+    body = response.get_data(as_text=True)
+    assert response.status_code == 400
+    assert "unknown queue" in body and "known-one" in body and 'class="error-text"' in body
+
+
+def test_the_queue_filter_is_public_like_the_list(app):
+    make_execution(make_job("public", queue="open-q"), "succeeded")
+    response = WebClient(app).get("/executions/?queue=open-q")
+    assert response.status_code == 200 and "in queue open-q" in response.get_data(as_text=True)

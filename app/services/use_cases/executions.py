@@ -29,7 +29,7 @@ def get_execution(execution_id: int, *, with_attempts: bool = False) -> Executio
     return execution
 
 
-def list_query(*, status: str | None = None, job_id: int | None = None):
+def list_query(*, status: str | None = None, job_id: int | None = None, queue_id: int | None = None):
     """The executions query, newest first, for lists and pagination."""
     if status is not None and status not in values(ExecutionStatus):
         raise ValidationFailed({"status": f"must be one of {', '.join(values(ExecutionStatus))}, got {status!r}"})
@@ -39,6 +39,8 @@ def list_query(*, status: str | None = None, job_id: int | None = None):
         query = query.where(Execution.status == status)
     if job_id is not None:
         query = query.where(Execution.job_id == job_id)
+    if queue_id is not None:
+        query = query.where(Execution.queue_id == queue_id)
     return query
 
 
