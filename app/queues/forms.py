@@ -17,7 +17,7 @@ _NUMBER = {"inputmode": "numeric", "pattern": "-?[0-9]*"}
 class QueueForm(FlaskForm):
     """Create a queue (all four fields) or edit one (the name is fixed; rename with the CLI)."""
 
-    name = StringField("Name", description=f"Used by jobs and `worker run --queues`; {NAME_RULE}.")
+    name = StringField("Name", description=f"Jobs and workers (flask worker run --queues) name it; it {NAME_RULE}.")
     concurrency_limit = StringField(
         "Concurrency limit",
         render_kw={**_NUMBER, "placeholder": "no limit"},

@@ -140,3 +140,47 @@ def test_phone_width_has_no_sideways_scroll_and_signs_out(stack, browser, artifa
         expect(page).to_have_url(re.compile(r"/auth/login\?next=/dashboard/"))
     finally:
         context.close()
+
+
+def test_queues_page_create_pause_and_live_statistics(stack, page: Page, artifacts_dir):
+    base = stack.base_url
+    sign_in(page, stack)
+    page.get_by_role("navigation", name="Main").get_by_role("link", name="Queues").click()
+    expect(page).to_have_url(base + "/queues/")
+
+    # Create: a bad limit is refused beside the field; fixed, the queue's page opens.
+    page.get_by_label("Name", exact=True).fill("e2e-q")
+    page.get_by_label("Concurrency limit", exact=True).fill("0")
+    page.get_by_role("button", name="Create queue").click()
+    expect(page.locator("#concurrency_limit-error")).to_contain_text("between 1 and 100000")
+    page.get_by_label("Concurrency limit", exact=True).fill("2")
+    page.get_by_role("button", name="Create queue").click()
+    expect(page).to_have_url(base + "/queues/e2e-q")
+    expect(page.locator("#queue-stats")).to_contain_text("0 / 2")
+
+    # Pause with a reason; the page says so and offers Resume.
+    page.get_by_label("Reason", exact=True).fill("e2e maintenance")
+    page.get_by_role("button", name="Pause").click()
+    expect(page.locator(".flash-success")).to_contain_text("paused")
+    expect(page.locator("#queue-stats")).to_contain_text("e2e maintenance")
+
+    # The list refreshes itself: a resume from the CLI shows up without a reload.
+    page.goto(base + "/queues/")
+    row = page.locator("#queue-e2e-q")
+    expect(row).to_contain_text("paused")
+    page.evaluate("window.__cronwellMarker = 'no reload'")
+    stack.run("queue", "resume", "e2e-q")
+    expect(row).to_contain_text("active", timeout=15_000)
+    assert page.evaluate("window.__cronwellMarker") == "no reload"
+    page.screenshot(path=str(artifacts_dir / "queues.png"), full_page=True)
+
+    # The workers page lists the stack's worker with its buttons (not pressed: others share it).
+    page.goto(base + "/workers/")
+    expect(page.locator("#workers-table")).to_contain_text("running")
+    expect(page.locator("#workers-table").get_by_role("button", name="Drain").first).to_be_visible()
+    for path in ("/queues/", "/queues/e2e-q", "/workers/"):
+        page.goto(base + path)
+        page.set_viewport_size({"width": 390, "height": 844})
+        overflow = page.evaluate("document.documentElement.scrollWidth - window.innerWidth")
+        assert overflow <= 1, (path, overflow)
+    assert page.console_errors == [], page.console_errors
