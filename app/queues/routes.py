@@ -36,9 +36,7 @@ def index():
     context = {"queues": queues, "stats": queue_stats(now, queues), "poll_seconds": POLL_SECONDS, "now": now}
     if is_htmx():
         return render_template("queues/_table.html", **context)
-    return render_template(
-        "queues/list.html", form=QueueForm(formdata=None, data=NEW_QUEUE), action_form=ConfirmForm(), **context
-    )
+    return render_template("queues/list.html", form=QueueForm(formdata=None, data=NEW_QUEUE), **context)
 
 
 @bp.get("/<queue:queue_name>")
