@@ -106,6 +106,8 @@ class Execution(db.Model):
         # The lists (newest first, by job or by status) and the per-status counts read these
         # with index-only scans (migration 0002).
         Index("ix_executions_job_id", "job_id", "id"),
+        # The list filtered by queue, newest first; also what deleting a queue follows (SET NULL).
+        Index("ix_executions_queue_id", "queue_id", "id"),
         Index("ix_executions_job_status", "job_id", "status"),
         Index("ix_executions_status_id", "status", "id"),
         Index("ix_executions_created", "created_at"),

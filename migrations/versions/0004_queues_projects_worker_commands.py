@@ -134,6 +134,7 @@ def upgrade():
         batch.drop_constraint(op.f("ck_attempts_status"), type_="check")
         batch.create_check_constraint(op.f("ck_attempts_status"), sa.text(_ATTEMPT_STATUSES_NEW))
     op.create_index("ix_executions_finished_at", "executions", ["finished_at"])
+    op.create_index("ix_executions_queue_id", "executions", ["queue_id", "id"])
 
 
 def downgrade():
@@ -144,6 +145,7 @@ def downgrade():
     with op.batch_alter_table("attempts") as batch:
         batch.create_check_constraint(op.f("ck_attempts_status"), sa.text(_ATTEMPT_STATUSES_OLD))
 
+    op.drop_index("ix_executions_queue_id", table_name="executions")
     op.drop_index("ix_executions_finished_at", table_name="executions")
     op.drop_index("ix_executions_queue_running", table_name="executions")
     with op.batch_alter_table("executions") as batch:

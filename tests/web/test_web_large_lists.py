@@ -17,7 +17,7 @@ from app.models import Execution
 from app.services.read import dashboard, row_counts
 from app.services.use_cases import executions as execution_service
 from app.web import pagination
-from tests.factories import make_execution, make_job
+from tests.factories import make_execution, make_job, make_queue
 from tests.helpers.web import WebClient, signed_in_client
 
 
@@ -122,21 +122,28 @@ def test_pages_past_the_count_cap_say_so_and_show_the_last_counted_page(app, mon
 
 @pytest.mark.parametrize(
     "filters,index",
-    [({}, "pk_executions"), ({"job_id": 1}, "ix_executions_job_id"), ({"status": "failed"}, "ix_executions_status_id")],
+    [
+        ({}, "pk_executions"),
+        ({"job_id": 1}, "ix_executions_job_id"),
+        ({"status": "failed"}, "ix_executions_status_id"),
+        ({"queue_id": 2}, "ix_executions_queue_id"),
+    ],
 )
 def test_list_pages_find_their_rows_in_an_index_in_list_order(pg_app, filters, index):
     # The page's keys come from an index that holds the filter and the order (id), so OFFSET steps
     # over index entries only, and no page sorts every matching row. The planner needs a table of
     # some size (and statistics) to prefer that over a sort, as it does at a million rows; job 1
-    # and the failed rows are each 2-5 % of it, like one job among many or one terminal status.
+    # and the failed rows are each 2-5 % of it, like one job among many or one terminal status;
+    # queue 2 likewise.
     make_job("one"), make_job("two")
+    assert make_queue("quiet").id == 2  # a queue holding 2.5 % of the rows
     db.session.execute(
         text(
             """INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts, max_attempts,
                                    queue_id, priority, exclusive, available_at, finished_at, output, error,
                                    created_at, updated_at)
            SELECT CASE WHEN g % 50 = 0 THEN 1 ELSE 2 END, now(), 'manual', 'plan-' || g, CASE WHEN g % 20 = 0 THEN 'failed' ELSE 'succeeded' END,
-                  0, 3, 1, 0, false, now(), now(), '', '', now(), now()
+                  0, 3, CASE WHEN g % 40 = 0 THEN 2 ELSE 1 END, 0, false, now(), now(), '', '', now(), now()
            FROM generate_series(1, 20000) AS g"""
         )
     )
