@@ -169,7 +169,7 @@ def test_database_unreachable_then_back(fault_app, fault_env, private_pg, proces
 
 
 def listening(url: str) -> set[str]:
-    """The LISTEN statements of the sessions connected to this database."""
+    """The LISTEN statements of the sessions connected to this database (one per session)."""
     import psycopg
 
     with psycopg.connect(plain_url(url), autocommit=True) as conn:
@@ -183,7 +183,7 @@ def listening(url: str) -> set[str]:
 
 @pytest.mark.timeout(120)
 def test_wake_ups_resume_after_a_restart(fault_app, fault_db, private_pg, processes):
-    both = {"LISTEN cronwell_jobs", "LISTEN cronwell_work"}
+    both = {"LISTEN cronwell_jobs", "LISTEN cronwell_work; LISTEN cronwell_control"}  # scheduler, worker
     # A long tick: only a NOTIFY (or the earliest next run) can wake this scheduler in time.
     scheduler = processes.start("scheduler", "run", "--tick-seconds", "120", "--scheduler-id", "sleepy-scheduler")
     worker = processes.start_worker("--workers", "2", "--worker-id", "sleepy-worker")
