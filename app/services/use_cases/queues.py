@@ -9,7 +9,6 @@ and a raised limit wake the workers at once (NOTIFY), since work may now be clai
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from datetime import datetime
 
 from sqlalchemy import func, select
@@ -67,16 +66,11 @@ def resolve_for_job(name: str) -> Queue:
     return queue
 
 
-def resolve_names(names: Sequence[str]) -> list[Queue]:
-    """The queues a worker was asked to serve; NotFound naming every unknown one."""
-    found = {q.name: q for q in db.session.scalars(select(Queue).where(Queue.name.in_(list(names))))}
-    missing = [name for name in names if name not in found]
-    if missing:
-        known = ", ".join(known_names()) or "none"
-        raise NotFound(
-            f"unknown queue{'s' if len(missing) > 1 else ''} {', '.join(map(repr, missing))}; known queues: {known}"
-        )
-    return [found[name] for name in names]
+def _text_problem(text: str) -> str | None:
+    """Why a description or pause reason cannot be stored (PostgreSQL refuses NUL), or None."""
+    if len(text) > DESCRIPTION_MAX or "\x00" in text:
+        return f"must be at most {DESCRIPTION_MAX} characters, without NUL characters"
+    return None
 
 
 def _clean(data: dict, *, creating: bool) -> dict:
@@ -91,8 +85,9 @@ def _clean(data: dict, *, creating: bool) -> dict:
             cleaned["name"] = name
     if data.get("description") is not None:
         text = str(data["description"])
-        if len(text) > DESCRIPTION_MAX or "\x00" in text:
-            errors["description"] = f"must be at most {DESCRIPTION_MAX} characters, without NUL characters"
+        problem = _text_problem(text)
+        if problem:
+            errors["description"] = problem
         else:
             cleaned["description"] = text
     for field, (low, high) in (("priority", PRIORITY_RANGE), ("concurrency_limit", LIMIT_RANGE)):
@@ -154,8 +149,8 @@ def edit_queue(name: str, data: dict, *, now: datetime, actor: str) -> Queue:
 
 def pause_queue(name: str, *, now: datetime, actor: str, reason: str | None = None) -> Queue:
     """Stop new claims from the queue; running work finishes."""
-    if reason is not None and (len(reason) > DESCRIPTION_MAX or "\x00" in reason):
-        raise ValidationFailed({"reason": f"must be at most {DESCRIPTION_MAX} characters, without NUL characters"})
+    if reason is not None and _text_problem(reason):
+        raise ValidationFailed({"reason": _text_problem(reason)})
     begin_write(db.session)
     queue = get_queue(name)
     if not queue.paused:
