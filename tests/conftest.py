@@ -18,21 +18,12 @@ from pathlib import Path
 
 import psycopg
 import pytest
+from psycopg.types.json import Json
 from sqlalchemy import text
 
 from app import create_app
 from tests.helpers.databases import IN_CI, PG_ADMIN_URL, app_env_for, migrate, require_postgres
 from tests.helpers.processes import FlaskProcesses
-
-TABLES = (
-    "users, jobs, executions, attempts, dead_letters, alerts, events, heartbeats, worker_commands, queues, projects"
-)
-# What migration 0004 creates in every installation; a truncated test database gets it back.
-DEFAULT_ROWS = (
-    "INSERT INTO projects (name, description, created_at) VALUES ('default', '', now());"
-    "INSERT INTO queues (project_id, name, description, priority, paused, slots_taken, created_at, updated_at)"
-    " SELECT id, 'default', '', 0, false, 0, now(), now() FROM projects WHERE name = 'default'"
-)
 
 _pg_tests_passed = 0
 
@@ -74,6 +65,7 @@ def pg_url(tmp_path_factory):
         conn.execute(f'CREATE DATABASE "{name}"')
     url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
     migrate(url, tmp_path_factory.mktemp("pg-instance"))
+    _snapshot_migrated_rows(url)
     yield url
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
@@ -88,11 +80,49 @@ def sqlite_template(tmp_path_factory) -> Path:
     return path
 
 
+# The rows migrations create in every installation (the default project and queue, ...), read once
+# per database right after it is migrated; a truncated test database gets them back. Reading them
+# instead of listing them keeps this file out of every issue that adds a table or a default row.
+_migrated_rows: dict[str, list[tuple[str, list[str], list[tuple]]]] = {}
+
+
+def _tables(conn) -> list[str]:
+    rows = conn.execute(
+        "SELECT tablename FROM pg_tables WHERE schemaname = 'public' AND tablename <> 'alembic_version'"
+        " ORDER BY tablename"
+    ).fetchall()
+    return [row[0] for row in rows]
+
+
+def _snapshot_migrated_rows(url: str) -> None:
+    with psycopg.connect(url, autocommit=True) as conn:
+        snapshot = []
+        for table in _tables(conn):
+            cursor = conn.execute(f'SELECT * FROM "{table}"')
+            # JSON values come back as Python objects; wrap them to go back in.
+            rows = [tuple(Json(v) if isinstance(v, dict | list) else v for v in row) for row in cursor.fetchall()]
+            if rows:
+                snapshot.append((table, [column.name for column in cursor.description], rows))
+        _migrated_rows[url] = snapshot
+
+
 def truncate_all(url: str) -> None:
     with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE")
-        for statement in DEFAULT_ROWS.split(";"):
-            conn.execute(statement)
+        tables = ", ".join(f'"{table}"' for table in _tables(conn))
+        conn.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
+        with conn.transaction():
+            # Foreign keys are not checked while the rows come back (they were consistent when read).
+            conn.execute("SET LOCAL session_replication_role = replica")
+            for table, columns, rows in _migrated_rows.get(url, []):
+                names = ", ".join(f'"{column}"' for column in columns)
+                marks = ", ".join(["%s"] * len(columns))
+                with conn.cursor() as cursor:
+                    cursor.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', rows)
+                if "id" in columns:
+                    conn.execute(
+                        f"SELECT setval(pg_get_serial_sequence('\"{table}\"', 'id'), max(id)) FROM \"{table}\""
+                        f" WHERE pg_get_serial_sequence('\"{table}\"', 'id') IS NOT NULL"
+                    )
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
