@@ -128,6 +128,7 @@ class Execution(db.Model):
             postgresql_where=text("retry_of_id IS NOT NULL"),
             sqlite_where=text("retry_of_id IS NOT NULL"),
         ),
+        {"sqlite_autoincrement": True},  # never reuse an id a bookmark or script may still hold
     )
 
     @property

@@ -59,6 +59,7 @@ class Job(db.Model):
         CheckConstraint("length(name) > 0", name="name_not_empty"),
         # The due query (`enabled AND next_run_at <= now`) scans only enabled jobs in time order.
         Index("ix_jobs_due", "next_run_at", postgresql_where=text("enabled"), sqlite_where=text("enabled")),
+        {"sqlite_autoincrement": True},  # never reuse an id a bookmark or script may still hold
     )
 
     queue_row = relationship("Queue", lazy="joined", innerjoin=True)

@@ -51,6 +51,7 @@ class Alert(db.Model):
         ),
         # Deleting an execution sets its alerts' execution_id to NULL (retention, migration 0003).
         Index("ix_alerts_execution_id", "execution_id"),
+        {"sqlite_autoincrement": True},  # never reuse an id a bookmark or script may still hold
     )
 
 

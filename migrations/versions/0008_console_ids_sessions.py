@@ -4,19 +4,63 @@ Revision ID: 0008
 Revises: 0007
 Create Date: 2026-12-01 01:00:00
 
-Reserved in the chain so that work on several issues at once can each fill in its own revision
-without racing for the head. Empty until its issue lands its schema.
+- SQLite gave a new row the id of the newest deleted one (a table without AUTOINCREMENT reuses
+  max(rowid) + 1), so a bookmark, a script's `flask job trigger 4` or an event's job_id could name
+  another job. jobs, executions, alerts and users are rebuilt with AUTOINCREMENT, and their
+  `sqlite_sequence` starts past every id the event log still mentions (ids of rows deleted before
+  this migration are not handed out again either). PostgreSQL sequences never go back: nothing to do.
+  The tables are reflected, not spelled here, because earlier revisions add columns to them; their
+  indexes (partial ones included) are put back from their exact stored SQL.
 """
+
+import sqlalchemy as sa
+from alembic import op
 
 revision = "0008"
 down_revision = "0007"
 branch_labels = None
 depends_on = None
 
+# Tables whose ids people and scripts hold, and the event-log column that may remember older ids.
+_NEVER_REUSED = {"jobs": "job_id", "executions": "execution_id", "alerts": None, "users": None}
+
+
+def _rebuild_sqlite_table(bind, table: str, autoincrement: bool) -> None:
+    """Copy `table` into a new one created with (or without) AUTOINCREMENT, keeping its indexes."""
+    indexes = bind.execute(
+        sa.text("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = :t AND sql IS NOT NULL"),
+        {"t": table},
+    ).fetchall()
+    for name, _sql in indexes:
+        op.drop_index(name, table_name=table)
+    with op.batch_alter_table(table, recreate="always", table_kwargs={"sqlite_autoincrement": autoincrement}):
+        pass
+    for _name, sql in indexes:
+        bind.exec_driver_sql(sql)
+
+
+def _seed_sequence(bind, table: str, event_column: str | None) -> None:
+    """Start the table's AUTOINCREMENT counter past every id it or the event log has seen."""
+    highest = bind.execute(sa.text(f"SELECT coalesce(max(id), 0) FROM {table}")).scalar()
+    if event_column is not None:
+        remembered = bind.execute(sa.text(f"SELECT coalesce(max({event_column}), 0) FROM events")).scalar()
+        highest = max(highest, remembered)
+    bind.execute(sa.text("DELETE FROM sqlite_sequence WHERE name = :t"), {"t": table})
+    if highest:
+        bind.execute(sa.text("INSERT INTO sqlite_sequence (name, seq) VALUES (:t, :seq)"), {"t": table, "seq": highest})
+
 
 def upgrade():
-    pass
+    bind = op.get_bind()
+    if bind.dialect.name == "sqlite":
+        for table, event_column in _NEVER_REUSED.items():
+            _rebuild_sqlite_table(bind, table, autoincrement=True)
+            _seed_sequence(bind, table, event_column)
 
 
 def downgrade():
-    pass
+    bind = op.get_bind()
+    if bind.dialect.name == "sqlite":
+        for table in reversed(list(_NEVER_REUSED)):
+            _rebuild_sqlite_table(bind, table, autoincrement=False)
+            bind.execute(sa.text("DELETE FROM sqlite_sequence WHERE name = :t"), {"t": table})
