@@ -24,10 +24,17 @@ from cli.common import (
     mutating,
     parse_after,
     print_table,
+    warn,
 )
 from cli.job_fields import job_arguments, job_data, job_options, schedule_given
 
 job_cli = AppGroup("job", help="Create, change, inspect, run and remove jobs.")
+
+
+def _echo_lint(job, now) -> None:
+    """Schedule lint on stderr: warnings never change the exit code or the JSON on stdout."""
+    for warning in job_service.lint_job(job, now=now):
+        warn(warning.message)
 
 
 def _echo_next_run(job) -> None:
@@ -62,7 +69,9 @@ def add_job(disabled, as_json, **options):
       flask job add nap sleep_for_seconds interval --schedule-value '{"every": "5m"}' --config '{"seconds": 2}'
     """
     data = {**job_data(options, schedule_type=options["schedule_type"]), "enabled": not disabled}
-    job = job_service.create_job(data, now=utcnow(), actor=ACTOR)
+    now = utcnow()
+    job = job_service.create_job(data, now=now, actor=ACTOR)
+    _echo_lint(job, now)
     if as_json:
         emit_json(job_to_dict(job))
         return
@@ -97,7 +106,9 @@ def edit_job(job_id, enable, disable, as_json, **options):
     if not data:
         raise click.ClickException("nothing to change; give at least one option (see --help)")
     before = job_to_dict(job)
-    job = job_service.update_job(job_id, data, now=utcnow(), actor=ACTOR)
+    now = utcnow()
+    job = job_service.update_job(job_id, data, now=now, actor=ACTOR)
+    _echo_lint(job, now)
     after = job_to_dict(job)
     if as_json:
         emit_json(after)
@@ -194,7 +205,9 @@ def preview(job_id, count, after, as_json):
       flask job preview 3 --after 2026-11-01T00:00 --json
     """
     job = job_service.get_job(job_id)
-    items = job_service.preview_job(job_id, after=parse_after(after, job.timezone, utcnow()), count=count)
+    now = utcnow()
+    items = job_service.preview_job(job_id, after=parse_after(after, job.timezone, now), count=count)
+    _echo_lint(job, now)
     if as_json:
         emit_json([item.to_json() for item in items])
         return

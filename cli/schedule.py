@@ -10,7 +10,8 @@ from flask.cli import AppGroup
 from app.clock import utcnow
 from app.scheduling import SCHEDULE_INPUTS, ScheduleError, parse_schedule, schedule_value_from_options
 from app.scheduling import preview as preview_schedule
-from cli.common import emit_json, fmt_utc, handle_errors, json_option, parse_after, print_table
+from app.scheduling.lint import lint_schedule
+from cli.common import emit_json, fmt_utc, handle_errors, json_option, parse_after, print_table, warn
 
 schedule_cli = AppGroup("schedule", help="Validate and preview schedules (no job needed).")
 
@@ -80,6 +81,9 @@ def preview(cron, every, run_at, schedule_value, timezone, after, count, as_json
     # An interval without start_at is anchored like a job created at `start`.
     schedule = parse_schedule(schedule_type, value, timezone, anchor=start.replace(microsecond=0))
     items = preview_schedule(schedule, start, count)
+    # Warnings go to stderr: the exit code and the JSON on stdout stay as they are.
+    for warning in lint_schedule(schedule, now=utcnow()):
+        warn(warning.message)
     if as_json:
         emit_json([item.to_json() for item in items])
         return

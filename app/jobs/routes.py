@@ -11,6 +11,7 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from app.clock import utcnow
 from app.jobs.forms import ConfirmForm, DeleteJobForm, JobForm, initial_values
 from app.scheduling import SCHEDULE_INPUTS, ScheduleError, parse_schedule, preview, schedule_value_from_options
+from app.scheduling.lint import lint_schedule
 from app.services.errors import ServiceError, ValidationFailed
 from app.services.read import dashboard
 from app.services.use_cases import executions
@@ -88,8 +89,9 @@ def create():
         return _form_page(form)
     if not form.validate_on_submit():
         return _form_page(form, status=400)
+    now = utcnow()
     try:
-        job = job_service.create_job(form.service_data(), now=utcnow(), actor=current_actor())
+        job = job_service.create_job(form.service_data(), now=now, actor=current_actor())
     except ValidationFailed as exc:
         form.attach_errors(exc.errors)
         return _form_page(form, status=400)
@@ -97,6 +99,7 @@ def create():
         form.form_errors.append(str(exc))
         return _form_page(form, status=409)
     flash(f"Job {job.name!r} created; next run {_when(job.next_run_at)}.", "success")
+    _flash_lint(job, now)
     return _see_job(job.id)
 
 
@@ -117,8 +120,9 @@ def edit(job_id: int):
     if not changes:
         flash("Nothing changed.", "info")
         return _see_job(job.id)
+    now = utcnow()
     try:
-        job = job_service.update_job(job.id, changes, now=utcnow(), actor=current_actor())
+        job = job_service.update_job(job.id, changes, now=now, actor=current_actor())
     except ValidationFailed as exc:
         form.attach_errors(exc.errors)
         return _form_page(form, job=job, status=400)
@@ -126,6 +130,7 @@ def edit(job_id: int):
         form.form_errors.append(str(exc))
         return _form_page(form, job=job, status=409)
     flash(f"Job {job.name!r} saved ({', '.join(sorted(changes))}).", "success")
+    _flash_lint(job, now)
     return _see_job(job.id)
 
 
@@ -139,7 +144,7 @@ def schedule_preview():
     text = (args.get(option or "", "") or "").strip()
     zone = (args.get("timezone") or "UTC").strip() or "UTC"
     now = utcnow()
-    items, error = [], None
+    items, error, warnings = [], None, []
     if option is None:
         error = f"unknown schedule type {schedule_type!r}; use one_time, interval or cron"
     elif not text:
@@ -153,11 +158,22 @@ def schedule_preview():
             value = schedule_value_from_options(schedule_type, **{option: text})
             schedule = parse_schedule(schedule_type, value, zone, anchor=now.replace(microsecond=0))
             items = preview(schedule, now, 5)
-            if not items:
+            warnings = lint_schedule(schedule, now=now, timeout_seconds=_whole(args.get("timeout_seconds")))
+            if not items and not warnings:
                 error = "This schedule has no future fire times."
         except (ScheduleError, ValueError) as exc:
             error = str(exc)
-    return render_template("jobs/_preview.html", items=items, error=error, zone=zone)
+    return render_template("jobs/_preview.html", items=items, error=error, zone=zone, warnings=warnings)
+
+
+def _whole(text: str | None) -> int | None:
+    return int(text) if text and text.isdigit() and len(text) < 7 else None
+
+
+def _flash_lint(job, now: datetime) -> None:
+    """Schedule lint after a save: warnings, never errors."""
+    for warning in job_service.lint_job(job, now=now):
+        flash(f"Warning: {warning.message}", "warning")
 
 
 @bp.post("/<id:job_id>/enable")

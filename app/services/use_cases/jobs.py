@@ -14,7 +14,8 @@ from app.database import begin_write
 from app.definitions import EDITABLE
 from app.extensions import db
 from app.models import Execution, Job
-from app.scheduling import Schedule, parse_schedule, preview
+from app.scheduling import Schedule, ScheduleError, parse_schedule, preview
+from app.scheduling.lint import LintWarning, lint_schedule
 from app.services.audit import record_event
 from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
@@ -207,6 +208,14 @@ def delete_job(job_id: int, *, now: datetime, actor: str) -> None:
 def preview_job(job_id: int, *, after: datetime, count: int):
     job = get_job(job_id)
     return preview(schedule_of(job), after, count)
+
+
+def lint_job(job: Job, *, now: datetime) -> list[LintWarning]:
+    """Schedule lint for a stored job (warnings, never errors): shown on create, edit and preview."""
+    try:
+        return lint_schedule(schedule_of(job), now=now, timeout_seconds=job.timeout_seconds)
+    except (ScheduleError, ValueError):
+        return []
 
 
 def _commit(job_id: int | None, *, work: bool = False) -> None:
