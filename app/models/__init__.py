@@ -8,6 +8,7 @@ from app.models.execution import Attempt, Execution
 from app.models.job import Job
 from app.models.operations import Alert, DeadLetter, Event, Heartbeat, WorkerCommand
 from app.models.queue import Project, Queue
+from app.models.tenancy import Membership, Organization
 from app.models.user import User
 
 __all__ = [
@@ -18,6 +19,8 @@ __all__ = [
     "Execution",
     "Heartbeat",
     "Job",
+    "Membership",
+    "Organization",
     "Project",
     "Queue",
     "User",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Integer, String, Text, UniqueConstraint, text
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
 from app.extensions import db
@@ -23,12 +23,24 @@ DEFAULT_QUEUE = "default"
 
 class Project(db.Model):
     __tablename__ = "projects"
-    __table_args__ = {"sqlite_autoincrement": True}  # never reuse an id a script may still hold
+    __table_args__ = (
+        UniqueConstraint("organization_id", "name", name="uq_projects_organization_name"),
+        {"sqlite_autoincrement": True},  # never reuse an id a script may still hold
+    )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(64), unique=True)
+    # The organization the project belongs to (migration 0007); its name is unique there.
+    organization_id: Mapped[int] = mapped_column(ForeignKey("organizations.id", ondelete="RESTRICT"))
+    name: Mapped[str] = mapped_column(String(64))
     description: Mapped[str] = mapped_column(Text, default="", server_default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    organization = relationship("Organization", lazy="joined", innerjoin=True)
+
+    @property
+    def full_name(self) -> str:
+        """`ORG/PROJECT`, as callers name a project (CLI --project, the API's `project` field)."""
+        return f"{self.organization.name}/{self.name}"
 
     def __repr__(self) -> str:
         return f"<Project {self.id} {self.name!r}>"
@@ -65,6 +77,8 @@ class Queue(db.Model):
         CheckConstraint("length(name) > 0", name="name_not_empty"),
         {"sqlite_autoincrement": True},
     )
+
+    project = relationship("Project")
 
     def __repr__(self) -> str:
         return f"<Queue {self.id} {self.name!r}>"

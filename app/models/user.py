@@ -1,16 +1,19 @@
-"""Operators who sign in to the web UI."""
+"""People who sign in to the web UI (and, later, the API).
+
+A user's role lives in each organization they belong to (`app.models.tenancy.Membership`), not
+here; `superuser` marks the installation's operator, who may do everything everywhere.
+"""
 
 from __future__ import annotations
 
 from datetime import datetime
 
 from flask_login import UserMixin
-from sqlalchemy import Boolean, CheckConstraint, Integer, String, text
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import Boolean, Integer, String, text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.clock import utcnow
-from app.domain.states import Role, values
 from app.extensions import db
 from app.models.types import UTCDateTime
 
@@ -22,10 +25,19 @@ class User(UserMixin, db.Model):
     username: Mapped[str] = mapped_column(String(150), unique=True)
     password_hash: Mapped[str] = mapped_column(String(255))
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
-    role: Mapped[str] = mapped_column(String(16), default=Role.OPERATOR.value)
+    superuser: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
-    __table_args__ = (CheckConstraint(f"role IN ({', '.join(repr(r) for r in values(Role))})", name="role"),)
+    memberships = relationship(
+        "Membership", back_populates="user", cascade="all, delete-orphan", order_by="Membership.organization_id"
+    )
+
+    def role_in(self, organization_id: int | None) -> str | None:
+        """This user's role in the organization, or None when not a member."""
+        for membership in self.memberships:
+            if membership.organization_id == organization_id:
+                return membership.role
+        return None
 
     @property
     def is_active(self) -> bool:  # Flask-Login asks this

@@ -12,6 +12,12 @@ from dataclasses import dataclass
 
 from app.domain.permissions import Action, allows
 
+_REFUSALS = {
+    Action.READ: "you are not a member of this organization",
+    Action.OPERATE: "your role may view but not change anything; ask an admin for the operator role",
+    Action.ADMINISTER: "only an admin of the organization may do this",
+}
+
 
 @dataclass(frozen=True)
 class Caller:
@@ -26,6 +32,13 @@ class Caller:
 
     def may(self, action: Action) -> bool:
         return allows(self.role, action, superuser=self.superuser)
+
+    def require(self, action: Action) -> None:
+        """Raise Forbidden unless this caller may perform `action`."""
+        if not self.may(action):
+            from app.services.errors import Forbidden
+
+            raise Forbidden(_REFUSALS[action])
 
     @property
     def sees_everything(self) -> bool:

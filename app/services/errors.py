@@ -11,6 +11,10 @@ class NotFound(ServiceError):
     pass
 
 
+class Forbidden(ServiceError):
+    """The caller's role does not allow this (only for objects it may see: others are NotFound)."""
+
+
 class Conflict(ServiceError):
     """The request is valid but the current state forbids it (disabled job, running execution...)."""
 

@@ -74,6 +74,7 @@ def template_globals() -> dict:
         "auth_enabled": access.auth_enabled(),
         "signed_in": access.is_signed_in(),
         "can_operate": access.can_operate(),
+        "can_administer": access.can_administer(),
         "can_view_private": access.can_view_private(),
         "can_read_public": access.can_read_public(),
         "now": utcnow(),

@@ -1,13 +1,20 @@
-"""Who may see and do what in the web UI.
+"""Who may see and do what in the web UI: every route declares the `Action` it needs.
 
-With `WEBUI_AUTH=1` (the default):
-- every mutating action, the dashboard, the health page, alerts, execution detail (output and
-  error) and every HTMX fragment need a signed-in user (`signin_required`);
-- mutating actions also need the `admin` or `operator` role: a `viewer` may look but not touch
-  (`operator_required`);
-- the job list, job detail and execution list are public (`public_read`) unless
-  `WEBUI_PUBLIC_READ=0`, in which case they need sign-in too.
+`requires(Action.READ | OPERATE | ADMINISTER)` on each view (the one table of roles is
+`app.domain.permissions`):
+- with `WEBUI_AUTH=1` (the default) a request needs a signed-in user whose role in the
+  organization they act in allows the action: viewer reads, operator also runs the work, admin
+  also manages users, projects and queues; a site superuser may do everything. Signed in but not
+  allowed: 403, and nothing changes;
+- `requires(Action.READ, public=True)` (the job list, job detail and execution list) also lets
+  anonymous readers in, unless `WEBUI_PUBLIC_READ=0`; they see the default organization only,
+  and never an HTMX fragment;
+- `public` marks the few routes anyone may use (home, sign-in, probes).
 With `WEBUI_AUTH=0` nobody signs in and everything is open (a trusted network only).
+
+`current_caller()` is who the request acts as (`app.services.caller.Caller`): the user, the
+organization and project chosen in the header's switcher (kept in the session), and the client
+address. Views pass it to the services, which scope every list and load by it.
 
 A request that is refused for want of sign-in gets a redirect to the sign-in page, except an
 HTMX request, which gets 401 with a small fragment holding a sign-in link: a redirect would
@@ -20,10 +27,15 @@ from collections.abc import Callable
 from functools import wraps
 from urllib.parse import urlsplit
 
-from flask import abort, current_app, make_response, redirect, render_template, request, url_for
+from flask import abort, current_app, g, make_response, redirect, render_template, request, session, url_for
 from flask_login import current_user
 
-OPERATOR_ROLES = frozenset({"admin", "operator"})
+from app.domain.permissions import Action
+from app.services.caller import Caller
+
+# Session keys of the header's organization / project switcher.
+ORGANIZATION_KEY = "organization_id"
+PROJECT_KEY = "project_id"
 
 
 def auth_enabled() -> bool:
@@ -44,11 +56,52 @@ def can_read_public() -> bool:
     return can_view_private() or bool(current_app.config.get("WEBUI_PUBLIC_READ", True))
 
 
-def can_operate() -> bool:
-    """Whether this request may change anything."""
+def may(action: Action) -> bool:
+    """Whether this request may perform `action` (in the organization it acts in)."""
     if not auth_enabled():
         return True
-    return is_signed_in() and current_user.role in OPERATOR_ROLES
+    return is_signed_in() and current_caller().may(action)
+
+
+def can_operate() -> bool:
+    """Whether this request may change jobs, runs, queues' pause and alerts."""
+    return may(Action.OPERATE)
+
+
+def can_administer() -> bool:
+    """Whether this request may manage users, projects and queues."""
+    return may(Action.ADMINISTER)
+
+
+def current_caller() -> Caller:
+    """Who this request acts as; computed once per request."""
+    caller = g.get("_cronwell_caller")
+    if caller is None:
+        from app.services.use_cases import tenancy
+
+        address = request.remote_addr
+        chosen_org, chosen_project = session.get(ORGANIZATION_KEY), session.get(PROJECT_KEY)
+        if is_signed_in():
+            caller = tenancy.caller_for_user(
+                current_user,
+                organization_id=chosen_org if isinstance(chosen_org, int) else None,
+                project_id=chosen_project if isinstance(chosen_project, int) else None,
+                address=address,
+            )
+        elif not auth_enabled():
+            # Everything is open: act as the installation's operator, narrowed to what was chosen.
+            caller = Caller(
+                actor="web:anonymous",
+                source="web",
+                superuser=True,
+                organization_id=chosen_org if isinstance(chosen_org, int) else None,
+                project_id=chosen_project if isinstance(chosen_project, int) else None,
+                address=address,
+            )
+        else:
+            caller = tenancy.public_caller(address=address)
+        g._cronwell_caller = caller
+    return caller
 
 
 def current_actor() -> str:
@@ -109,39 +162,44 @@ def refuse_anonymous():
     return redirect(login_url)
 
 
-def signin_required(view: Callable) -> Callable:
-    """Sign-in needed (when WEBUI_AUTH is on)."""
-
-    @wraps(view)
-    def wrapped(*args, **kwargs):
-        if not can_view_private():
-            return refuse_anonymous()
-        return view(*args, **kwargs)
-
-    return wrapped
+_REFUSALS = {
+    Action.READ: "You are not a member of this organization.",
+    Action.OPERATE: "Your role may view but not change anything. Ask an admin for the operator role.",
+    Action.ADMINISTER: "Only an admin of the organization may do this.",
+}
 
 
-def operator_required(view: Callable) -> Callable:
-    """Sign-in as an admin or operator needed (when WEBUI_AUTH is on)."""
+def requires(action: Action, *, public: bool = False) -> Callable[[Callable], Callable]:
+    """The view needs `action` (see the module docstring); `public=True` also admits anonymous
+    readers when WEBUI_PUBLIC_READ allows (full pages only)."""
 
-    @wraps(view)
-    def wrapped(*args, **kwargs):
-        if not can_view_private():
-            return refuse_anonymous()
-        if not can_operate():
-            abort(403, description="Your role may view but not change anything. Ask an admin for the operator role.")
-        return view(*args, **kwargs)
+    def decorate(view: Callable) -> Callable:
+        @wraps(view)
+        def wrapped(*args, **kwargs):
+            if not auth_enabled():
+                return view(*args, **kwargs)
+            if not is_signed_in():
+                if public and action is Action.READ and can_read_public() and not is_htmx():
+                    return view(*args, **kwargs)
+                return refuse_anonymous()
+            if not current_caller().may(action):
+                abort(403, description=_REFUSALS[action])
+            return view(*args, **kwargs)
 
-    return wrapped
+        wrapped.required_action = action
+        wrapped.public_read = public
+        return wrapped
+
+    return decorate
 
 
-def public_read(view: Callable) -> Callable:
-    """Public unless WEBUI_PUBLIC_READ=0; HTMX fragments are never public."""
+def public(view: Callable) -> Callable:
+    """Anyone may use this route (home, sign-in, probes): it shows no tenant's data."""
+    view.required_action = None
+    return view
 
-    @wraps(view)
-    def wrapped(*args, **kwargs):
-        if not can_read_public() or (is_htmx() and not can_view_private()):
-            return refuse_anonymous()
-        return view(*args, **kwargs)
 
-    return wrapped
+# The names the first phase's views use, kept for code written against them.
+signin_required = requires(Action.READ)
+operator_required = requires(Action.OPERATE)
+public_read = requires(Action.READ, public=True)

@@ -18,7 +18,8 @@ from werkzeug.security import generate_password_hash
 from app.clock import utcnow
 from app.domain.states import TERMINAL
 from app.extensions import db
-from app.models import Alert, Attempt, Execution, Heartbeat, Job, Queue, User
+from app.models import Alert, Attempt, Execution, Heartbeat, Job, Membership, Organization, Queue, User
+from app.models.tenancy import DEFAULT_ORGANIZATION
 from app.services.use_cases import jobs, queues
 
 _sequence = count(1)
@@ -137,13 +138,24 @@ def make_execution(
 
 
 def make_user(
-    username: str = "admin", password: str = "secret-pw", role: str = "admin", active: bool = True, *, now=None
+    username: str = "admin",
+    password: str = "secret-pw",
+    role: str | None = "admin",
+    active: bool = True,
+    *,
+    now=None,
+    superuser: bool = False,
+    organization: str = DEFAULT_ORGANIZATION,
 ) -> User:
-    """A user who can sign in with `password`."""
-    user = User(username=username, role=role, active=active, created_at=now or utcnow())
+    """A user who can sign in with `password`, holding `role` in `organization` (the default one
+    unless named; None: a member of no organization)."""
+    user = User(username=username, active=active, superuser=superuser, created_at=now or utcnow())
     # A cheap hash keeps the tests fast; production uses werkzeug's default (scrypt).
     user.password_hash = generate_password_hash(password, method="pbkdf2:sha256:1000")
     db.session.add(user)
+    if role is not None:
+        org = db.session.scalar(select(Organization).where(Organization.name == organization))
+        user.memberships.append(Membership(organization_id=org.id, role=role, created_at=now or utcnow()))
     db.session.commit()
     return user
 

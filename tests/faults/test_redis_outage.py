@@ -15,8 +15,7 @@ import pytest
 import redis
 
 from app.extensions import db
-from app.models import User
-from tests.factories import make_job
+from tests.factories import make_job, make_user
 from tests.helpers.http import Browser
 from tests.helpers.processes import wait_for
 from tests.helpers.scenario import readyz, start_web, utcnow
@@ -29,9 +28,8 @@ PREFIX = "cronwell-fault-redis:"
 
 
 def make_operator(username: str) -> None:
-    user = User(username=username, role="operator", active=True, created_at=utcnow())
-    user.set_password(PASSWORD)
-    db.session.add(user)
+    user = make_user(username, PASSWORD, role="operator", now=utcnow())
+    user.set_password(PASSWORD)  # the real (slow) hash, as production stores it
     db.session.commit()
 
 

@@ -110,9 +110,10 @@ def test_ensure_dev_user_creates_admin_admin_in_debug_and_warns(app, cli):
     assert ok(result).strip() == "Created admin user 'admin'"
     assert "Warning: created 'admin' with the default password 'admin'" in result.stderr
     [user] = users()
-    assert user.username == "admin" and user.role == "admin" and user.active and user.check_password("admin")
+    assert user.username == "admin" and user.superuser and user.active and user.check_password("admin")
+    assert [(m.organization.name, m.role) for m in user.memberships] == [("default", "admin")]
     [event] = cli_events("user_created")
-    assert event.payload == {"username": "admin", "role": "admin"}
+    assert event.payload == {"username": "admin", "role": "admin", "organization": "default", "superuser": True}
 
     again = cli("ensure-dev-user")
     assert ok(again) == "" and "Warning: user 'admin' already exists; left unchanged" in again.stderr

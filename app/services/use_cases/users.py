@@ -13,9 +13,10 @@ from werkzeug.security import check_password_hash
 from app.database import begin_write
 from app.domain.states import Role
 from app.extensions import db
-from app.models import User
+from app.models import Membership, User
 from app.services.audit import record_event
 from app.services.errors import Conflict, ValidationFailed
+from app.services.use_cases.tenancy import default_organization
 
 DEFAULT_DEV_PASSWORD = "admin"
 
@@ -28,7 +29,8 @@ class EnsureUserResult:
 
 
 def ensure_dev_user(*, username: str, password: str | None, debug: bool, now: datetime, actor: str) -> EnsureUserResult:
-    """Create the admin account `username` unless it exists (idempotent, for container start-up).
+    """Create the account `username` unless it exists (idempotent, for container start-up): a
+    superuser and an admin of the default organization.
 
     Without an explicit password the account gets the well-known default, which is allowed only
     with DEBUG on: a production deployment must never come up with admin/admin.
@@ -53,8 +55,10 @@ def ensure_dev_user(*, username: str, password: str | None, debug: bool, now: da
     elif not password:
         raise ValidationFailed({"password": "DEV_ADMIN_PASSWORD must not be empty"})
     begin_write(db.session)
-    user = User(username=username, role=Role.ADMIN.value, active=True, created_at=now)
+    org = default_organization()
+    user = User(username=username, superuser=True, active=True, created_at=now)
     user.set_password(password)
+    user.memberships.append(Membership(organization_id=org.id, role=Role.ADMIN.value, created_at=now))
     db.session.add(user)
     try:
         db.session.flush()
@@ -62,7 +66,15 @@ def ensure_dev_user(*, username: str, password: str | None, debug: bool, now: da
         db.session.rollback()
         existing = db.session.scalar(select(User).where(User.username == username))
         return EnsureUserResult(existing, False, [f"user {username!r} already exists; left unchanged"])
-    record_event("user_created", now=now, actor=actor, username=username, role=user.role)
+    record_event(
+        "user_created",
+        now=now,
+        actor=actor,
+        username=username,
+        role=Role.ADMIN.value,
+        organization=org.name,
+        superuser=True,
+    )
     db.session.commit()
     return EnsureUserResult(user, True, warnings)
 

@@ -1,0 +1,81 @@
+"""Where a caller may look: the filters every list and load of a tenant's object goes through.
+
+A tenant object reaches its organization through its queue: job -> queue -> project ->
+organization (executions and alerts through their job). A caller narrowed to an organization
+(and perhaps a project) sees only what lies there; a superuser or the system with no
+organization chosen sees everything; anyone else sees nothing. Callers that pass no `Caller` at
+all are the engine and older adapters: they are the system.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import false, select
+
+from app.models import Alert, Execution, Job, Project, Queue
+from app.services.caller import Caller
+
+
+def _narrowed(caller: Caller | None) -> bool:
+    return caller is not None and (caller.organization_id is not None or not caller.sees_everything)
+
+
+def project_ids(caller: Caller | None):
+    """A SELECT of the project ids the caller may see, or None when it sees every project."""
+    if not _narrowed(caller):
+        return None
+    if caller.organization_id is None:
+        return select(Project.id).where(false())
+    query = select(Project.id).where(Project.organization_id == caller.organization_id)
+    if caller.project_id is not None:
+        query = query.where(Project.id == caller.project_id)
+    return query
+
+
+def queue_ids(caller: Caller | None):
+    """A SELECT of the queue ids the caller may see, or None when it sees every queue."""
+    projects = project_ids(caller)
+    return None if projects is None else select(Queue.id).where(Queue.project_id.in_(projects))
+
+
+def job_ids(caller: Caller | None):
+    """A SELECT of the job ids the caller may see, or None when it sees every job."""
+    queues = queue_ids(caller)
+    return None if queues is None else select(Job.id).where(Job.queue_id.in_(queues))
+
+
+def projects(query, caller: Caller | None):
+    ids = project_ids(caller)
+    return query if ids is None else query.where(Project.id.in_(ids))
+
+
+def queues(query, caller: Caller | None):
+    ids = project_ids(caller)
+    return query if ids is None else query.where(Queue.project_id.in_(ids))
+
+
+def jobs(query, caller: Caller | None):
+    ids = queue_ids(caller)
+    return query if ids is None else query.where(Job.queue_id.in_(ids))
+
+
+def executions(query, caller: Caller | None):
+    ids = job_ids(caller)
+    return query if ids is None else query.where(Execution.job_id.in_(ids))
+
+
+def alerts(query, caller: Caller | None):
+    """Alerts of the caller's jobs; an alert whose job was deleted is seen by superusers only."""
+    ids = job_ids(caller)
+    return query if ids is None else query.where(Alert.job_id.in_(ids))
+
+
+def cache_scope(caller: Caller | None) -> str:
+    """The part of a cache key that keeps one tenant's figures from another's: `all`, `org:<id>`
+    or `org:<id>:project:<id>` (`none` for a caller who sees nothing)."""
+    if not _narrowed(caller):
+        return "all"
+    if caller.organization_id is None:
+        return "none"
+    if caller.project_id is None:
+        return f"org:{caller.organization_id}"
+    return f"org:{caller.organization_id}:project:{caller.project_id}"
