@@ -1,4 +1,5 @@
-"""Sign in (rate limited, session rotated, same-site `next=` only) and sign out (POST only)."""
+"""Sign in (rate limited, session rotated and recorded server-side, same-site `next=` only) and sign
+out (POST only; ends the server-side session, so an old copy of the cookie opens nothing)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from flask import Blueprint, current_app, flash, redirect, render_template, requ
 from flask_login import login_user, logout_user
 
 from app.auth.forms import SignInForm, SignOutForm
-from app.services.use_cases import users
+from app.clock import utcnow
+from app.services.use_cases import sessions, users
 from app.web.access import auth_enabled, is_signed_in, safe_next
 from app.web.ratelimit import register_login_attempt
 
@@ -36,6 +38,7 @@ def login():
                 # A fresh session on sign-in: nothing from before (a planted session id, an old
                 # CSRF token) carries over into the authenticated one.
                 session.clear()
+                session[sessions.COOKIE_KEY] = sessions.start_session(user.id, now=utcnow())
                 login_user(user)
                 log.info("signed in", extra={"event": "signed_in", "username": user.username})
                 return redirect(target)
@@ -52,6 +55,8 @@ def logout():
     form = SignOutForm()
     if not form.validate_on_submit():  # CSRF is checked before this; this only guards odd bodies
         return redirect(url_for("dashboard.home"))
+    # Ended on the server too: a copy of this cookie opens nothing from now on.
+    sessions.end_session(session.get(sessions.COOKIE_KEY))
     logout_user()
     session.clear()
     if current_app.config.get("WEBUI_AUTH", True):

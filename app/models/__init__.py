@@ -10,6 +10,7 @@ from app.models.operations import Alert, DeadLetter, Event, Heartbeat, WorkerCom
 from app.models.queue import Project, Queue
 from app.models.tenancy import Membership, Organization
 from app.models.user import User
+from app.models.web_session import WebSession
 
 __all__ = [
     "Alert",
@@ -24,5 +25,6 @@ __all__ = [
     "Project",
     "Queue",
     "User",
+    "WebSession",
     "WorkerCommand",
 ]

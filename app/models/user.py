@@ -28,6 +28,8 @@ class User(UserMixin, db.Model):
     superuser: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
+    __table_args__ = {"sqlite_autoincrement": True}  # never reuse an id a session or the audit log may hold
+
     memberships = relationship(
         "Membership", back_populates="user", cascade="all, delete-orphan", order_by="Membership.organization_id"
     )

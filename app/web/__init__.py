@@ -53,18 +53,25 @@ def register_request_metrics(app: Flask) -> None:
 
 
 def register_login(app: Flask) -> None:
+    from flask import session
+
     from app.extensions import login_manager
-    from app.services.use_cases import users
+    from app.services.use_cases import sessions, users
 
     login_manager.login_view = "auth.login"
     login_manager.session_protection = "strong"
 
     @login_manager.user_loader
     def load_user(user_id: str):
+        # The signed cookie is not enough: its server-side session must still exist (sign-out,
+        # a password change, a disabled account or a role change ends it).
         try:
-            return users.get_active_user(int(user_id))
+            user_key = int(user_id)
         except (TypeError, ValueError):
             return None
+        if not sessions.is_live(user_key, session.get(sessions.COOKIE_KEY)):
+            return None
+        return users.get_active_user(user_key)
 
 
 def template_globals() -> dict:

@@ -11,6 +11,8 @@ Create Date: 2026-12-01 01:00:00
   this migration are not handed out again either). PostgreSQL sequences never go back: nothing to do.
   The tables are reflected, not spelled here, because earlier revisions add columns to them; their
   indexes (partial ones included) are put back from their exact stored SQL.
+- `web_sessions`: one row per signed-in browser (the sha256 of the token its cookie carries), so
+  sign-out, a password change, a disabled account or a role change can end sessions server-side.
 """
 
 import sqlalchemy as sa
@@ -57,8 +59,25 @@ def upgrade():
             _rebuild_sqlite_table(bind, table, autoincrement=True)
             _seed_sequence(bind, table, event_column)
 
+    op.create_table(
+        "web_sessions",
+        sa.Column("id", sa.Integer(), nullable=False),
+        sa.Column("user_id", sa.Integer(), nullable=False),
+        sa.Column("token_hash", sa.String(length=64), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["user_id"], ["users.id"], name=op.f("fk_web_sessions_user_id_users"), ondelete="CASCADE"
+        ),
+        sa.PrimaryKeyConstraint("id", name=op.f("pk_web_sessions")),
+        sa.UniqueConstraint("token_hash", name=op.f("uq_web_sessions_token_hash")),
+        sqlite_autoincrement=True,
+    )
+    op.create_index(op.f("ix_web_sessions_user_id"), "web_sessions", ["user_id"], unique=False)
+
 
 def downgrade():
+    op.drop_index(op.f("ix_web_sessions_user_id"), table_name="web_sessions")
+    op.drop_table("web_sessions")
     bind = op.get_bind()
     if bind.dialect.name == "sqlite":
         for table in reversed(list(_NEVER_REUSED)):

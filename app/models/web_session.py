@@ -1,0 +1,32 @@
+"""Signed-in web sessions, kept server-side so that they can be ended.
+
+The browser's session cookie is signed, not secret-bearing on its own: before this table a cookie
+copied before sign-out still opened the dashboard. Now the cookie carries a random token whose
+hash must match a row here; signing out deletes the row, and a password change, a disabled
+account or a new role deletes every row of that user (`app.services.use_cases.sessions`).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import ForeignKey, Integer, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.clock import utcnow
+from app.extensions import db
+from app.models.types import UTCDateTime
+
+
+class WebSession(db.Model):
+    __tablename__ = "web_sessions"
+    __table_args__ = {"sqlite_autoincrement": True}
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
+    # sha256 of the token in the cookie: a copy of this table cannot be replayed as a cookie.
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    def __repr__(self) -> str:
+        return f"<WebSession {self.id} user={self.user_id}>"

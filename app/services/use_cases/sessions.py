@@ -1,0 +1,69 @@
+"""Web sessions that the server can end: sign-in starts one, sign-out ends it, and a password
+change, a disabled account or a role change ends every session of the user (`end_sessions`).
+
+The cookie holds a random token; the table holds its sha256 (`app.models.WebSession`). The
+user loader accepts a cookie only while its row exists, so a cookie saved before sign-out opens
+nothing afterwards.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import datetime
+
+from sqlalchemy import delete, select
+
+from app.database import begin_write
+from app.extensions import db
+from app.models import WebSession
+
+# The key of the token in Flask's signed session cookie.
+COOKIE_KEY = "sid"
+
+
+def _digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def start_session(user_id: int, *, now: datetime) -> str:
+    """Record a new session of the user and return the token its cookie carries (committed)."""
+    token = secrets.token_urlsafe(32)
+    begin_write(db.session)
+    db.session.add(WebSession(user_id=user_id, token_hash=_digest(token), created_at=now))
+    db.session.commit()
+    return token
+
+
+def end_session(token: str | None) -> None:
+    """End the one session holding `token` (sign-out); an unknown token is already ended."""
+    if not token:
+        return
+    begin_write(db.session)
+    db.session.execute(delete(WebSession).where(WebSession.token_hash == _digest(token)))
+    db.session.commit()
+
+
+def end_sessions(user_id: int) -> int:
+    """End every web session of the user; returns how many there were.
+
+    Call it from whatever changes the user's password, role or active flag, in the same
+    transaction as that change: it does not commit, so the change and the sign-out land together.
+    """
+    result = db.session.execute(delete(WebSession).where(WebSession.user_id == user_id))
+    return result.rowcount or 0
+
+
+def is_live(user_id: int, token: str | None) -> bool:
+    """Whether `token` belongs to a session of this user that has not been ended."""
+    if not token or not isinstance(token, str) or len(token) > 200:
+        return False
+    found = db.session.scalar(
+        select(WebSession.id).where(WebSession.user_id == user_id, WebSession.token_hash == _digest(token))
+    )
+    return found is not None
+
+
+def count_sessions(user_id: int) -> int:
+    """How many live web sessions the user has."""
+    return len(db.session.scalars(select(WebSession.id).where(WebSession.user_id == user_id)).all())
