@@ -7,7 +7,8 @@ import textwrap
 import click
 from flask.cli import AppGroup
 
-from app.clock import utcnow
+from app.clock import iso_z, utcnow
+from app.domain.jitter import jitter_offset
 from app.scheduling import SCHEDULE_INPUTS
 from app.services.serialize import execution_to_dict, job_to_dict
 from app.services.use_cases import jobs as job_service
@@ -208,12 +209,20 @@ def preview(job_id, count, after, as_json):
     now = utcnow()
     items = job_service.preview_job(job_id, after=parse_after(after, job.timezone, now), count=count)
     _echo_lint(job, now)
+    offset = jitter_offset(job.id, job.jitter_seconds)
     if as_json:
-        emit_json([item.to_json() for item in items])
+        # With jitter, each fire also says when its run becomes available (the nominal time + offset).
+        extra = (lambda item: {"available_at": iso_z(item.utc + offset)}) if job.jitter_seconds else (lambda item: {})
+        emit_json([{**item.to_json(), **extra(item)} for item in items])
         return
     click.echo(
         f"Job {job.id} {job.name!r}: {job_service.schedule_of(job).describe()}" + ("" if job.enabled else " (disabled)")
     )
+    if job.jitter_seconds:
+        click.echo(
+            f"Jitter: each run starts {offset.total_seconds():.3f}s after its time "
+            f"(this job's fixed offset within its {job.jitter_seconds}s window)"
+        )
     print_table(
         ["#", "UTC", f"LOCAL ({job.timezone})", "NOTE"],
         [[n, fmt_utc(i.utc), f"{i.local:%Y-%m-%d %H:%M:%S %Z}", i.note] for n, i in enumerate(items, 1)],

@@ -12,17 +12,21 @@ in `templates/jobs/form.html` if the form shows it). See docs/architecture.md.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, post_load, pre_load, validate, validates_schema
 
-from app.clock import utcnow
+from app.clock import iso_z, utcnow
 from app.definitions.fields import (
     Choice,
     Flag,
+    Fraction,
     Instant,
     JsonObject,
+    OptionalInstant,
+    OptionalTaskName,
+    OptionalWholeNumber,
     ScheduleValue,
     TaskName,
     Text,
@@ -31,8 +35,11 @@ from app.definitions.fields import (
     printable,
     shown,
 )
+from app.domain import run_limits
+from app.domain.retry import RetryKind
 from app.domain.states import AlertMode, MisfirePolicy, OverlapPolicy, ScheduleType
 from app.scheduling import ScheduleError, parse_schedule
+from app.scheduling.timezones import resolve_timezone
 from app.tasks import TaskConfigError, UnknownTaskError, validate_config
 
 NAME_MAX = 200
@@ -42,6 +49,8 @@ DAY = 86400
 # Fields checked together: the schedule value against its type and zone, the config against its task.
 SCHEDULE_FIELDS = frozenset({"schedule_type", "schedule", "timezone"})
 TASK_FIELDS = frozenset({"task", "config"})
+# Callbacks: each task field with its config field (the config is checked against that task).
+CALLBACK_FIELDS = (("on_success", "on_success_config"), ("on_failure", "on_failure_config"))
 
 # HTML attributes of the controls the live schedule preview reads.
 _SCHEDULE_ATTRS = {"class": "schedule-input", "autocomplete": "off", "spellcheck": "false"}
@@ -210,12 +219,47 @@ class JobSchema(Schema):
         load_default=10,
         metadata=shown(
             "Retry backoff (seconds)",
-            "Base delay; doubles per attempt.",
-            form_help="Delay before retry n is backoff × 2^(n-1).",
+            "Base delay of a retry; --retry-kind says how it grows per attempt.",
+            form_help="fixed: every retry waits this; linear: backoff × n; exponential: backoff × 2^(n-1).",
         ),
     )
-    timeout_seconds = WholeNumber(
-        1, DAY, load_default=30, metadata=shown("Timeout (seconds)", "Hard timeout of one attempt.")
+    retry_kind = Choice(
+        RetryKind,
+        load_default="exponential",
+        metadata=shown(
+            "Retry kind",
+            "How the retry delay grows: fixed, linear or exponential (default).",
+            form_help="fixed: the backoff each time; linear: backoff × attempt; exponential: backoff × 2^(attempt-1).",
+        ),
+    )
+    retry_max_delay_seconds = OptionalWholeNumber(
+        1,
+        365 * DAY,
+        metadata=shown(
+            "Longest retry delay (seconds)",
+            "Cap on one retry's delay, jitter included; none (default): no cap.",
+            form_help="Empty: no cap.",
+        ),
+    )
+    retry_jitter = Fraction(
+        load_default=0.0,
+        metadata=shown(
+            "Retry jitter (0-1)",
+            "Spread each retry delay by up to this fraction either way (0.2: ±20%), so failures do not retry together.",
+            metavar="FRACTION",
+        ),
+    )
+    timeout_seconds = OptionalWholeNumber(
+        1,
+        DAY,
+        load_default=30,
+        metadata=shown(
+            "Timeout (seconds)",
+            "Hard timeout of one attempt; none: no limit (the worker renews its lease while the task runs).",
+            cli_help="Hard timeout of one attempt in seconds, or 'none' for no limit "
+            "(default DEFAULT_JOB_TIMEOUT_SECONDS).",
+            form_help="Empty: no limit; the task runs until it ends.",
+        ),
     )
     alert_mode = Choice(
         AlertMode,
@@ -251,13 +295,175 @@ class JobSchema(Schema):
         load_default=0,
         metadata=shown("Priority (lower runs first)", "Lower runs first (default 0)."),
     )
+    # Run limits (app/domain/run_limits.py): when one is reached the job disables itself, saying why.
+    start_at = OptionalInstant(
+        metadata=shown(
+            "Start at",
+            "No run before this instant (ISO 8601; no offset: the job's timezone); none: from now.",
+            metavar="ISO",
+            form_help="Empty: from now. An interval schedule given with it counts its runs from this instant.",
+            form_attrs={"placeholder": "2026-01-01T09:00:00Z"},
+        ),
+    )
+    end_at = OptionalInstant(
+        metadata=shown(
+            "End at",
+            "No run after this instant; the job then disables itself. None: no end.",
+            metavar="ISO",
+            form_help="Empty: no end.",
+            form_attrs={"placeholder": "2026-12-31T18:00:00Z"},
+        ),
+    )
+    max_runs = OptionalWholeNumber(
+        1,
+        1_000_000_000,
+        metadata=shown(
+            "Run at most N times",
+            "Scheduled runs to create before the job disables itself; none: forever.",
+            form_help="Empty: forever. Counts scheduled runs created (not missed ones, manual runs or retries).",
+        ),
+    )
+    runs_created = fields.Integer(
+        dump_only=True, metadata={"description": "Scheduled runs created so far (what max_runs counts)."}
+    )
+    disabled_reason = fields.String(
+        dump_only=True,
+        allow_none=True,
+        metadata={"description": "Why the system disabled the job (a run limit reached, auto-pause); null otherwise."},
+    )
+    # Result and queued TTLs (app/domain/run_limits.py: result_expired; the retention pass applies them).
+    success_ttl_seconds = WholeNumber(
+        -1,
+        3650 * DAY,
+        load_default=-1,
+        metadata=shown(
+            "Keep succeeded runs for N seconds",
+            "How long a succeeded run is kept after it finished: -1 forever (default), 0 until the next "
+            "retention pass, n seconds.",
+            form_help="-1: as long as the retention limits allow; 0: removed at the next retention pass.",
+        ),
+    )
+    failure_ttl_seconds = WholeNumber(
+        -1,
+        3650 * DAY,
+        load_default=-1,
+        metadata=shown(
+            "Keep failed runs for N seconds",
+            "The same for runs that did not succeed (dead-lettered ones stay until resolved).",
+            form_help="-1: as long as the retention limits allow; 0: removed at the next retention pass.",
+        ),
+    )
+    queued_ttl_seconds = OptionalWholeNumber(
+        1,
+        365 * DAY,
+        metadata=shown(
+            "Expire if not started within (seconds)",
+            "A run not started this long after it became available ends `expired` instead of running late; "
+            "none (default): it waits.",
+            form_help="Empty: a run waits for a worker as long as it takes.",
+        ),
+    )
+    on_success = OptionalTaskName(
+        metadata=shown(
+            "On success: run task",
+            "A registered task run as its own execution (trigger callback) when a run succeeds; empty: none.",
+            metavar="TASK",
+            form_help="Runs once per successful run, with the run's outcome in its config under `parent`. "
+            "Leave empty for none.",
+            form_attrs={"placeholder": "none", "list": "task-names", "autocomplete": "off"},
+        ),
+    )
+    on_success_config = JsonObject(
+        "on_success_config",
+        load_default=dict,
+        metadata=shown(
+            "On success: task config (JSON object)",
+            "The on-success task's config, checked against its schema.",
+            metavar="JSON",
+            form_widget="textarea",
+            form_attrs={"rows": 2, "spellcheck": "false"},
+        ),
+    )
+    on_failure = OptionalTaskName(
+        metadata=shown(
+            "On failure: run task",
+            "A registered task run as its own execution (trigger callback) when a run fails for good "
+            "(after its last attempt); empty: none.",
+            metavar="TASK",
+            form_help="Runs once when a run has failed or timed out for the last time (not per attempt), with "
+            "the run's outcome in its config under `parent`. Leave empty for none.",
+            form_attrs={"placeholder": "none", "list": "task-names", "autocomplete": "off"},
+        ),
+    )
+    on_failure_config = JsonObject(
+        "on_failure_config",
+        load_default=dict,
+        metadata=shown(
+            "On failure: task config (JSON object)",
+            "The on-failure task's config, checked against its schema.",
+            metavar="JSON",
+            form_widget="textarea",
+            form_attrs={"rows": 2, "spellcheck": "false"},
+        ),
+    )
+    # Operator insight (docs/insight.md): 0 turns each off.
+    jitter_seconds = WholeNumber(
+        0,
+        3600,
+        load_default=0,
+        metadata=shown(
+            "Jitter (seconds)",
+            "Spread runs: each starts up to this many seconds after its time, by a fixed offset from the job id.",
+            form_help="0: no jitter. The offset is the same for every run of the job, so runs stay evenly spaced.",
+        ),
+    )
+    pause_after_failures = WholeNumber(
+        0,
+        1000,
+        load_default=0,
+        metadata=shown(
+            "Auto-pause after N failed runs (0 = never)",
+            "Disable the job after this many consecutive failed runs, with the reason and an alert (0: never).",
+        ),
+    )
+    expect_success_within_seconds = WholeNumber(
+        0,
+        366 * DAY,
+        load_default=0,
+        metadata=shown(
+            "Expect a success within (seconds, 0 = off)",
+            "Dead-man's switch: an overdue alert when no run succeeded within this many seconds (0: off).",
+        ),
+    )
+    alert_after_failures = WholeNumber(
+        0,
+        1000,
+        load_default=0,
+        metadata=shown(
+            "Alert after N failed runs (0 = never)",
+            "A consecutive_failures alert after this many failed runs in a row (0: never).",
+        ),
+    )
+    disabled_reason = fields.String(
+        dump_only=True, allow_none=True, metadata={"description": "Why the system disabled the job (auto-pause)."}
+    )
     created_at = Instant(dump_only=True)
     updated_at = Instant(dump_only=True)
 
-    def __init__(self, *, now: datetime | None = None, current: dict[str, Any] | None = None, **kwargs: Any):
+    def __init__(
+        self,
+        *,
+        now: datetime | None = None,
+        current: dict[str, Any] | None = None,
+        defaults: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ):
         super().__init__(**kwargs)
         self.now = now
         self.current = dict(current or {})
+        # Global defaults from the settings (SETTING_DEFAULTS) replace the declared ones.
+        for name, value in (defaults or {}).items():
+            self.load_fields[name].load_default = value
 
     # --- loading ----------------------------------------------------------------------------
 
@@ -283,6 +489,16 @@ class JobSchema(Schema):
                 validate_config(merged["task"], merged.get("config") or {})
             except (TaskConfigError, UnknownTaskError) as exc:
                 errors["config"] = str(exc)
+        for task_key, config_key in CALLBACK_FIELDS:
+            if {task_key, config_key} & data.keys() and not {task_key, config_key} & failed:
+                callback_task = merged.get(task_key)
+                if callback_task:
+                    try:
+                        validate_config(callback_task, merged.get(config_key) or {})
+                    except (TaskConfigError, UnknownTaskError) as exc:
+                        errors[config_key] = str(exc)
+                elif data.get(config_key):
+                    errors[config_key] = f"a config needs a task: give {task_key} too"
         if (
             partial
             and "schedule_type" in data
@@ -296,8 +512,29 @@ class JobSchema(Schema):
             except (ValueError, ScheduleError) as exc:
                 message = str(exc)
                 errors["timezone" if "unknown timezone" in message.lower() else "schedule"] = message
+        if {"start_at", "end_at", "schedule", "schedule_type"} & data.keys() and not {"start_at", "end_at"} & failed:
+            zone = merged.get("timezone") or "UTC"
+            start_at, end_at = _aware(merged.get("start_at"), zone), _aware(merged.get("end_at"), zone)
+            problem = run_limits.window_problem(start_at, end_at)
+            if problem is None and merged.get("schedule_type") == "one_time" and "schedule" not in errors:
+                try:
+                    run_at = self._schedule(merged).next_after(datetime.min.replace(tzinfo=UTC))
+                except (ValueError, ScheduleError):
+                    run_at = None
+                problem = run_limits.window_problem(start_at, end_at, one_time_at=run_at)
+            if problem is not None:
+                errors[problem[0]] = problem[1]
         if errors:
             raise ValidationError(errors)
+
+    @post_load
+    def _instants_in_zone(self, data: dict, **kwargs: Any) -> dict:
+        """start_at / end_at given without an offset are local times of the job's timezone."""
+        zone = {**self.current, **data}.get("timezone") or "UTC"
+        for key in ("start_at", "end_at"):
+            if data.get(key) is not None:
+                data[key] = _aware(data[key], zone)
+        return data
 
     @post_load
     def _normalise_schedule(self, data: dict, **kwargs: Any) -> dict:
@@ -311,12 +548,30 @@ class JobSchema(Schema):
 
     def _schedule(self, merged: dict):
         now = self.now or utcnow()
+        value = merged.get("schedule") or {}
+        if merged["schedule_type"] == "interval" and isinstance(value, dict) and "start_at" not in value:
+            # An interval given with the job's start_at counts its runs from that instant.
+            start_at = _aware(merged.get("start_at"), merged.get("timezone") or "UTC")
+            if start_at is not None:
+                value = {**value, "start_at": iso_z(start_at)}
         return parse_schedule(
             merged["schedule_type"],
-            merged.get("schedule") or {},
+            value,
             merged.get("timezone") or "UTC",
             anchor=now.replace(microsecond=0),
         )
+
+
+def _aware(value: datetime | None, zone: str) -> datetime | None:
+    """An instant in UTC; a naive one is read as a local time of `zone` (an unknown zone: UTC,
+    the timezone field reports it)."""
+    if value is None or value.tzinfo is not None:
+        return value.astimezone(UTC) if value is not None else None
+    try:
+        tz = resolve_timezone(zone)
+    except (ValueError, ScheduleError):
+        tz = UTC
+    return value.replace(tzinfo=tz).astimezone(UTC)
 
 
 def _unset(schema: JobSchema, key: str, value: Any, partial: Any) -> bool:
@@ -336,11 +591,28 @@ EDITABLE: tuple[str, ...] = tuple(name for name, field in JobSchema().load_field
 
 _DUMPER = JobSchema()
 
+# Fields whose default is a setting (config.py), not the declared value: {field: setting}.
+SETTING_DEFAULTS: dict[str, str] = {
+    "timeout_seconds": "DEFAULT_JOB_TIMEOUT_SECONDS",
+    "success_ttl_seconds": "DEFAULT_SUCCESS_TTL_SECONDS",
+    "failure_ttl_seconds": "DEFAULT_FAILURE_TTL_SECONDS",
+    "queued_ttl_seconds": "DEFAULT_QUEUED_TTL_SECONDS",
+}
 
-def load_job(data: dict, *, now: datetime, current: dict[str, Any] | None = None) -> dict[str, Any]:
-    """Validate a create (`current` None: required fields and defaults) or an edit (`current`: the
-    stored values; only the given fields are returned). Raises marshmallow's ValidationError."""
-    return JobSchema(now=now, current=current).load(data, partial=current is not None)
+
+def defaults_from(config: Any) -> dict[str, Any]:
+    """The job defaults the settings give (`app.config`); a setting that is absent keeps the
+    declared default."""
+    return {field: config[setting] for field, setting in SETTING_DEFAULTS.items() if setting in config}
+
+
+def load_job(
+    data: dict, *, now: datetime, current: dict[str, Any] | None = None, defaults: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Validate a create (`current` None: required fields and defaults, `defaults` from the
+    settings) or an edit (`current`: the stored values; only the given fields are returned).
+    Raises marshmallow's ValidationError."""
+    return JobSchema(now=now, current=current, defaults=defaults).load(data, partial=current is not None)
 
 
 def dump_job(job: Any) -> dict[str, Any]:

@@ -33,6 +33,9 @@ class ExecutionStatus(str, Enum):
     MISSED = "missed"  # never ran: misfire policy skip, or overlap policy skip
     CANCELLED = "cancelled"  # an operator cancelled it (queued or running), or its job was disabled
     DEAD_LETTERED = "dead_lettered"  # abandoned (expired lease) with no attempts left
+    # Waited longer than its job's queued_ttl_seconds for a worker after it became available; set
+    # by the scheduler's expiry pass (Store.expire_queued) instead of running it hours late.
+    EXPIRED = "expired"
 
     def __str__(self) -> str:
         return self.value
@@ -44,8 +47,8 @@ S = ExecutionStatus
 # `sources_of` / `guard_for` and the named sets below, so the SQL cannot move a row in a way the
 # table forbids (tests/integration/test_store_transitions.py checks every store operation).
 ALLOWED: dict[ExecutionStatus, frozenset[ExecutionStatus]] = {
-    S.PENDING: frozenset({S.RUNNING, S.CANCELLED}),
-    S.RETRY_SCHEDULED: frozenset({S.RUNNING, S.CANCELLED}),
+    S.PENDING: frozenset({S.RUNNING, S.CANCELLED, S.EXPIRED}),
+    S.RETRY_SCHEDULED: frozenset({S.RUNNING, S.CANCELLED, S.EXPIRED}),
     S.CLAIMED: frozenset({S.PENDING, S.CANCELLED}),  # legacy rows only, see CLAIMED
     S.RUNNING: frozenset({S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.RETRY_SCHEDULED, S.DEAD_LETTERED, S.CANCELLED}),
     S.SUCCEEDED: frozenset(),
@@ -54,6 +57,7 @@ ALLOWED: dict[ExecutionStatus, frozenset[ExecutionStatus]] = {
     S.MISSED: frozenset(),
     S.CANCELLED: frozenset(),
     S.DEAD_LETTERED: frozenset(),
+    S.EXPIRED: frozenset(),
 }
 
 # Statuses a new execution row may be created in (nothing else is inserted).
@@ -92,14 +96,19 @@ RUNNING_CANCELLABLE = CANCELLABLE - QUEUED_CANCELLABLE
 IN_FLIGHT = frozenset(S) - TERMINAL - CLAIMABLE  # holding a lease: running (and legacy claimed)
 # What a worker records an outcome from (the attempt's status, or a retry).
 RECORDABLE = guard_for(S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.RETRY_SCHEDULED)
-RETRYABLE = frozenset({S.FAILED, S.TIMED_OUT, S.DEAD_LETTERED, S.CANCELLED})  # operator retry: a new row
+# Operator retry: a new row.
+RETRYABLE = frozenset({S.FAILED, S.TIMED_OUT, S.DEAD_LETTERED, S.CANCELLED, S.EXPIRED})
+EXPIRABLE = sources_of(S.EXPIRED)  # what the queued-TTL pass may expire: waiting, never started
 
 
 class Trigger(str, Enum):
     SCHEDULE = "schedule"
     CATCH_UP = "catch_up"
-    MANUAL = "manual"
+    MANUAL = "manual"  # an operator's ad-hoc run: now, after a delay or at an instant
     RETRY = "retry"
+    CALLBACK = "callback"  # a job's on_success/on_failure or a batch's on_complete task (parent_id / batch_id)
+    BATCH = "batch"  # one item of a batch (batch_id), with its config override
+    BACKFILL = "backfill"  # a past occurrence run on request (keyed like the scheduled one: no duplicate)
 
 
 class AttemptStatus(str, Enum):

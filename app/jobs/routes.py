@@ -9,11 +9,12 @@ from zoneinfo import available_timezones
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from app.clock import utcnow
+from app.domain.jitter import jitter_offset
 from app.jobs.forms import ConfirmForm, DeleteJobForm, JobForm, initial_values
 from app.scheduling import SCHEDULE_INPUTS, ScheduleError, parse_schedule, preview, schedule_value_from_options
 from app.scheduling.lint import lint_schedule
 from app.services.errors import ServiceError, ValidationFailed
-from app.services.read import dashboard
+from app.services.read import dashboard, execution_rows
 from app.services.use_cases import executions
 from app.services.use_cases import jobs as job_service
 from app.web.access import current_actor, operator_required, public_read, signin_required
@@ -55,9 +56,11 @@ def detail(job_id: int):
         stats=dashboard.job_stats(job.id),
         upcoming=dashboard.job_upcoming(job, now),
         runs=runs,
+        run_times=execution_rows.row_times(runs.items),
         schedule_text=_describe(job),
         action_form=ConfirmForm(),
         now=now,
+        jitter=jitter_offset(job.id, job.jitter_seconds),
     )
 
 

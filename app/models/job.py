@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import Boolean, CheckConstraint, Float, ForeignKey, Index, Integer, String, Text, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
+from app.domain.retry import RetryKind
 from app.domain.states import AlertMode, MisfirePolicy, OverlapPolicy, ScheduleType, values
 from app.extensions import db
 from app.models.types import JSONType, UTCDateTime
@@ -36,13 +37,45 @@ class Job(db.Model):
     misfire_grace_seconds: Mapped[int] = mapped_column(Integer, default=60, server_default="60")
     max_attempts: Mapped[int] = mapped_column(Integer, default=3, server_default="3")
     retry_backoff_seconds: Mapped[int] = mapped_column(Integer, default=10, server_default="10")
-    timeout_seconds: Mapped[int] = mapped_column(Integer, default=30, server_default="30")
+    # NULL: no hard timeout (the worker renews the lease while the task runs).
+    timeout_seconds: Mapped[int | None] = mapped_column(Integer, default=30, server_default="30")
     alert_mode: Mapped[str] = mapped_column(String(10), default="web", server_default="web")
     retention_count: Mapped[int] = mapped_column(Integer, default=500, server_default="500")
     retention_days: Mapped[int] = mapped_column(Integer, default=30, server_default="30")
     # The queue its runs go to (a row: naming an unknown queue is an error, not a starved job).
     queue_id: Mapped[int] = mapped_column(ForeignKey("queues.id", ondelete="RESTRICT"), index=True)
     priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Run limits, retry kinds and TTLs (issue 14 part 1; app/domain/run_limits.py, app/domain/retry.py).
+    start_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # no occurrence before it
+    end_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # no occurrence after it
+    max_runs: Mapped[int | None] = mapped_column(Integer)  # NULL: forever
+    # Scheduled occurrences created as runnable executions (missed rows do not count).
+    runs_created: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    retry_kind: Mapped[str] = mapped_column(String(12), default="exponential", server_default="exponential")
+    retry_max_delay_seconds: Mapped[int | None] = mapped_column(Integer)  # NULL: no cap of its own
+    retry_jitter: Mapped[float] = mapped_column(Float, default=0.0, server_default="0.0")
+    success_ttl_seconds: Mapped[int] = mapped_column(Integer, default=-1, server_default="-1")  # -1: forever
+    failure_ttl_seconds: Mapped[int] = mapped_column(Integer, default=-1, server_default="-1")
+    queued_ttl_seconds: Mapped[int | None] = mapped_column(Integer)  # NULL: waits as long as it takes
+    # Callbacks: a task run as its own execution (trigger callback) when a run of this job ends
+    # succeeded, or failed for good (after its last attempt); NULL: none.
+    on_success: Mapped[str | None] = mapped_column(String(100))
+    on_success_config: Mapped[dict] = mapped_column(JSONType, default=dict, server_default="{}")
+    on_failure: Mapped[str | None] = mapped_column(String(100))
+    on_failure_config: Mapped[dict] = mapped_column(JSONType, default=dict, server_default="{}")
+    # Operator insight (docs/insight.md). 0 turns each off.
+    # Runs become available this many seconds after their nominal time, at most: a deterministic
+    # offset from the job id (app/domain/jitter.py), so a thousand `0 * * * *` jobs spread out.
+    jitter_seconds: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Disable the job after this many consecutive failed runs (auto-pause), with disabled_reason.
+    pause_after_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Dead-man's switch: an `overdue` alert when no run succeeded within this many seconds.
+    expect_success_within_seconds: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # A `consecutive_failures` alert after this many failed runs in a row.
+    alert_after_failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # Why the system disabled the job (auto-pause, or a run limit reached: max_runs, end_at);
+    # cleared when it is enabled again.
+    disabled_reason: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -54,9 +87,21 @@ class Job(db.Model):
         CheckConstraint("misfire_grace_seconds >= 0", name="misfire_grace_nonnegative"),
         CheckConstraint("max_attempts >= 1", name="max_attempts_positive"),
         CheckConstraint("retry_backoff_seconds >= 0", name="retry_backoff_nonnegative"),
-        CheckConstraint("timeout_seconds >= 1", name="timeout_positive"),
+        CheckConstraint("timeout_seconds IS NULL OR timeout_seconds >= 1", name="timeout_positive"),
+        CheckConstraint("max_runs IS NULL OR max_runs >= 1", name="max_runs_positive"),
+        CheckConstraint("runs_created >= 0", name="runs_created_nonnegative"),
+        CheckConstraint(_in("retry_kind", values(RetryKind)), name="retry_kind"),
+        CheckConstraint("retry_max_delay_seconds IS NULL OR retry_max_delay_seconds >= 1", name="retry_max_delay"),
+        CheckConstraint("retry_jitter >= 0 AND retry_jitter <= 1", name="retry_jitter_fraction"),
+        CheckConstraint("success_ttl_seconds >= -1 AND failure_ttl_seconds >= -1", name="result_ttl_range"),
+        CheckConstraint("queued_ttl_seconds IS NULL OR queued_ttl_seconds >= 1", name="queued_ttl_positive"),
         CheckConstraint("retention_count >= 0 AND retention_days >= 0", name="retention_nonnegative"),
         CheckConstraint("length(name) > 0", name="name_not_empty"),
+        CheckConstraint(
+            "jitter_seconds >= 0 AND pause_after_failures >= 0 AND expect_success_within_seconds >= 0"
+            " AND alert_after_failures >= 0",
+            name="insight_nonnegative",
+        ),
         # The due query (`enabled AND next_run_at <= now`) scans only enabled jobs in time order.
         Index("ix_jobs_due", "next_run_at", postgresql_where=text("enabled"), sqlite_where=text("enabled")),
         {"sqlite_autoincrement": True},  # never reuse an id a bookmark or script may still hold

@@ -38,6 +38,10 @@ class Alert(db.Model):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     resolved_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     resolved_by: Mapped[str | None] = mapped_column(String(200))
+    # What the alert is about, for deduplication: one open alert per key ("overdue:job:3").
+    dedup_key: Mapped[str | None] = mapped_column(String(200))
+    # The queue a queue_backlog alert is about (routes it to the queue's project).
+    queue_id: Mapped[int | None] = mapped_column(ForeignKey("queues.id", ondelete="SET NULL"))
 
     job = relationship("Job")
 
@@ -51,6 +55,15 @@ class Alert(db.Model):
         ),
         # Deleting an execution sets its alerts' execution_id to NULL (retention, migration 0003).
         Index("ix_alerts_execution_id", "execution_id"),
+        # At most one open alert per dedup key (overdue, consecutive failures, backlog, worker lost).
+        Index(
+            "uq_alerts_open_dedup_key",
+            "dedup_key",
+            unique=True,
+            postgresql_where=text("resolved_at IS NULL AND dedup_key IS NOT NULL"),
+            sqlite_where=text("resolved_at IS NULL AND dedup_key IS NOT NULL"),
+        ),
+        Index("ix_alerts_queue_id", "queue_id"),
         {"sqlite_autoincrement": True},  # never reuse an id a bookmark or script may still hold
     )
 

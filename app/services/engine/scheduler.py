@@ -23,12 +23,15 @@ from flask import Flask
 from app import cache, metrics
 from app.clock import iso_z, utcnow
 from app.database import write_transaction
+from app.domain import run_limits
+from app.domain.jitter import jitter_offset
 from app.domain.policies import plan_occurrences, starving_since
+from app.domain.run_limits import RunLimits
 from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.scheduling import Schedule, parse_schedule
 from app.services.audit import insert_event
-from app.services.engine import heartbeats, recovery, retention, wakeups
+from app.services.engine import callbacks, heartbeats, recovery, retention, wakeups
 from app.store import occurrence_row, store_for
 
 log = logging.getLogger("cronwell.scheduler")
@@ -56,6 +59,7 @@ class TickReport:
     recovered: int = 0
     pruned: int = 0
     aged: int = 0  # waiting executions raised to the top priority (priority draining)
+    expired: int = 0  # waiting executions past their job's queued TTL, ended `expired`
     duration_ms: float = 0.0
     job_ids: set[int] = field(default_factory=set)
     EVENT: ClassVar[str] = "tick"  # logged as event scheduler_tick
@@ -70,6 +74,7 @@ class TickReport:
             "recovered": self.recovered,
             "pruned": self.pruned,
             "aged": self.aged,
+            "expired": self.expired,
             "ms": round(self.duration_ms, 1),
         }
 
@@ -118,6 +123,7 @@ class Scheduler:
             report.recovered = recovered.total
             report.job_ids |= recovered.job_ids or set()
             self._housekeeping(now, report)
+            self._expire_and_finish(now, report)
         if report.job_ids:
             cache.get_cache().delete(cache.keys_for_jobs(report.job_ids))
         metrics.refresh_database_gauges(self.engine, now)
@@ -139,16 +145,22 @@ class Scheduler:
                 busy = store.jobs_with_active_runs(conn, [j.id for j in due if j.overlap_policy == "skip"], now)
                 rows: list[dict] = []
                 next_runs: list[tuple[int, datetime | None]] = []
+                runs_added: dict[int, int] = {}
+                limited: dict[int, str] = {}  # jobs that reached a run limit this tick: the reason
                 for job in due:
                     job_rows, next_run_at = self._plan_job(conn, job, now, job.id in busy, report)
+                    job_rows, next_run_at = self._bound_by_limits(conn, job, job_rows, next_run_at, now, limited)
                     rows += job_rows
                     next_runs.append((job.id, next_run_at))
+                    runs_added[job.id] = sum(1 for row in job_rows if row["status"] == S.PENDING.value)
                 for _id, status in store.insert_occurrences(conn, rows):
                     if status == S.PENDING.value:
                         report.created += 1
                     else:
                         report.missed += 1
-                store.advance_jobs(conn, next_runs)
+                store.advance_jobs(conn, next_runs, runs_added=runs_added, limit_reasons=limited)
+                if limited:
+                    self._disable_finished(conn, now, job_ids=list(limited))
                 if report.created:
                     wakeups.notify(conn, wakeups.WORK_CHANNEL)
         report.due += len(due)
@@ -182,7 +194,11 @@ class Scheduler:
                     )
                 )
                 continue
-            rows.append(occurrence_row(job, scheduled_for, trigger=trigger, status=S.PENDING, now=now))
+            row = occurrence_row(job, scheduled_for, trigger=trigger, status=S.PENDING, now=now)
+            # Jitter moves when the run may be claimed, never the occurrence's identity
+            # (scheduled_for and its idempotency key stay the nominal time, so dedup holds).
+            row["available_at"] = scheduled_for + jitter_offset(job.id, job.jitter_seconds)
+            rows.append(row)
             busy = job.overlap_policy == "skip"  # catch-up re-checks overlap before each occurrence
         for scheduled_for in plan.missed:
             rows.append(
@@ -221,6 +237,52 @@ class Scheduler:
         report.job_ids.add(job.id)
         return rows, plan.next_run_at
 
+    def _bound_by_limits(
+        self, conn, job, rows: list[dict], next_run_at: datetime | None, now: datetime, limited: dict[int, str]
+    ) -> tuple[list[dict], datetime | None]:
+        """Apply the job's run limits (max_runs, end_at: app/domain/run_limits.py) to the rows
+        planned for it; a limit reached clears its next run and records why."""
+        limits = RunLimits(job.max_runs, job.runs_created, job.start_at, job.end_at)
+        if limits.max_runs is None and limits.end_at is None:
+            return rows, next_run_at
+        rows = sorted(rows, key=lambda row: row["scheduled_for"])
+        bounded = run_limits.bound(
+            [(row["scheduled_for"], row["status"] == S.PENDING.value) for row in rows], next_run_at, limits
+        )
+        if bounded.reason is not None:
+            limited[job.id] = bounded.reason
+            insert_event(
+                conn,
+                "run_limit_reached",
+                now=now,
+                job_id=job.id,
+                reason=bounded.reason,
+                runs_created=job.runs_created + bounded.runs_added,
+                stopped_at=_iso(bounded.stopped_at),
+            )
+            log.info(
+                "job reached a run limit",
+                extra={"event": "run_limit_reached", "job_id": job.id, "reason": bounded.reason},
+            )
+        return rows[: bounded.keep], bounded.next_run_at
+
+    def _disable_finished(self, conn, now: datetime, *, job_ids: list[int] | None = None) -> set[int]:
+        """Disable the jobs that reached a run limit once none of their runs waits or runs (so the
+        runs created before the limit still run); each gets a `job_disabled` event with its reason."""
+        finished = store_for(conn).finish_limited_jobs(conn, now=now, job_ids=job_ids)
+        for job_id, reason in finished:
+            insert_event(
+                conn,
+                "job_disabled",
+                now=now,
+                actor="system",
+                job_id=job_id,
+                reason=reason,
+                cancelled=0,
+                next_run_at=None,
+            )
+        return {job_id for job_id, _ in finished}
+
     def _upkeep_due(self, now: datetime) -> bool:
         """Heartbeat, lease recovery and housekeeping run at most once per UPKEEP_EVERY.
 
@@ -248,6 +310,24 @@ class Scheduler:
                 info={"ticks": self.ticks},
             )
 
+    def _expire_and_finish(self, now: datetime, report: TickReport) -> None:
+        """Queued TTLs: waiting work past its job's queued_ttl_seconds ends `expired`; then jobs
+        that reached a run limit and have nothing left waiting or running are disabled."""
+        with write_transaction(self.engine) as conn:
+            expired = store_for(conn).expire_queued(conn, now=now)
+            for row in expired:
+                insert_event(
+                    conn,
+                    "execution_expired",
+                    now=now,
+                    job_id=row.job_id,
+                    execution_id=row.id,
+                    reason=row.reason,
+                )
+            report.expired += len(expired)
+            report.job_ids |= {row.job_id for row in expired}
+            report.job_ids |= self._disable_finished(conn, now)
+
     def _housekeeping(self, now: datetime, report: TickReport) -> None:
         """Every few seconds raise starving work's priority; once a minute prune stale heartbeats;
         once an hour apply retention."""
@@ -262,6 +342,9 @@ class Scheduler:
             self._last_housekeeping = now
             with write_transaction(self.engine) as conn:
                 heartbeats.prune(conn, now=now, older_than_seconds=self.app.config["HEARTBEAT_PRUNE_SECONDS"])
+                # Batches whose last item ended where no recorder completes them (the job was
+                # disabled, an item expired): completed here, with their on-complete callback.
+                report.job_ids |= callbacks.settle_batches(conn, now=now).job_ids
         if self._last_retention is None or now - self._last_retention >= timedelta(hours=1):
             self._last_retention = now
             report.pruned = retention.prune_history(now=now)["deleted"]

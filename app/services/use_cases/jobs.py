@@ -1,6 +1,11 @@
 """Job operations shared by the CLI and the web UI: create, edit, enable, disable, trigger,
 delete and preview. Each mutation validates, writes in one transaction, records an audit event,
-invalidates the affected cache keys after commit and wakes the scheduler and workers."""
+invalidates the affected cache keys after commit and wakes the scheduler and workers.
+
+Each function takes the `caller` (None: the system): a job of another organization (or, with a
+project chosen, another project) is a NotFound like a missing one, and changes need
+`Action.OPERATE`. A new job's queue is looked up in the caller's project; an edited job's in the
+job's own project."""
 
 from __future__ import annotations
 
@@ -12,11 +17,15 @@ from app import cache
 from app.clock import iso_z
 from app.database import begin_write
 from app.definitions import EDITABLE
+from app.domain import run_limits
+from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Execution, Job
 from app.scheduling import Schedule, ScheduleError, parse_schedule, preview
 from app.scheduling.lint import LintWarning, lint_schedule
+from app.services import audit_log, scoping
 from app.services.audit import record_event
+from app.services.caller import Caller
 from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.services.use_cases import queues
@@ -24,21 +33,29 @@ from app.services.validation import clean_job_fields
 from app.store import store_for
 
 
-def get_job(job_id: int) -> Job:
+def get_job(job_id: int, caller: Caller | None = None) -> Job:
+    """The job, if the caller may see it; NotFound otherwise (exactly as for a missing one)."""
     job = db.session.get(Job, job_id)
+    if job is not None and caller is not None and scoping.queue_ids(caller) is not None:
+        job = db.session.scalar(scoping.jobs(select(Job).where(Job.id == job_id), caller))
     if job is None:
         raise NotFound(f"job {job_id} does not exist")
     return job
 
 
-def list_jobs() -> list[Job]:
-    """Every job, oldest first."""
-    return list(db.session.scalars(list_query()))
+def list_jobs(caller: Caller | None = None) -> list[Job]:
+    """Every job the caller may see, oldest first."""
+    return list(db.session.scalars(list_query(caller)))
 
 
-def list_query():
+def list_query(caller: Caller | None = None):
     """The jobs query, oldest first, for lists and pagination."""
-    return select(Job).order_by(Job.id)
+    return scoping.jobs(select(Job).order_by(Job.id), caller)
+
+
+def _allowed(caller: Caller | None) -> None:
+    if caller is not None:
+        caller.require(Action.OPERATE)
 
 
 def schedule_of(job: Job) -> Schedule:
@@ -46,7 +63,9 @@ def schedule_of(job: Job) -> Schedule:
     return parse_schedule(job.schedule_type, job.schedule, job.timezone)
 
 
-def _first_run(schedule: Schedule, now: datetime, grace_seconds: int, schedule_type: str) -> datetime | None:
+def _first_run(
+    schedule: Schedule, now: datetime, grace_seconds: int, schedule_type: str, start_at: datetime | None = None
+) -> datetime | None:
     if schedule_type == "one_time":
         run_at = schedule.next_after(datetime.min.replace(tzinfo=now.tzinfo))
         if run_at is not None and run_at < now - timedelta(seconds=grace_seconds):
@@ -57,7 +76,26 @@ def _first_run(schedule: Schedule, now: datetime, grace_seconds: int, schedule_t
                 }
             )
         return run_at
-    return schedule.next_after(now)
+    return run_limits.first_run(schedule.next_after, now=now, start_at=start_at)
+
+
+def _limited_next_run(job: Job, next_run_at: datetime | None, *, now: datetime) -> datetime | None:
+    """`next_run_at` unless a run limit (max_runs, end_at) leaves no run: then None, with the
+    reason in disabled_reason and a `run_limit_reached` event, as the scheduler would do."""
+    limits = run_limits.RunLimits(job.max_runs, job.runs_created or 0, job.start_at, job.end_at)
+    reason = limits.reached(next_run_at=next_run_at)
+    if reason is None:
+        return next_run_at
+    job.disabled_reason = reason
+    record_event(
+        "run_limit_reached",
+        now=now,
+        job_id=job.id,
+        reason=reason,
+        runs_created=job.runs_created or 0,
+        stopped_at=_iso(next_run_at),
+    )
+    return None
 
 
 def _unique_name(name: str, exclude_id: int | None = None) -> None:
@@ -68,18 +106,21 @@ def _unique_name(name: str, exclude_id: int | None = None) -> None:
         raise ValidationFailed({"name": f"a job named {name!r} already exists"})
 
 
-def create_job(data: dict, *, now: datetime, actor: str) -> Job:
+def create_job(data: dict, *, now: datetime, actor: str, caller: Caller | None = None) -> Job:
     """Validate and create a job; its first run is the schedule's next occurrence after now."""
+    _allowed(caller)
     cleaned = clean_job_fields(data, now=now)
     schedule = parse_schedule(cleaned["schedule_type"], cleaned["schedule"], cleaned["timezone"])
     begin_write(db.session)
     _unique_name(cleaned["name"])
-    queue = queues.resolve_for_job(cleaned.pop("queue"))
+    queue = queues.resolve_for_job(cleaned.pop("queue"), caller=caller)
     if data.get("priority") in (None, ""):
         cleaned["priority"] = queue.priority  # a job without its own priority takes its queue's
     job = Job(**cleaned, queue_id=queue.id, created_at=now, updated_at=now)
     job.queue_row = queue
-    job.next_run_at = _first_run(schedule, now, job.misfire_grace_seconds, job.schedule_type)
+    job.next_run_at = _first_run(schedule, now, job.misfire_grace_seconds, job.schedule_type, job.start_at)
+    if job.end_at is not None and job.next_run_at is not None and job.next_run_at > job.end_at:
+        raise ValidationFailed({"end_at": f"is before the schedule's first run ({_iso(job.next_run_at)})"})
     db.session.add(job)
     db.session.flush()
     record_event(
@@ -92,23 +133,28 @@ def create_job(data: dict, *, now: datetime, actor: str) -> Job:
         schedule_type=job.schedule_type,
         schedule=job.schedule,
     )
+    audit_log.record_change(
+        actor, "created", "job", job.id, None, audit_log.job_state(job), now=now, **audit_log.about_job(job)
+    )
     _commit(job.id)
     return job
 
 
-def update_job(job_id: int, data: dict, *, now: datetime, actor: str) -> Job:
+def update_job(job_id: int, data: dict, *, now: datetime, actor: str, caller: Caller | None = None) -> Job:
     """Apply the given fields. Changing the task re-validates the stored config; changing the
     schedule or time zone recomputes next_run_at from now."""
-    job = get_job(job_id)
+    _allowed(caller)
+    job = get_job(job_id, caller)
     cleaned = clean_job_fields(data, now=now, current={field: getattr(job, field) for field in EDITABLE})
     enabled = cleaned.pop("enabled", None)
     begin_write(db.session)
-    job = get_job(job_id)
+    job = get_job(job_id, caller)
+    before = audit_log.job_state(job)
     if "name" in cleaned:
         _unique_name(cleaned["name"], exclude_id=job.id)
     changed = {k: v for k, v in cleaned.items() if getattr(job, k) != v}
     if "queue" in changed:
-        queue = queues.resolve_for_job(changed.pop("queue"))
+        queue = queues.resolve_for_job(changed.pop("queue"), project_id=job.queue_row.project_id)
         job.queue_id, job.queue_row = queue.id, queue
         conn = db.session.connection()
         store_for(conn).move_queued_to_queue(conn, job.id, queue.id)
@@ -123,10 +169,25 @@ def update_job(job_id: int, data: dict, *, now: datetime, actor: str) -> Job:
             now,
             cleaned.get("misfire_grace_seconds", job.misfire_grace_seconds),
             schedule_type,
+            cleaned.get("start_at", job.start_at),
+        )
+    elif "start_at" in changed and job.schedule_type != "one_time":
+        job.next_run_at = _first_run(
+            schedule_of(job), now, job.misfire_grace_seconds, job.schedule_type, changed["start_at"]
         )
     for key, value in changed.items():
         setattr(job, key, value)
+    if {"max_runs", "end_at", "start_at", "schedule"} & changed.keys():
+        if job.next_run_at is None and job.schedule_type != "one_time" and job.disabled_reason:
+            # A job a limit had finished, given room again: its next run comes from now.
+            job.next_run_at = _first_run(
+                schedule_of(job), now, job.misfire_grace_seconds, job.schedule_type, job.start_at
+            )
+        job.next_run_at = _limited_next_run(job, job.next_run_at, now=now)
     job.updated_at = now
+    audit_log.record_change(
+        actor, "updated", "job", job.id, before, audit_log.job_state(job), now=now, **audit_log.about_job(job)
+    )
     if enabled is not None and enabled != job.enabled:
         _set_enabled(job, enabled, now=now, actor=actor)
     record_event(
@@ -140,19 +201,21 @@ def update_job(job_id: int, data: dict, *, now: datetime, actor: str) -> Job:
     return job
 
 
-def enable_job(job_id: int, *, now: datetime, actor: str) -> Job:
+def enable_job(job_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> Job:
+    _allowed(caller)
     begin_write(db.session)
-    job = get_job(job_id)
+    job = get_job(job_id, caller)
     if not job.enabled:
         _set_enabled(job, True, now=now, actor=actor)
         _commit(job.id)
     return job
 
 
-def disable_job(job_id: int, *, now: datetime, actor: str) -> tuple[Job, int]:
+def disable_job(job_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> tuple[Job, int]:
     """Disable a job and cancel its queued work; returns the job and how many rows were cancelled."""
+    _allowed(caller)
     begin_write(db.session)
-    job = get_job(job_id)
+    job = get_job(job_id, caller)
     cancelled = 0
     if job.enabled:
         cancelled = _set_enabled(job, False, now=now, actor=actor)
@@ -162,13 +225,28 @@ def disable_job(job_id: int, *, now: datetime, actor: str) -> tuple[Job, int]:
 
 def _set_enabled(job: Job, enabled: bool, *, now: datetime, actor: str) -> int:
     if enabled:
+        if job.next_run_at is None and job.schedule_type != "one_time":
+            # A run limit had finished it: resume from now if the limits leave a run.
+            job.next_run_at = _first_run(
+                schedule_of(job), now, job.misfire_grace_seconds, job.schedule_type, job.start_at
+            )
+            reason = run_limits.RunLimits(job.max_runs, job.runs_created or 0, job.start_at, job.end_at).reached(
+                next_run_at=job.next_run_at
+            )
+            if reason is not None:
+                job.next_run_at = None
+                raise Conflict(f"job {job.id} cannot be enabled: {reason}; raise max_runs or move end_at first")
         if job.next_run_at is None:
             raise Conflict(f"job {job.id} is a one-time job that has already fired; give it a new run_at to enable it")
         if job.next_run_at < now:
             # Resume from now rather than replaying everything that fell due while disabled.
             job.next_run_at = schedule_of(job).next_after(now)
         job.enabled = True
+        job.disabled_reason = None  # an auto-pause reason no longer applies
         record_event("job_enabled", now=now, actor=actor, job_id=job.id, next_run_at=_iso(job.next_run_at))
+        audit_log.record_change(
+            actor, "enabled", "job", job.id, {"enabled": False}, {"enabled": True}, now=now, **audit_log.about_job(job)
+        )
         return 0
     job.enabled = False
     conn = db.session.connection()
@@ -177,36 +255,47 @@ def _set_enabled(job: Job, enabled: bool, *, now: datetime, actor: str) -> int:
     record_event(
         "job_disabled", now=now, actor=actor, job_id=job.id, cancelled=len(ids), next_run_at=_iso(job.next_run_at)
     )
+    audit_log.record_change(
+        actor, "disabled", "job", job.id, {"enabled": True}, {"enabled": False}, now=now, **audit_log.about_job(job)
+    )
     return len(ids)
 
 
-def trigger_job(job_id: int, *, now: datetime, actor: str) -> Execution:
+def trigger_job(job_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> Execution:
     """Create a manual execution that runs as soon as a worker is free (and overlap allows)."""
+    _allowed(caller)
     begin_write(db.session)
-    job = get_job(job_id)
+    job = get_job(job_id, caller)
     if not job.enabled:
         raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before triggering")
     conn = db.session.connection()
     execution_id = store_for(conn).insert_manual(conn, job, now=now)
     record_event("job_triggered", now=now, actor=actor, job_id=job.id, execution_id=execution_id)
+    audit_log.record_change(
+        actor, "triggered", "job", job.id, now=now, extra={"execution_id": execution_id}, **audit_log.about_job(job)
+    )
     _commit(job.id, work=True)
     return db.session.get(Execution, execution_id)
 
 
-def delete_job(job_id: int, *, now: datetime, actor: str) -> None:
+def delete_job(job_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> None:
     """Delete a job and its history. A run in flight finishes on its worker, whose result is
     then discarded (the row is gone)."""
+    _allowed(caller)
     begin_write(db.session)
-    job = get_job(job_id)
+    job = get_job(job_id, caller)
     record_event("job_deleted", now=now, actor=actor, job_id=job.id, name=job.name)
+    audit_log.record_change(
+        actor, "deleted", "job", job.id, audit_log.job_state(job), None, now=now, **audit_log.about_job(job)
+    )
     conn = db.session.connection()
     store_for(conn).release_slots_of_job(conn, job.id)
     db.session.delete(job)
     _commit(job_id)
 
 
-def preview_job(job_id: int, *, after: datetime, count: int):
-    job = get_job(job_id)
+def preview_job(job_id: int, *, after: datetime, count: int, caller: Caller | None = None):
+    job = get_job(job_id, caller)
     return preview(schedule_of(job), after, count)
 
 

@@ -1,0 +1,90 @@
+"""Alert channels (where alerts go) and deliveries (one row per alert per channel).
+
+A delivery is a row before it is a request: the engine's delivery loop
+(app/services/engine/deliveries.py) sends pending rows, records each try and schedules the next
+with backoff, so delivery never blocks the scheduler or a worker and nothing is lost on restart.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
+from sqlalchemy.orm import Mapped, mapped_column, relationship
+
+from app.clock import utcnow
+from app.extensions import db
+from app.models.types import JSONType, UTCDateTime
+
+CHANNEL_KINDS = ("webhook", "email")
+DELIVERY_STATUSES = ("pending", "delivered", "failed")
+
+
+class AlertChannel(db.Model):
+    """A webhook URL or an email address of one project, for some alert kinds (empty: all)."""
+
+    __tablename__ = "alert_channels"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(100))
+    kind: Mapped[str] = mapped_column(String(10))
+    # The webhook URL, or the email address.
+    target: Mapped[str] = mapped_column(String(500))
+    # The webhook's signing key (HMAC-SHA256); never shown again after creation.
+    secret: Mapped[str | None] = mapped_column(String(200))
+    # Routing: the alert kinds this channel receives; an empty list means every kind.
+    kinds: Mapped[list] = mapped_column(JSONType, default=list)
+    enabled: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    project = relationship("Project")
+
+    __table_args__ = (
+        CheckConstraint("kind IN ('webhook', 'email')", name="kind"),
+        CheckConstraint("length(name) > 0", name="name_not_empty"),
+        UniqueConstraint("project_id", "name", name="uq_alert_channels_project_name"),
+        {"sqlite_autoincrement": True},
+    )
+
+    def receives(self, alert_kind: str) -> bool:
+        """Whether this channel's routing takes alerts of `alert_kind` (tests always go through)."""
+        return self.enabled and (alert_kind == "test" or not self.kinds or alert_kind in self.kinds)
+
+
+class AlertDelivery(db.Model):
+    """One alert (or a test message) to one channel: pending until sent, or failed for good."""
+
+    __tablename__ = "alert_deliveries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    channel_id: Mapped[int] = mapped_column(ForeignKey("alert_channels.id", ondelete="CASCADE"), index=True)
+    alert_id: Mapped[int | None] = mapped_column(ForeignKey("alerts.id", ondelete="SET NULL"), index=True)
+    # The alert's kind, or "test" for a channel's send-test message.
+    kind: Mapped[str] = mapped_column(String(40))
+    # The JSON document sent (fixed when the delivery is created, so a retry sends the same body).
+    payload: Mapped[dict] = mapped_column(JSONType, default=dict)
+    status: Mapped[str] = mapped_column(String(12), default="pending", server_default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    response_status: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+    channel = relationship("AlertChannel")
+
+    __table_args__ = (
+        CheckConstraint("status IN ('pending', 'delivered', 'failed')", name="status"),
+        CheckConstraint("(status = 'delivered') = (delivered_at IS NOT NULL)", name="delivered_at_iff_delivered"),
+        # The delivery loop reads only what is still pending, in due order.
+        Index(
+            "ix_alert_deliveries_due",
+            "next_attempt_at",
+            postgresql_where=text("status = 'pending'"),
+            sqlite_where=text("status = 'pending'"),
+        ),
+        {"sqlite_autoincrement": True},
+    )
