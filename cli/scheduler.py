@@ -35,9 +35,11 @@ def run_scheduler(
       flask scheduler run --once          # one tick, print its summary
     Several schedulers may run at once (on PostgreSQL): they share the work safely.
     """
+    from app.services.engine.heartbeats import sync_clock_at_start
     from app.services.engine.scheduler import Scheduler
 
     refuse_insecure("scheduler")
+    sync_clock_at_start(current_app.extensions["sqlalchemy"].engine)
     scheduler = Scheduler(current_app._get_current_object(), scheduler_id=scheduler_id)
     status = Status("scheduler", scheduler.id, as_log=False) if once else Status.for_app("scheduler", scheduler.id)
     serve_metrics("scheduler", metrics_port, metrics_host, status)

@@ -53,9 +53,11 @@ def run_worker(
     On SIGTERM/Ctrl-C it stops claiming, lets running tasks finish within
     WORKER_SHUTDOWN_GRACE_SECONDS, settles the rest, and exits 0.
     """
+    from app.services.engine.heartbeats import sync_clock_at_start
     from app.services.engine.worker import Worker
 
     refuse_insecure("worker")
+    sync_clock_at_start(current_app.extensions["sqlalchemy"].engine)
     try:
         # Unknown queue names stop the command here, before the fork server or anything else starts.
         worker = Worker(current_app._get_current_object(), worker_id=worker_id, slots=slots, queues=_queues(queues))

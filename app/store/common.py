@@ -13,7 +13,7 @@ import math
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 
-from sqlalchemy import and_, bindparam, func, insert, or_, select, text, update
+from sqlalchemy import and_, bindparam, case, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Row
 
 from app.domain.policies import TOP_PRIORITY
@@ -540,6 +540,32 @@ class CommonStore:
             .values(lease_expires_at=now - timedelta(microseconds=1))
         )
         return conn.execute(stmt).rowcount == 1
+
+    def renew_leases(
+        self, conn: Connection, execution_ids: Sequence[int], *, worker_id: str, now: datetime, lease_seconds: int
+    ) -> dict[int, datetime]:
+        """Extend the leases of a worker's running rows to at least `now + lease_seconds`, in one
+        statement (a lease already longer, covering a job's timeout, is kept). Guarded by owner and
+        status: a row recovered, cancelled or finished meanwhile is not renewed and is missing from
+        the result, {id: lease_expires_at}, which tells the worker it lost that row."""
+        if not execution_ids:
+            return {}
+        e = executions
+        floor = now + timedelta(seconds=lease_seconds)
+        stmt = (
+            update(e)
+            .where(
+                e.c.id.in_(sorted(execution_ids)),
+                e.c.claimed_by == worker_id,
+                e.c.status.in_(status_values(RECORDABLE)),
+            )
+            .values(
+                lease_expires_at=case((e.c.lease_expires_at > floor, e.c.lease_expires_at), else_=floor),
+                updated_at=now,
+            )
+            .returning(e.c.id, e.c.lease_expires_at)
+        )
+        return {row.id: row.lease_expires_at for row in conn.execute(stmt)}
 
     # --- counts -----------------------------------------------------------------------------
 

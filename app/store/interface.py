@@ -68,6 +68,11 @@ class Store(Protocol):
     def expire_lease(self, conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> bool:
         """A stopping worker gives up a running row so recovery may settle it now."""
 
+    def renew_leases(
+        self, conn: Connection, execution_ids: Sequence[int], *, worker_id: str, now: datetime, lease_seconds: int
+    ) -> dict[int, datetime]:
+        """Extend the worker's running rows' leases to at least now + lease_seconds: {id: new lease}."""
+
     def queue_ids(self, conn: Connection, names: Sequence[str]) -> dict[str, int]:
         """{name: id} of the named queues that exist."""
 

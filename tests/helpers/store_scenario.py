@@ -187,6 +187,12 @@ def expire(run: Run, name: str, worker: str, now: datetime):
     return run.write(lambda c: run.store.expire_lease(c, run.ids[name], worker_id=worker, now=now))
 
 
+def renew(run: Run, names, worker: str, now: datetime):
+    ids = [run.ids[name] for name in names]
+    renewed = run.write(lambda c: run.store.renew_leases(c, ids, worker_id=worker, now=now, lease_seconds=60))
+    return {run.label(execution_id): lease for execution_id, lease in renewed.items()}
+
+
 def queue(run: Run, now: datetime):
     counts = run.write(lambda c: run.store.queue_counts(c, now))
     return (counts.depth, counts.oldest_due_at, counts.in_flight, counts.retries_waiting)
@@ -223,6 +229,44 @@ def snapshot(run: Run):
         rows[run.label(row.id)] = (row.status, row.attempts, row.claimed_by, list(attempts))
     db.session.rollback()
     return rows
+
+
+# --- run limits and queued TTLs (issue 14) ------------------------------------------------------
+
+
+def limit_reached(run: Run, job: str, runs: int):
+    """The scheduler's advance for a job whose run limit was reached: no next run, runs counted."""
+    job_id = run.jobs[job].id
+    reason = f"max_runs reached: {runs} scheduled runs created"
+    run.write(
+        lambda c: run.store.advance_jobs(c, [(job_id, None)], runs_added={job_id: runs}, limit_reasons={job_id: reason})
+    )
+    db.session.rollback()
+    found = db.session.execute(
+        text("SELECT runs_created, disabled_reason FROM jobs WHERE id = :id"), {"id": job_id}
+    ).one()
+    db.session.rollback()
+    return tuple(found)
+
+
+def finish_limited(run: Run, now: datetime):
+    by_id = {job.id: name for name, job in run.jobs.items()}
+    return [
+        (by_id[job_id], reason) for job_id, reason in run.write(lambda c: run.store.finish_limited_jobs(c, now=now))
+    ]
+
+
+def set_queued_ttl(run: Run, job: str, seconds: int):
+    run.write(
+        lambda c: c.execute(
+            text("UPDATE jobs SET queued_ttl_seconds = :s WHERE id = :id"), {"s": seconds, "id": run.jobs[job].id}
+        )
+    )
+    return seconds
+
+
+def expire_queued(run: Run, now: datetime):
+    return [(run.label(row.id), row.reason) for row in run.write(lambda c: run.store.expire_queued(c, now=now))]
 
 
 # (name, action, expected, is a store operation). Times: the jobs fall due at T0.
@@ -364,6 +408,20 @@ SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
         {"recorded": [], "started": [("a0", 2, 1), ("al", 1, 0)], "cancelled": []},
         True,
     ),
+    # The worker renews its running rows' leases with its heartbeat: never shorter than they were.
+    (
+        "w3 renews early: the longer lease (timeout + buffer) is kept",
+        lambda r: renew(r, ["a0", "al", "a-3"], "w3", at(hours=3, seconds=10)),
+        {"a0": at(hours=3, seconds=90), "al": at(hours=3, seconds=90)},
+        True,
+    ),
+    (
+        "w3 renews later: now + lease",
+        lambda r: renew(r, ["a0", "al"], "w3", at(hours=3, seconds=60)),
+        {"a0": at(hours=3, seconds=120), "al": at(hours=3, seconds=120)},
+        True,
+    ),
+    ("another worker renews nothing", lambda r: renew(r, ["a0", "al"], "w9", at(hours=3, seconds=60)), {}, True),
     ("another worker cannot expire w3's lease", lambda r: expire(r, "a0", "w9", at(hours=3)), False, True),
     ("w3 expires its lease on shutdown", lambda r: expire(r, "a0", "w3", at(hours=3)), True, True),
     (
@@ -436,6 +494,29 @@ SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
         {"a0": ("running", "dead_lettered", "a"), "al": ("running", "cancelled", "a")},
         True,
     ),
+    # Run limits: the tick's advance counts runs and records the reason; the job is disabled once
+    # nothing of it waits or runs. Queued TTL: waiting work past it ends `expired`.
+    (
+        "q reaches max_runs 2",
+        lambda r: limit_reached(r, "q", 2),
+        (2, "max_runs reached: 2 scheduled runs created"),
+        True,
+    ),
+    (
+        "q is finished: disabled",
+        lambda r: finish_limited(r, at(hours=8)),
+        [("q", "max_runs reached: 2 scheduled runs created")],
+        True,
+    ),
+    ("and only once", lambda r: finish_limited(r, at(hours=8)), [], True),
+    ("l's runs expire after 60 s waiting", lambda r: set_queued_ttl(r, "l", 60), 60, False),
+    ("l3 has waited 59 s: kept", lambda r: expire_queued(r, at(hours=6, seconds=59)), [], True),
+    (
+        "l3 has waited 60 s: expired",
+        lambda r: expire_queued(r, at(hours=6, seconds=60)),
+        [("l3", "queued TTL passed: not started within 60s of becoming available")],
+        True,
+    ),
 ]
 
 FINAL = {
@@ -447,7 +528,7 @@ FINAL = {
     "al": ("cancelled", 1, None, ["cancelled"]),
     "l1": ("succeeded", 1, "w4", ["succeeded"]),
     "l2": ("cancelled", 1, "w4", ["cancelled"]),
-    "l3": ("pending", 0, None, []),
+    "l3": ("expired", 0, None, []),
 }
 
 

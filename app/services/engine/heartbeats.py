@@ -9,26 +9,77 @@ out of liveness checks.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import delete, func
+from sqlalchemy import delete, func, select
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
+from app import clock
 from app.domain.states import WorkerState
 from app.models import Heartbeat
 
 heartbeats = Heartbeat.__table__
+log = logging.getLogger("cronwell.clock")
 
 
 def default_process_id(kind: str) -> str:
     return f"{kind}-{socket.gethostname()}-{os.getpid()}"
 
 
+def database_now(conn: Connection) -> datetime:
+    """The database server's clock right now (not the transaction's start)."""
+    if conn.dialect.name == "postgresql":
+        return conn.execute(select(func.clock_timestamp())).scalar_one().astimezone(UTC)
+    text_now = conn.execute(select(func.strftime("%Y-%m-%d %H:%M:%f", "now"))).scalar_one()
+    return datetime.fromisoformat(text_now).replace(tzinfo=UTC)
+
+
+def sync_clock(conn_or_engine: Connection | Engine) -> timedelta:
+    """Measure this host's clock against the database's and follow it when they disagree by more
+    than CLOCK_TOLERANCE (app/clock.py). Returns how far `utcnow()` moved (usually zero).
+
+    The database's reading is taken as the midpoint of the round trip, so the error is at most
+    half of it. Called by `flask scheduler run` and `flask worker run` before they start, and
+    with every heartbeat.
+    """
+    if isinstance(conn_or_engine, Engine):
+        with conn_or_engine.connect() as conn:
+            return sync_clock(conn)
+    before = clock.host_now()
+    reference = database_now(conn_or_engine)
+    after = clock.host_now()
+    moved = clock.follow(reference, before + (after - before) / 2)
+    if moved:
+        log.warning(
+            "host clock differs from the database's; following the database",
+            extra={
+                "event": "clock_corrected",
+                "correction_seconds": round(clock.correction().total_seconds(), 3),
+                "moved_seconds": round(moved.total_seconds(), 3),
+            },
+        )
+    return moved
+
+
+def sync_clock_at_start(engine: Engine) -> None:
+    """`sync_clock` before a long-running process starts, so even its first stamps are on the
+    database's clock; a database not reachable yet is left to the first heartbeat."""
+    try:
+        sync_clock(engine)
+    except Exception as exc:  # noqa: BLE001 - the loop's own retries report the database
+        log.warning(
+            "could not read the database clock at start", extra={"event": "clock_sync_failed", "error": str(exc)[:300]}
+        )
+
+
 def beat(conn: Connection, *, process_id: str, kind: str, started_at: datetime, now: datetime, info: dict) -> None:
-    """Insert or refresh this process's heartbeat row."""
+    """Insert or refresh this process's heartbeat row (measuring the clock first: if this
+    process's clock had to be corrected, `now` is corrected by as much)."""
+    now = now + sync_clock(conn)
     insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
     stmt = insert(heartbeats).values(
         id=process_id,

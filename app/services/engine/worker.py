@@ -21,7 +21,9 @@ killed attempt is recorded `cancelled`, never retried.
 from __future__ import annotations
 
 import logging
+import os
 import select
+import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -40,7 +42,7 @@ from app.domain.states import AttemptStatus, WorkerCommandKind, WorkerState
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
 from app.extensions import db
 from app.services.audit import insert_event
-from app.services.engine import heartbeats, recovery, wakeups, worker_commands
+from app.services.engine import heartbeats, lease_watchdog, recovery, wakeups, worker_commands
 from app.services.engine.dead_letters import dead_letter
 from app.services.errors import NotFound
 from app.store import ClaimedExecution, ExpiredLease, Finished, Outcome, Store, store_for
@@ -128,6 +130,16 @@ class Worker:
         self.store: Store = store_for(db.engine)
         cfg = app.config
         self._lease = (cfg["LEASE_SECONDS"], cfg["LEASE_BUFFER_SECONDS"])
+        # Leases are renewed with the heartbeat, at least five times per lease; a worker that
+        # cannot renew stops its tasks before they lapse (app/services/engine/lease_watchdog.py).
+        self._renew_every = lease_watchdog.renew_every(cfg["LEASE_SECONDS"], HEARTBEAT_EVERY.total_seconds())
+        self._last_renewal = time.monotonic()
+        self._now_read_at = time.monotonic()  # when the turn's `now` was read (the leases' origin)
+        self.watchdog = lease_watchdog.LeaseWatchdog(
+            margin=lease_watchdog.margin_for(cfg["LEASE_SECONDS"], self.executor.kill_grace_seconds),
+            pid_of=lambda execution_id: self.executor.pid_of(execution_id),
+            fallback=self._stop_every_task,
+        )
         self._context_base = {"artifact_dir": cfg["ARTIFACT_DIR"], "marker_dir": cfg["MARKER_DIR"]}
         # Given only to tasks registered with needs_database=True (app/tasks/registry.py).
         self._database_url = db.engine.url.render_as_string(hide_password=False)
@@ -150,6 +162,7 @@ class Worker:
 
     def start(self) -> None:
         self.executor.start()
+        self.watchdog.start()
 
     def request_stop(self) -> None:
         """Stop claiming; running tasks are allowed to finish (see `shutdown`)."""
@@ -167,6 +180,7 @@ class Worker:
         self._should_stop = should_stop
         if started_here:
             self.start()
+        self.watchdog.start()
         listener = wakeups.Listener.open(self.engine, LISTEN_TO) if not burst else wakeups.Listener(None)
         failures = 0
         last_line, last_echo = self.stats.line(), time.monotonic()
@@ -236,6 +250,7 @@ class Worker:
             self.executor.stop(0)
         except Exception:
             log.exception("executor did not stop cleanly")
+        self.watchdog.stop()
         if leftovers:
             how = "was stopped by an operator" if self._stop_now else "stopped"
             try:
@@ -264,6 +279,7 @@ class Worker:
         """
         self._housekeeping(self.clock())
         self._obey(self.control.check(self.clock(), running=bool(self.running)))
+        self._now_read_at = time.monotonic()
         now = self.clock()  # read after housekeeping so started_at and the lease are not early
         results = [r for r in [*self._unrecorded, *self.executor.poll(0)] if r.execution_id in self.running]
         self._unrecorded = []
@@ -275,6 +291,8 @@ class Worker:
         timeout = self.poll_seconds if wait is None else wait
         if wait == 0.0 and self.running:
             timeout = 0.05  # burst: wait briefly for a result rather than spin
+        if self.running:  # wake in time to renew the leases
+            timeout = min(timeout, max(0.0, self._last_renewal + self._renew_every - time.monotonic()))
         self._wait(timeout, listener)
         self._flush_cache()
         return started + finished
@@ -353,6 +371,7 @@ class Worker:
         for item, result in zip(finished, results):
             run = self.running.pop(result.execution_id)
             self._cancelling.pop(result.execution_id, None)
+            self.watchdog.release(result.execution_id)
             if item.execution_id not in turn.recorded:
                 self._lost(item.execution_id, "complete")
             self._dirty_jobs.add(run.job_id)
@@ -381,6 +400,7 @@ class Worker:
         return started, len(results)
 
     def _submit(self, item: ClaimedExecution, attempt: int, now: datetime) -> None:
+        self.watchdog.hold(item.id, lease_expires_at=item.lease_expires_at, now=now, read_at=self._now_read_at)
         self.running[item.id] = Running(
             item.id,
             item.job_id,
@@ -463,11 +483,14 @@ class Worker:
 
     def _finished(self, result: TaskResult, now: datetime) -> Finished:
         run = self.running[result.execution_id]
+        error = result.error
+        if result.execution_id in self.watchdog.stopped:
+            error = f"stopped by the lease watchdog: its lease could not be renewed in time ({error})"
         outcome = Outcome(
             status=AttemptStatus(result.status),
             exit_code=result.exit_code,
             output=result.output,
-            error=result.error,
+            error=error,
             pid=result.pid,
         )
         retry_at = None
@@ -556,6 +579,8 @@ class Worker:
                 self.store.expire_lease(conn, run.execution_id, worker_id=self.id, now=now)
                 recovery.settle_abandoned(conn, row, now=now, reason=reason)
                 self._dirty_jobs.add(run.job_id)
+        for run in runs:
+            self.watchdog.release(run.execution_id)
         self.running.clear()
         self._cancelling.clear()
 
@@ -570,7 +595,8 @@ class Worker:
     # --- housekeeping -----------------------------------------------------------------------
 
     def _housekeeping(self, now: datetime) -> None:
-        if self._last_heartbeat is None or now - self._last_heartbeat >= HEARTBEAT_EVERY:
+        renew = bool(self.running) and time.monotonic() - self._last_renewal >= self._renew_every
+        if renew or self._last_heartbeat is None or now - self._last_heartbeat >= HEARTBEAT_EVERY:
             self._last_heartbeat = now
             self._beat(now, WorkerState.DRAINING if self._draining else WorkerState.RUNNING)
         if not self.running and (self._last_recovery is None or now - self._last_recovery >= RECOVERY_EVERY):
@@ -581,9 +607,16 @@ class Worker:
             self._dirty_jobs |= report.job_ids or set()
 
     def _beat(self, now: datetime, state: WorkerState) -> None:
-        """Write the heartbeat: what the worker registry (app/services/read/workers.py) shows."""
+        """Write the heartbeat (what the worker registry, app/services/read/workers.py, shows) and
+        renew the leases of the running executions in the same transaction."""
         runs = [self.running[i] for i in sorted(self.running)[:REGISTRY_EXECUTIONS]]
+        holding = sorted(self.running)
+        read_at = time.monotonic()
+        renew_now = self.clock()
         with write_transaction(self.engine) as conn:
+            renewed = self.store.renew_leases(
+                conn, holding, worker_id=self.id, now=renew_now, lease_seconds=self._lease[0]
+            )
             heartbeats.beat(
                 conn,
                 process_id=self.id,
@@ -610,6 +643,29 @@ class Worker:
                     "failed": self.stats.failed + self.stats.timed_out,
                 },
             )
+        self._last_renewal = read_at
+        self.watchdog.renewed(renewed, now=renew_now, read_at=read_at)
+        for execution_id in holding:
+            if execution_id not in renewed and execution_id in self.running:
+                self._lease_lost(execution_id)
+
+    def _lease_lost(self, execution_id: int) -> None:
+        """The row is no longer this worker's (recovered, cancelled or deleted while the worker was
+        slow or cut off): another copy may be starting, so this one stops now."""
+        log.error(
+            "lease lost; stopping the task",
+            extra={"event": "lease_lost", "execution_id": execution_id, "worker_id": self.id},
+        )
+        self.watchdog.stopped.setdefault(execution_id, time.monotonic())
+        if execution_id in self.executor.running():
+            self.executor.kill(execution_id, reason="killed")
+
+    def _stop_every_task(self) -> None:
+        """The lease watchdog's fallback (a task whose fork is not reported yet): SIGTERM makes the
+        fork server kill every task's process group and exit; the worker restarts it."""
+        pid = self.executor.zygote_pid
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
 
     def _flush_cache(self) -> None:
         if not self._dirty_jobs:
