@@ -38,6 +38,21 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> i
     return value
 
 
+def _int_from(env: Mapping[str, str], name: str, default: int) -> int:
+    """A result TTL setting: -1 (forever) or more."""
+    return _int(env, name, default, -1) if env.get(name) not in (None, "") else default
+
+
+def _optional_int(env: Mapping[str, str], name: str, default: int | None, minimum: int) -> int | None:
+    """An integer setting that may also be `none` (no limit): unset keeps `default`."""
+    raw = env.get(name)
+    if raw is not None and raw.strip().lower() == "none":
+        return None
+    if raw is None or raw == "":
+        return default
+    return _int(env, name, 0, minimum)
+
+
 def normalise_database_url(url: str) -> str:
     """Accept postgres:// and postgresql:// as given and point them at psycopg 3."""
     for prefix in ("postgres://", "postgresql://"):
@@ -79,6 +94,18 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "PRIORITY_AGING_SECONDS": _int(env, "PRIORITY_AGING_SECONDS", 300, 0),
         "HEARTBEAT_PRUNE_SECONDS": _int(env, "HEARTBEAT_PRUNE_SECONDS", 86400, 60),
         "HEARTBEAT_STALE_SECONDS": _int(env, "HEARTBEAT_STALE_SECONDS", 60, 5),
+        # Alerts (docs/insight.md): a queue_backlog alert when a queue's oldest due run waited this
+        # long (0: off); how often the scheduler evaluates alerts; webhook/email delivery.
+        "ALERT_QUEUE_BACKLOG_SECONDS": _int(env, "ALERT_QUEUE_BACKLOG_SECONDS", 900, 0),
+        "ALERT_EVALUATE_SECONDS": _int(env, "ALERT_EVALUATE_SECONDS", 10, 1),
+        "ALERT_DELIVERY_MAX_ATTEMPTS": _int(env, "ALERT_DELIVERY_MAX_ATTEMPTS", 8, 1),
+        "ALERT_DELIVERY_BACKOFF_SECONDS": _int(env, "ALERT_DELIVERY_BACKOFF_SECONDS", 10, 0),
+        "ALERT_DELIVERY_TIMEOUT_SECONDS": _int(env, "ALERT_DELIVERY_TIMEOUT_SECONDS", 10, 1),
+        "SMTP_HOST": env.get("SMTP_HOST") or "localhost",
+        "SMTP_PORT": _int(env, "SMTP_PORT", 25, 1),
+        "SMTP_FROM": env.get("SMTP_FROM") or "cronwell@localhost",
+        # Audit events older than this are deleted by the retention pass (0: kept forever).
+        "AUDIT_RETENTION_DAYS": _int(env, "AUDIT_RETENTION_DAYS", 365, 0),
         "READYZ_REQUIRE_HEARTBEATS": _bool(env.get("READYZ_REQUIRE_HEARTBEATS"), False),
         "READYZ_REQUIRE_WORKER_HEARTBEAT": _bool(env.get("READYZ_REQUIRE_WORKER_HEARTBEAT"), False),
         "DEV_ADMIN_USERNAME": env.get("DEV_ADMIN_USERNAME", "admin"),
@@ -92,12 +119,28 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "WORKER_POLL_SECONDS": _int(env, "WORKER_POLL_SECONDS", 1, 1),
         "LISTEN_NOTIFY": _bool(env.get("LISTEN_NOTIFY"), True),
         "WORKER_SHUTDOWN_GRACE_SECONDS": _int(env, "WORKER_SHUTDOWN_GRACE_SECONDS", 30, 0),
+        # Job defaults (a job's own value wins; app/definitions/job.py SETTING_DEFAULTS). `none`: no
+        # timeout / no queued TTL; -1: keep results forever.
+        "DEFAULT_JOB_TIMEOUT_SECONDS": _optional_int(env, "DEFAULT_JOB_TIMEOUT_SECONDS", 30, 1),
+        "DEFAULT_SUCCESS_TTL_SECONDS": _int_from(env, "DEFAULT_SUCCESS_TTL_SECONDS", -1),
+        "DEFAULT_FAILURE_TTL_SECONDS": _int_from(env, "DEFAULT_FAILURE_TTL_SECONDS", -1),
+        "DEFAULT_QUEUED_TTL_SECONDS": _optional_int(env, "DEFAULT_QUEUED_TTL_SECONDS", None, 1),
+        # Rows per page of the executions list (web).
+        "EXECUTIONS_PER_PAGE": _int(env, "EXECUTIONS_PER_PAGE", 50, 1),
+        # Hard timeout of a callback execution (on_success / on_failure / a batch's on_complete).
+        "CALLBACK_TIMEOUT_SECONDS": _int(env, "CALLBACK_TIMEOUT_SECONDS", 60, 1),
         "WTF_CSRF_TIME_LIMIT": None,
         # Observability and deployment (docs/deployment.md). GUNICORN_WORKERS is read here too so
         # `flask check-deploy` can tell when rate limiting would be per process.
         "METRICS_ENABLED": _bool(env.get("METRICS_ENABLED"), False),
         "METRICS_TOKEN": env.get("METRICS_TOKEN") or None,
         "GUNICORN_WORKERS": _int(env, "GUNICORN_WORKERS", 2, 1),
+        # REST API (docs/api.md): token lifetimes, open sign-up, rate limits (Flask-Limiter syntax).
+        "JWT_ACCESS_TOKEN_MINUTES": _int(env, "JWT_ACCESS_TOKEN_MINUTES", 15, 1),
+        "JWT_REFRESH_TOKEN_DAYS": _int(env, "JWT_REFRESH_TOKEN_DAYS", 7, 1),
+        "REGISTRATION_OPEN": _bool(env.get("REGISTRATION_OPEN"), False),
+        "API_AUTH_RATE_LIMIT": env.get("API_AUTH_RATE_LIMIT") or "10 per minute",
+        "API_TOKEN_RATE_LIMIT": env.get("API_TOKEN_RATE_LIMIT") or "600 per minute",
     }
 
 

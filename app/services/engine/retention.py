@@ -16,18 +16,26 @@ from sqlalchemy.pool import NullPool
 
 from app.database import configure_engine, write_transaction
 from app.services.audit import insert_event
+from app.services.audit_log import prune_audit
 from app.store import store_for
 
 BATCH = 2000
 
 
-def prune(conn: Connection, *, now: datetime, dry_run: bool = False, actor: str = "system") -> dict:
-    """Prune one batch-set of history on `conn`; returns counts per job and in total."""
+def prune(
+    conn: Connection, *, now: datetime, dry_run: bool = False, actor: str = "system", audit_retention_days: int = 0
+) -> dict:
+    """Prune one batch-set of history on `conn`; returns counts per job and in total. Audit events
+    older than `audit_retention_days` go too (0: kept)."""
     store = store_for(conn)
     doomed = store.prunable_history(conn, now=now, limit=BATCH * 50)
     by_job: dict[int, int] = {}
     for job_id in doomed.values():
         by_job[job_id] = by_job.get(job_id, 0) + 1
+    if not dry_run:
+        from app.models.api import prune_expired_credentials  # lazily: forked tasks call prune too
+
+        prune_expired_credentials(conn, now=now)  # revoked JWTs and idempotency keys past their expiry
     if not dry_run and doomed:
         store.delete_executions(conn, list(doomed), chunk=BATCH)
         # The ledger (`flask verify`) reads this to know which jobs' history is incomplete.
@@ -39,20 +47,27 @@ def prune(conn: Connection, *, now: datetime, dry_run: bool = False, actor: str 
             deleted=len(doomed),
             by_job={str(k): v for k, v in sorted(by_job.items())},
         )
+    if not dry_run:
+        prune_audit(conn, now=now, retention_days=audit_retention_days)  # writes its own `audit_pruned` event
     return {"deleted": len(doomed), "dry_run": dry_run, "by_job": {str(k): v for k, v in sorted(by_job.items())}}
 
 
-def prune_engine(engine: Engine, *, now: datetime, dry_run: bool = False, actor: str = "system") -> dict:
+def prune_engine(
+    engine: Engine, *, now: datetime, dry_run: bool = False, actor: str = "system", audit_retention_days: int = 0
+) -> dict:
     with write_transaction(engine) as conn:
-        return prune(conn, now=now, dry_run=dry_run, actor=actor)
+        return prune(conn, now=now, dry_run=dry_run, actor=actor, audit_retention_days=audit_retention_days)
 
 
 def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system") -> dict:
     """Apply every job's retention settings (`flask prune-history`, the scheduler's periodic run)."""
+    from flask import current_app
+
     from app import cache
     from app.extensions import db
 
-    result = prune_engine(db.engine, now=now, dry_run=dry_run, actor=actor)
+    audit_days = current_app.config.get("AUDIT_RETENTION_DAYS", 365)
+    result = prune_engine(db.engine, now=now, dry_run=dry_run, actor=actor, audit_retention_days=audit_days)
     if result["deleted"] and not dry_run:
         keys = [cache.SUMMARY, cache.QUEUE_DEPTH]
         for job_id in result["by_job"]:

@@ -1,4 +1,7 @@
-"""Alerts and dead letters: raising them (engine) and resolving them (operators)."""
+"""Alerts and dead letters: raising them (engine) and resolving them (operators).
+
+Lists and resolves take the `caller` (None: the system): an alert is the caller's when its job is;
+another organization's alert is a NotFound like a missing one; resolving needs `Action.OPERATE`."""
 
 from __future__ import annotations
 
@@ -8,40 +11,67 @@ from datetime import datetime
 from sqlalchemy import delete, select, update
 
 from app.database import begin_write
+from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Alert, DeadLetter
+from app.services import audit_log, scoping
 from app.services.audit import record_event
+from app.services.caller import Caller
 from app.services.errors import NotFound, ValidationFailed
 
 log = logging.getLogger("cronwell.alerts")
 
 
-def list_alerts(*, include_resolved: bool = False, limit: int = 200) -> list[Alert]:
-    query = select(Alert).order_by(Alert.id.desc()).limit(limit)
+def list_alerts(*, include_resolved: bool = False, limit: int = 200, caller: Caller | None = None) -> list[Alert]:
+    query = scoping.alerts(select(Alert), caller).order_by(Alert.id.desc()).limit(limit)
     if not include_resolved:
         query = query.where(Alert.resolved_at.is_(None))
     return list(db.session.scalars(query))
 
 
-def list_dead_letters(*, limit: int = 200) -> list[DeadLetter]:
-    return list(db.session.scalars(select(DeadLetter).order_by(DeadLetter.id.desc()).limit(limit)))
+def list_dead_letters(*, limit: int = 200, caller: Caller | None = None) -> list[DeadLetter]:
+    query = select(DeadLetter).order_by(DeadLetter.id.desc()).limit(limit)
+    jobs = scoping.job_ids(caller)
+    if jobs is not None:
+        query = query.where(DeadLetter.job_id.in_(jobs))
+    return list(db.session.scalars(query))
 
 
-def resolve_alerts(alert_ids: list[int], *, now: datetime, actor: str) -> int:
-    """Resolve the given open alerts; returns how many changed. Unknown ids are an error."""
+def resolve_alerts(alert_ids: list[int], *, now: datetime, actor: str, caller: Caller | None = None) -> int:
+    """Resolve the given open alerts; returns how many changed. Unknown ids (and ids of alerts the
+    caller may not see) are an error, and then nothing is resolved."""
+    if caller is not None:
+        caller.require(Action.OPERATE)
     if not alert_ids:
         raise ValidationFailed({"alert_ids": "select at least one alert"})
     begin_write(db.session)
-    found = set(db.session.scalars(select(Alert.id).where(Alert.id.in_(alert_ids))))
+    found = set(db.session.scalars(scoping.alerts(select(Alert.id).where(Alert.id.in_(alert_ids)), caller)))
     missing = sorted(set(alert_ids) - found)
     if missing:
         raise NotFound(f"alert {', '.join(map(str, missing))} does not exist")
+    opening = list(
+        db.session.execute(
+            select(Alert.id, Alert.kind, Alert.job_id).where(Alert.id.in_(alert_ids), Alert.resolved_at.is_(None))
+        )
+    )
     result = db.session.execute(
         update(Alert)
         .where(Alert.id.in_(alert_ids), Alert.resolved_at.is_(None))
         .values(resolved_at=now, resolved_by=actor)
     )
     record_event("alerts_resolved", now=now, actor=actor, alert_ids=sorted(alert_ids), changed=result.rowcount)
+    for alert_id, kind, job_id in sorted(opening):
+        audit_log.record_change(
+            actor,
+            "resolved",
+            "alert",
+            alert_id,
+            {"resolved_at": None, "resolved_by": None},
+            {"resolved_at": now, "resolved_by": actor},
+            now=now,
+            label=kind,
+            job_id=job_id,
+        )
     db.session.commit()
     return result.rowcount
 

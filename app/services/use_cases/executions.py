@@ -1,4 +1,8 @@
-"""Execution operations for operators: list, inspect, retry, cancel (queued or running)."""
+"""Execution operations for operators: list, inspect, retry, cancel (queued or running).
+
+Each function takes the `caller` (None: the system): an execution is the caller's when its job is
+(`app.services.scoping`); another organization's is a NotFound like a missing one, and retry and
+cancel need `Action.OPERATE`."""
 
 from __future__ import annotations
 
@@ -10,17 +14,20 @@ from sqlalchemy.orm import defer, selectinload
 from app import cache
 from app.clock import iso_z
 from app.database import begin_write
+from app.domain.permissions import Action
 from app.domain.states import CANCELLABLE, RETRYABLE, RUNNING_CANCELLABLE, ExecutionStatus, values
 from app.extensions import db
 from app.models import Execution, Job
+from app.services import audit_log, scoping
 from app.services.audit import record_event
-from app.services.engine import wakeups
+from app.services.caller import Caller
+from app.services.engine import callbacks, wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.store import store_for
 
 
-def get_execution(execution_id: int, *, with_attempts: bool = False) -> Execution:
-    query = select(Execution).where(Execution.id == execution_id)
+def get_execution(execution_id: int, *, with_attempts: bool = False, caller: Caller | None = None) -> Execution:
+    query = scoping.executions(select(Execution).where(Execution.id == execution_id), caller)
     if with_attempts:
         query = query.options(selectinload(Execution.attempt_rows))
     execution = db.session.scalar(query)
@@ -29,7 +36,9 @@ def get_execution(execution_id: int, *, with_attempts: bool = False) -> Executio
     return execution
 
 
-def list_query(*, status: str | None = None, job_id: int | None = None, queue_id: int | None = None):
+def list_query(
+    *, status: str | None = None, job_id: int | None = None, queue_id: int | None = None, caller: Caller | None = None
+):
     """The executions query, newest first, for lists and pagination."""
     if status is not None and status not in values(ExecutionStatus):
         raise ValidationFailed({"status": f"must be one of {', '.join(values(ExecutionStatus))}, got {status!r}"})
@@ -41,19 +50,23 @@ def list_query(*, status: str | None = None, job_id: int | None = None, queue_id
         query = query.where(Execution.job_id == job_id)
     if queue_id is not None:
         query = query.where(Execution.queue_id == queue_id)
-    return query
+    return scoping.executions(query, caller)
 
 
-def list_executions(*, status: str | None = None, job_id: int | None = None, limit: int = 50) -> list[Execution]:
-    if job_id is not None and db.session.get(Job, job_id) is None:
+def list_executions(
+    *, status: str | None = None, job_id: int | None = None, limit: int = 50, caller: Caller | None = None
+) -> list[Execution]:
+    if job_id is not None and db.session.scalar(scoping.jobs(select(Job.id).where(Job.id == job_id), caller)) is None:
         raise NotFound(f"job {job_id} does not exist")
-    return list(db.session.scalars(list_query(status=status, job_id=job_id).limit(limit)))
+    return list(db.session.scalars(list_query(status=status, job_id=job_id, caller=caller).limit(limit)))
 
 
-def retry_execution(execution_id: int, *, now: datetime, actor: str) -> Execution:
+def retry_execution(execution_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> Execution:
     """Run a finished execution again as a new execution (history of the old one is kept)."""
+    if caller is not None:
+        caller.require(Action.OPERATE)
     begin_write(db.session)
-    original = get_execution(execution_id)
+    original = get_execution(execution_id, caller=caller)
     if ExecutionStatus(original.status) not in RETRYABLE:
         raise Conflict(
             f"execution {execution_id} is {original.status}; only failed, timed_out, dead_lettered "
@@ -65,6 +78,15 @@ def retry_execution(execution_id: int, *, now: datetime, actor: str) -> Executio
     conn = db.session.connection()
     new_id = store_for(conn).insert_manual(conn, job, now=now, trigger="retry", retry_of_id=original.id)
     record_event("execution_retried", now=now, actor=actor, job_id=job.id, execution_id=new_id, retry_of=original.id)
+    audit_log.record_change(
+        actor,
+        "retried",
+        "execution",
+        original.id,
+        now=now,
+        extra={"retry_execution_id": new_id},
+        **_about(original),
+    )
     cache.invalidate_on_commit(db.session, cache.keys_for_job_change(job.id))
     wakeups.notify_on_commit(db.session, work=True)
     db.session.commit()
@@ -74,16 +96,20 @@ def retry_execution(execution_id: int, *, now: datetime, actor: str) -> Executio
 REASON_MAX_CHARS = 500
 
 
-def cancel_execution(execution_id: int, *, now: datetime, actor: str, reason: str | None = None) -> Execution:
+def cancel_execution(
+    execution_id: int, *, now: datetime, actor: str, reason: str | None = None, caller: Caller | None = None
+) -> Execution:
     """Cancel an execution. A queued one (pending, retry_scheduled, legacy claimed) is cancelled
     at once. A running one is asked to stop: its worker sees the request within about a second
     (NOTIFY, or its poll), kills the task's process group (SIGTERM, then SIGKILL after the grace)
     and records it `cancelled`, never retried; returned still running, with the request stamped."""
+    if caller is not None:
+        caller.require(Action.OPERATE)
     reason = (reason or "").strip() or None
     if reason is not None and (len(reason) > REASON_MAX_CHARS or "\x00" in reason):
         raise ValidationFailed({"reason": f"must be at most {REASON_MAX_CHARS} characters, without NUL characters"})
     begin_write(db.session)
-    execution = get_execution(execution_id)
+    execution = get_execution(execution_id, caller=caller)
     status = ExecutionStatus(execution.status)
     if status not in CANCELLABLE:
         raise Conflict(
@@ -102,6 +128,17 @@ def cancel_execution(execution_id: int, *, now: datetime, actor: str, reason: st
         worker_id = store.request_cancel(conn, execution_id, now=now, requested_by=actor, reason=why)
         if worker_id is None:
             raise Conflict(f"execution {execution_id} changed state meanwhile; nothing was cancelled")
+        audit_log.record_change(
+            actor,
+            "cancel_requested",
+            "execution",
+            execution_id,
+            {"cancel_requested_by": None},
+            {"cancel_requested_by": actor},
+            now=now,
+            extra={"reason": reason, "worker_id": worker_id},
+            **_about(execution),
+        )
         record_event(
             "execution_cancel_requested",
             now=now,
@@ -115,6 +152,19 @@ def cancel_execution(execution_id: int, *, now: datetime, actor: str, reason: st
     else:
         if not store.cancel_execution(conn, execution_id, now=now, reason=why):
             raise Conflict(f"execution {execution_id} changed state meanwhile; nothing was cancelled")
+        if execution.batch_id is not None:
+            callbacks.after_final(conn, [execution_id], now=now)  # it may have been its batch's last item
+        audit_log.record_change(
+            actor,
+            "cancelled",
+            "execution",
+            execution_id,
+            {"status": status.value},
+            {"status": ExecutionStatus.CANCELLED.value},
+            now=now,
+            extra={"reason": reason},
+            **_about(execution),
+        )
         record_event(
             "execution_cancelled",
             now=now,
@@ -127,3 +177,9 @@ def cancel_execution(execution_id: int, *, now: datetime, actor: str, reason: st
     db.session.commit()
     db.session.expire_all()
     return get_execution(execution_id)
+
+
+def _about(execution: Execution) -> dict:
+    """`record_change` keywords for an execution: its job's name and id, and its project."""
+    about = audit_log.about_job(execution.job) if execution.job is not None else {"job_id": execution.job_id}
+    return {**about, "label": f"{about.get('label') or 'job ' + str(execution.job_id)} #{execution.id}"}

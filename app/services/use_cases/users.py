@@ -14,6 +14,7 @@ from app.database import begin_write
 from app.domain.states import Role
 from app.extensions import db
 from app.models import Membership, User
+from app.services import audit_log
 from app.services.audit import record_event
 from app.services.errors import Conflict, ValidationFailed
 from app.services.use_cases.tenancy import default_organization
@@ -74,6 +75,17 @@ def ensure_dev_user(*, username: str, password: str | None, debug: bool, now: da
         role=Role.ADMIN.value,
         organization=org.name,
         superuser=True,
+    )
+    audit_log.record_change(
+        actor,
+        "created",
+        "user",
+        user.id,
+        None,
+        {"username": username, "role": Role.ADMIN.value, "superuser": True, "active": True},
+        now=now,
+        label=username,
+        organization_id=org.id,
     )
     db.session.commit()
     return EnsureUserResult(user, True, warnings)

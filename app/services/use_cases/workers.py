@@ -12,6 +12,7 @@ from datetime import datetime
 from app.database import begin_write
 from app.domain.states import WorkerCommandKind, WorkerState
 from app.extensions import db
+from app.services import audit_log
 from app.services.audit import record_event
 from app.services.engine import wakeups, worker_commands
 from app.services.errors import Conflict
@@ -47,6 +48,17 @@ def stop_worker(worker_id: str, *, now: datetime, actor: str, at_once: bool = Fa
         worker_id=worker_id,
         command_id=command_id,
         busy=worker.busy,
+    )
+    audit_log.record_change(
+        actor,
+        "stop_requested" if at_once else "drain_requested",
+        "worker",
+        worker_id,
+        {"state": worker.state.value},
+        {"state": "stopping" if at_once else WorkerState.DRAINING.value},
+        now=now,
+        label=worker_id,
+        extra={"command_id": command_id},
     )
     wakeups.notify(conn, wakeups.CONTROL_CHANNEL, worker_id)
     db.session.commit()
