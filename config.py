@@ -89,6 +89,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "LOGIN_RATE_LIMIT_WINDOW_SECONDS": _int(env, "LOGIN_RATE_LIMIT_WINDOW_SECONDS", 300, 1),
         "LEASE_SECONDS": _int(env, "LEASE_SECONDS", 120, 1),
         "LEASE_BUFFER_SECONDS": _int(env, "LEASE_BUFFER_SECONDS", 30, 0),
+        # A worker that cannot renew its leases stops its tasks before they lapse (docs/reliability.md).
+        "LEASE_WATCHDOG": _bool(env.get("LEASE_WATCHDOG"), True),
         "MISFIRE_CATCH_UP_CAP": _int(env, "MISFIRE_CATCH_UP_CAP", 50, 1),
         # Work that waited this long for a worker jumps to the top priority (0: never).
         "PRIORITY_AGING_SECONDS": _int(env, "PRIORITY_AGING_SECONDS", 300, 0),

@@ -31,7 +31,7 @@ from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.scheduling import Schedule, parse_schedule
 from app.services.audit import insert_event
-from app.services.engine import callbacks, heartbeats, recovery, retention, wakeups
+from app.services.engine import alerting, callbacks, heartbeats, recovery, retention, wakeups
 from app.store import occurrence_row, store_for
 
 log = logging.getLogger("cronwell.scheduler")
@@ -97,6 +97,7 @@ class Scheduler:
         self._last_housekeeping: datetime | None = None
         self._last_retention: datetime | None = None
         self._last_aging: datetime | None = None
+        self._last_alerting: datetime | None = None
 
     @property
     def engine(self):
@@ -345,9 +346,26 @@ class Scheduler:
                 # Batches whose last item ended where no recorder completes them (the job was
                 # disabled, an item expired): completed here, with their on-complete callback.
                 report.job_ids |= callbacks.settle_batches(conn, now=now).job_ids
+        every = timedelta(seconds=self.app.config.get("ALERT_EVALUATE_SECONDS", 10))
+        if self._last_alerting is None or not timedelta(0) <= now - self._last_alerting < every:
+            self._last_alerting = now
+            self.evaluate_alerts(now)
         if self._last_retention is None or now - self._last_retention >= timedelta(hours=1):
             self._last_retention = now
             report.pruned = retention.prune_history(now=now)["deleted"]
+
+    def evaluate_alerts(self, now: datetime) -> alerting.AlertReport | None:
+        """The alert pass (overdue, consecutive failures, auto-pause, backlog, lost workers); a
+        failure is logged, never allowed to stop scheduling."""
+        try:
+            with write_transaction(self.engine) as conn:
+                report = alerting.evaluate_alerts(conn, now=now, settings=self.app.config)
+        except Exception as exc:  # noqa: BLE001 - alerting must not take the scheduler down
+            log.error("alert pass failed", extra={"event": "alert_pass_failed", "error": str(exc)[:300]})
+            return None
+        if report.paused:
+            cache.get_cache().delete(cache.keys_for_jobs(set(report.paused)))
+        return report
 
     # --- the loop ---------------------------------------------------------------------------
 

@@ -1,0 +1,293 @@
+"""The alert pass: dead-man's switch, consecutive failures, auto-pause, queue backlog, lost workers.
+
+`evaluate_alerts(conn, now=..., settings=...)` is one pass (the scheduler runs it every
+ALERT_EVALUATE_SECONDS; tests call it with their own `now`). Each alert kind has a dedup key
+("overdue:job:3"); the partial unique index `uq_alerts_open_dedup_key` allows one open alert
+per key, so a condition that persists raises one alert, and the pass resolves it (resolved_by
+`system`) once the condition clears. Delivery to channels is not done here: the delivery loop
+(app/services/engine/deliveries.py) picks up new alerts from the table.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, func, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from app.domain.states import CLAIMABLE, ExecutionStatus
+from app.models import Alert, Event, Execution, Heartbeat, Job, Queue
+from app.services.audit import insert_event
+from app.services.engine.heartbeats import not_stopped
+from app.store import store_for
+
+log = logging.getLogger("cronwell.alerts")
+
+alerts_t, jobs_t, executions_t = Alert.__table__, Job.__table__, Execution.__table__
+FAILED = ("failed", "timed_out", "dead_lettered")
+FINISHED = ("succeeded", *FAILED)
+SYSTEM = "system"
+
+
+@dataclass
+class AlertReport:
+    raised: list[str] = field(default_factory=list)  # dedup keys of alerts opened this pass
+    resolved: list[str] = field(default_factory=list)
+    paused: list[int] = field(default_factory=list)  # jobs auto-paused this pass
+
+
+def open_alert(
+    conn: Connection,
+    *,
+    key: str,
+    kind: str,
+    message: str,
+    now: datetime,
+    job_id: int | None = None,
+    queue_id: int | None = None,
+    alert_mode: str = "web",
+) -> bool:
+    """Open an alert unless one is open under `key`; always logs the ALERT line when it opens.
+    Returns whether a new alert was opened (log_only jobs: whether it would have been)."""
+    if alert_mode == "web":
+        exists = conn.execute(
+            select(alerts_t.c.id).where(alerts_t.c.dedup_key == key, alerts_t.c.resolved_at.is_(None))
+        ).first()
+        if exists:
+            return False
+        try:
+            with conn.begin_nested():  # another scheduler may open the same key at the same time
+                conn.execute(
+                    alerts_t.insert().values(
+                        job_id=job_id,
+                        queue_id=queue_id,
+                        kind=kind,
+                        message=message[:2000],
+                        created_at=now,
+                        dedup_key=key,
+                    )
+                )
+        except IntegrityError:
+            return False
+    log.error("ALERT " + message[:500], extra={"event": "ALERT", "alert_kind": kind, "job_id": job_id, "key": key})
+    return True
+
+
+def resolve_alert(conn: Connection, *, key: str, now: datetime) -> bool:
+    """Resolve the open alert under `key` (if any) as the system."""
+    done = conn.execute(
+        update(alerts_t)
+        .where(alerts_t.c.dedup_key == key, alerts_t.c.resolved_at.is_(None))
+        .values(resolved_at=now, resolved_by=SYSTEM)
+    ).rowcount
+    return bool(done)
+
+
+def evaluate_alerts(conn: Connection, *, now: datetime, settings: dict) -> AlertReport:
+    """One pass over every alert kind the engine watches."""
+    report = AlertReport()
+    _job_alerts(conn, now, report)
+    _queue_backlog(conn, now, settings.get("ALERT_QUEUE_BACKLOG_SECONDS", 900), report)
+    _workers_lost(conn, now, settings.get("HEARTBEAT_STALE_SECONDS", 60), report)
+    return report
+
+
+def _toggle(conn, report: AlertReport, *, condition: bool, key: str, now: datetime, **alert) -> None:
+    if condition:
+        if open_alert(conn, key=key, now=now, **alert):
+            report.raised.append(key)
+    elif resolve_alert(conn, key=key, now=now):
+        report.resolved.append(key)
+
+
+def _last_enabled_at(conn: Connection, job_id: int) -> datetime | None:
+    events = Event.__table__
+    return conn.execute(
+        select(func.max(events.c.created_at)).where(events.c.job_id == job_id, events.c.type == "job_enabled")
+    ).scalar()
+
+
+def consecutive_failures(conn: Connection, job_id: int, *, limit: int, since: datetime | None) -> int:
+    """How many of the job's latest finished runs failed in a row (at most `limit`), counting
+    only runs that finished after `since` (the last time the job was enabled)."""
+    query = (
+        select(executions_t.c.status)
+        .where(executions_t.c.job_id == job_id, executions_t.c.status.in_(FINISHED))
+        .order_by(executions_t.c.finished_at.desc(), executions_t.c.id.desc())
+        .limit(limit)
+    )
+    if since is not None:
+        query = query.where(executions_t.c.finished_at > since)
+    count = 0
+    for status in conn.execute(query).scalars():
+        if status == ExecutionStatus.SUCCEEDED.value:
+            break
+        count += 1
+    return count
+
+
+def _job_alerts(conn: Connection, now: datetime, report: AlertReport) -> None:
+    watched = conn.execute(
+        select(jobs_t).where(
+            jobs_t.c.enabled,
+            (jobs_t.c.expect_success_within_seconds > 0)
+            | (jobs_t.c.alert_after_failures > 0)
+            | (jobs_t.c.pause_after_failures > 0),
+        )
+    ).fetchall()
+    for job in watched:
+        since = _last_enabled_at(conn, job.id)
+        common = {"job_id": job.id, "alert_mode": job.alert_mode, "now": now}
+        if job.expect_success_within_seconds:
+            last_success = conn.execute(
+                select(func.max(executions_t.c.finished_at)).where(
+                    executions_t.c.job_id == job.id, executions_t.c.status == ExecutionStatus.SUCCEEDED.value
+                )
+            ).scalar()
+            window = timedelta(seconds=job.expect_success_within_seconds)
+            reference = max(t for t in (last_success, job.created_at, since) if t is not None)
+            late = now - reference > window
+            what = f"last success {last_success:%Y-%m-%d %H:%M:%S} UTC" if last_success else "no success yet"
+            _toggle(
+                conn,
+                report,
+                condition=late,
+                key=f"overdue:job:{job.id}",
+                kind="overdue",
+                message=f"job {job.name!r} is overdue: no run succeeded in the last "
+                f"{job.expect_success_within_seconds}s ({what})",
+                **common,
+            )
+        threshold = max(job.alert_after_failures, job.pause_after_failures)
+        if not threshold:
+            continue
+        failures = consecutive_failures(conn, job.id, limit=threshold, since=since)
+        if job.alert_after_failures:
+            _toggle(
+                conn,
+                report,
+                condition=failures >= job.alert_after_failures,
+                key=f"consecutive_failures:job:{job.id}",
+                kind="consecutive_failures",
+                message=f"job {job.name!r}: its last {failures} runs failed",
+                **common,
+            )
+        if job.pause_after_failures and failures >= job.pause_after_failures:
+            _auto_pause(conn, job, failures, now, report)
+
+
+def _auto_pause(conn: Connection, job, failures: int, now: datetime, report: AlertReport) -> None:
+    """Disable the job like an operator would (queued runs cancelled), saying why."""
+    reason = f"auto-paused after {failures} consecutive failed runs (pause_after_failures={job.pause_after_failures})"
+    done = conn.execute(
+        update(jobs_t).where(jobs_t.c.id == job.id, jobs_t.c.enabled).values(enabled=False, disabled_reason=reason)
+    ).rowcount
+    if not done:
+        return
+    cancelled = store_for(conn).cancel_queued_for_job(conn, job.id, now=now, reason="job auto-paused")
+    insert_event(
+        conn,
+        "job_disabled",
+        now=now,
+        actor=SYSTEM,
+        job_id=job.id,
+        cancelled=len(cancelled),
+        reason=reason,
+        next_run_at=job.next_run_at.isoformat() if job.next_run_at else None,
+    )
+    report.paused.append(job.id)
+    key = f"auto_paused:job:{job.id}"
+    resolve_alert(conn, key=key, now=now)  # an older pause the operator never resolved
+    if open_alert(
+        conn,
+        key=key,
+        kind="auto_paused",
+        message=f"job {job.name!r} was disabled: {reason}",
+        now=now,
+        job_id=job.id,
+        alert_mode=job.alert_mode,
+    ):
+        report.raised.append(key)
+
+
+def _queue_backlog(conn: Connection, now: datetime, threshold_seconds: int, report: AlertReport) -> None:
+    if not threshold_seconds:
+        return
+    queues_t = Queue.__table__
+    oldest = dict(
+        conn.execute(
+            select(executions_t.c.queue_id, func.min(executions_t.c.available_at))
+            .where(
+                executions_t.c.status.in_([s.value for s in CLAIMABLE]),
+                executions_t.c.available_at <= now,
+                executions_t.c.queue_id.is_not(None),
+            )
+            .group_by(executions_t.c.queue_id)
+        ).all()
+    )
+    open_keys = set(
+        conn.execute(
+            select(alerts_t.c.dedup_key).where(alerts_t.c.kind == "queue_backlog", alerts_t.c.resolved_at.is_(None))
+        ).scalars()
+    )
+    for queue in conn.execute(select(queues_t.c.id, queues_t.c.name, queues_t.c.paused)).fetchall():
+        key = f"queue_backlog:queue:{queue.id}"
+        since = oldest.get(queue.id)
+        if since is not None and since.tzinfo is None:
+            since = since.replace(tzinfo=now.tzinfo)
+        waited = (now - since).total_seconds() if since is not None else 0
+        backlog = since is not None and not queue.paused and waited > threshold_seconds
+        if backlog or key in open_keys:
+            _toggle(
+                conn,
+                report,
+                condition=backlog,
+                key=key,
+                kind="queue_backlog",
+                message=f"queue {queue.name!r}: the oldest due run has waited {int(waited)}s "
+                f"(threshold {threshold_seconds}s)",
+                now=now,
+                queue_id=queue.id,
+            )
+
+
+def _workers_lost(conn: Connection, now: datetime, stale_seconds: int, report: AlertReport) -> None:
+    heartbeats_t = Heartbeat.__table__
+    stale_before = now - timedelta(seconds=stale_seconds)
+    running = ExecutionStatus.RUNNING.value
+    in_flight = dict(
+        conn.execute(
+            select(executions_t.c.claimed_by, func.count())
+            .where(executions_t.c.status == running, executions_t.c.claimed_by.is_not(None))
+            .group_by(executions_t.c.claimed_by)
+        ).all()
+    )
+    stale = {
+        row.id: row.last_seen
+        for row in conn.execute(
+            select(heartbeats_t.c.id, heartbeats_t.c.last_seen).where(
+                and_(heartbeats_t.c.kind == "worker", heartbeats_t.c.last_seen < stale_before, not_stopped())
+            )
+        )
+    }
+    open_keys = set(
+        conn.execute(
+            select(alerts_t.c.dedup_key).where(alerts_t.c.kind == "worker_lost", alerts_t.c.resolved_at.is_(None))
+        ).scalars()
+    )
+    for worker_id in set(stale) | {key.split(":", 1)[1] for key in open_keys if key}:
+        key = f"worker_lost:{worker_id}"
+        lost = worker_id in stale and in_flight.get(worker_id, 0) > 0
+        _toggle(
+            conn,
+            report,
+            condition=lost,
+            key=key[:200],
+            kind="worker_lost",
+            message=f"worker {worker_id} stopped heartbeating (last seen {stale.get(worker_id)}) with "
+            f"{in_flight.get(worker_id, 0)} run(s) in flight; lease recovery will retry them",
+            now=now,
+        )
