@@ -27,8 +27,8 @@ def cli_fields() -> list[tuple[str, fields.Field]]:
 
 
 def _param_type(field: fields.Field) -> click.ParamType | None:
-    if field.kind == "number":
-        return click.INT
+    if field.kind == "number" and not getattr(field, "optional", False):
+        return click.INT  # an optional number (`--timeout-seconds none`) is text the schema reads
     if field.kind == "choice":
         return click.Choice(field.choices)
     return None

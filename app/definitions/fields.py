@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from datetime import datetime
 from enum import Enum
 from typing import Any
 
@@ -167,6 +168,22 @@ class TaskName(fields.String):
             raise ValidationError(str(exc)) from None
 
 
+class OptionalTaskName(TaskName):
+    """A registered task's name, or nothing (blank or null: no task), e.g. a job's callbacks."""
+
+    kind = "text"
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_none=True, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs) -> str | None:
+        if not isinstance(value, str):
+            raise ValidationError("must be a registered task name")
+        if not value.strip():
+            return None
+        return super()._deserialize(value.strip(), attr, data, **kwargs)
+
+
 def _has_nul(value: Any) -> bool:
     """Whether a JSON value holds a NUL character anywhere."""
     if isinstance(value, str):
@@ -230,3 +247,76 @@ class Instant(fields.DateTime):
 
     def _serialize(self, value, attr, obj, **kwargs) -> str | None:
         return iso_z(value)
+
+
+# --- optional values (issue 14: run limits, TTLs, no-limit timeouts) ----------------------------
+
+# What an operator types for "no value": `--timeout-seconds none`, an empty form field.
+NONE_WORDS = frozenset({"", "none", "null"})
+
+
+class OptionalWholeNumber(WholeNumber):
+    """A whole number within [low, high], or none: blank, `none` or null loads as None (no limit)."""
+
+    optional = True
+
+    def __init__(self, low: int, high: int, **kwargs: Any) -> None:
+        super().__init__(low, high, allow_none=True, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs) -> int | None:
+        if isinstance(value, str) and value.strip().lower() in NONE_WORDS:
+            return None
+        return super()._deserialize(value, attr, data, **kwargs)
+
+    def _validate(self, value) -> None:
+        if value is not None:
+            super()._validate(value)
+
+
+class Fraction(fields.Float):
+    """A fraction between 0 and 1 (`0.25`), given as a number or as text."""
+
+    kind = "fraction"
+    default_error_messages = {"invalid": "must be a number between 0 and 1", "required": "is required"}
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(
+            validate=validate.Range(min=0, max=1, error="must be between {min} and {max}, got {input}"), **kwargs
+        )
+
+    def _deserialize(self, value, attr, data, **kwargs) -> float:
+        if isinstance(value, bool):
+            raise self.make_error("invalid")
+        try:
+            number = float(value.strip()) if isinstance(value, str) else float(value)
+        except (TypeError, ValueError):
+            raise ValidationError(f"must be a number between 0 and 1, got {value!r}") from None
+        if number != number:  # NaN
+            raise self.make_error("invalid")
+        return number
+
+
+class OptionalInstant(Instant):
+    """An instant given as ISO 8601 text (or a datetime), or none (blank, `none`, null). Text
+    without an offset comes back naive; the schema reads it in the job's timezone."""
+
+    optional = True
+    default_error_messages = {"invalid": "must be an ISO 8601 date and time, e.g. 2026-01-01T12:00:00Z"}
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_none=True, **kwargs)
+
+    def _deserialize(self, value, attr, data, **kwargs) -> datetime | None:
+        if isinstance(value, datetime):
+            return value
+        if not isinstance(value, str):
+            raise self.make_error("invalid")
+        text = value.strip()
+        if text.lower() in NONE_WORDS:
+            return None
+        try:
+            return datetime.fromisoformat(text[:-1] + "+00:00" if text[-1:] in ("Z", "z") else text)
+        except ValueError:
+            raise ValidationError(
+                f"must be an ISO 8601 date and time, e.g. 2026-01-01T12:00:00Z, got {value!r}"
+            ) from None

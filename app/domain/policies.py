@@ -6,18 +6,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from app.domain import retry
 from app.domain.states import MisfirePolicy
 
 
 def retry_delay(backoff_seconds: int, attempt_number: int) -> timedelta:
-    """Exponential backoff: backoff * 2 ** (attempt_number - 1), attempt_number counting from 1."""
-    if attempt_number < 1:
-        raise ValueError("attempt_number counts from 1")
-    return timedelta(seconds=backoff_seconds * 2 ** (attempt_number - 1))
+    """Exponential backoff: backoff * 2 ** (attempt_number - 1), attempt_number counting from 1
+    (the default retry kind; every kind is in app/domain/retry.py)."""
+    return retry.retry_delay(retry.RetryKind.EXPONENTIAL, backoff_seconds, attempt_number)
 
 
-def lease_duration(timeout_seconds: int, lease_seconds: int, buffer_seconds: int) -> timedelta:
-    """A lease must outlive the task's hard timeout, or a healthy run could be recovered twice."""
+def lease_duration(timeout_seconds: int | None, lease_seconds: int, buffer_seconds: int) -> timedelta:
+    """A lease must outlive the task's hard timeout, or a healthy run could be recovered twice.
+    A task with no timeout (None) gets `lease_seconds` alone: its worker renews the lease while
+    the task runs, so only a worker that stopped renewing loses it."""
+    if timeout_seconds is None:
+        return timedelta(seconds=lease_seconds)
     return timedelta(seconds=max(lease_seconds, timeout_seconds + buffer_seconds))
 
 

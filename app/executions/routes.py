@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 
 from app.clock import utcnow
+from app.domain.permissions import Action
 from app.domain.states import CANCELLABLE, RETRYABLE, ExecutionStatus
 from app.executions.forms import ExecutionActionForm, ExecutionFilterForm
 from app.models import Job
 from app.models.ids import id_in_range, is_whole_number, key_max
 from app.services.errors import NotFound, ServiceError, ValidationFailed
+from app.services.read import execution_rows
 from app.services.use_cases import executions as execution_service
 from app.services.use_cases import jobs as job_service
 from app.services.use_cases import queues as queue_service
-from app.web.access import current_actor, is_htmx, operator_required, public_read, signin_required
+from app.web.access import current_actor, current_caller, is_htmx, requires
 from app.web.pagination import Page, page_number, paginate
 
 bp = Blueprint("executions", __name__, url_prefix="/executions")
@@ -22,7 +24,7 @@ PER_PAGE = 50
 
 
 @bp.get("/")
-@public_read
+@requires(Action.READ, public=True)
 def index():
     """Executions, newest first, filtered by status, job and queue, 50 per page."""
     filters = ExecutionFilterForm(request.args)
@@ -35,10 +37,10 @@ def index():
     queue = None
     if queue_text:
         if not queue_service.NAME_PATTERN.match(queue_text):  # no queue can have it: not looked up
-            errors.append(queue_service.unknown_queue_message(queue_text[:100]))
+            errors.append(queue_service.unknown_queue_message(queue_text[:100], current_caller()))
         else:
             try:
-                queue = queue_service.get_queue(queue_text)
+                queue = queue_service.get_queue(queue_text, current_caller())
             except NotFound as exc:
                 errors.append(str(exc))
     if job_text:
@@ -48,31 +50,41 @@ def index():
             errors.append(f"job {job_text} does not exist")  # beyond the column: no row can have it
         else:
             try:
-                job = job_service.get_job(job_id)
+                job = job_service.get_job(job_id, current_caller())
             except NotFound as exc:
                 errors.append(str(exc))
-    page = Page(items=[], page=1, per_page=PER_PAGE, total=0)
+    per_page = current_app.config.get("EXECUTIONS_PER_PAGE", PER_PAGE)
+    page = Page(items=[], page=1, per_page=per_page, total=0)
     if not errors:
         try:
             page = paginate(
-                execution_service.list_query(status=status, job_id=job_id, queue_id=queue.id if queue else None),
+                execution_service.list_query(
+                    status=status, job_id=job_id, queue_id=queue.id if queue else None, caller=current_caller()
+                ),
                 page=page_number(),
-                per_page=PER_PAGE,
+                per_page=per_page,
             )
         except ValidationFailed as exc:
             errors.extend(exc.errors.values())
     query = {k: v for k, v in (("status", status or ""), ("job", job_text), ("queue", queue_text)) if v}
     return render_template(
-        "executions/list.html", page=page, filters=filters, filter_errors=errors, job=job, queue=queue, query=query
+        "executions/list.html",
+        page=page,
+        times=execution_rows.row_times(page.items),
+        filters=filters,
+        filter_errors=errors,
+        job=job,
+        queue=queue,
+        query=query,
     ), (400 if errors else 200)
 
 
 @bp.get("/<id:execution_id>")
-@signin_required
+@requires(Action.READ)
 def detail(execution_id: int):
     """Everything about one execution: attempts, output and error. While it is in flight the
     body is an HTMX fragment that refreshes itself until the execution ends."""
-    execution = execution_service.get_execution(execution_id, with_attempts=True)
+    execution = execution_service.get_execution(execution_id, with_attempts=True, caller=current_caller())
     context = {
         "execution": execution,
         "action_form": ExecutionActionForm(),
@@ -86,11 +98,13 @@ def detail(execution_id: int):
 
 
 @bp.post("/<id:execution_id>/retry")
-@operator_required
+@requires(Action.OPERATE)
 def retry(execution_id: int):
     """Run a finished execution again, as a new execution."""
     try:
-        new = execution_service.retry_execution(execution_id, now=utcnow(), actor=current_actor())
+        new = execution_service.retry_execution(
+            execution_id, now=utcnow(), actor=current_actor(), caller=current_caller()
+        )
     except ServiceError as exc:
         flash(str(exc), "error")
         return redirect(url_for("executions.detail", execution_id=execution_id), code=303)
@@ -99,11 +113,13 @@ def retry(execution_id: int):
 
 
 @bp.post("/<id:execution_id>/cancel")
-@operator_required
+@requires(Action.OPERATE)
 def cancel(execution_id: int):
     """Cancel a queued execution at once, or ask a running one's worker to kill its task."""
     try:
-        execution = execution_service.cancel_execution(execution_id, now=utcnow(), actor=current_actor())
+        execution = execution_service.cancel_execution(
+            execution_id, now=utcnow(), actor=current_actor(), caller=current_caller()
+        )
     except ServiceError as exc:
         flash(str(exc), "error")
     else:

@@ -9,13 +9,17 @@ to each control.
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from typing import Any
 
+from flask import current_app
 from flask_wtf import FlaskForm
 from marshmallow import fields, missing
 from wtforms import BooleanField, SelectChoice, SelectField, StringField, TextAreaField
 
+from app.clock import iso_z
 from app.definitions import JobSchema
+from app.definitions.job import SETTING_DEFAULTS
 from app.scheduling import SCHEDULE_INPUTS, ScheduleError, format_interval, parse_interval
 
 _NUMBER = {"inputmode": "numeric", "pattern": "-?[0-9]*"}
@@ -27,21 +31,35 @@ def form_fields() -> list[tuple[str, fields.Field]]:
     return [(name, field) for name, field in _DEFINITION.load_fields.items() if field.metadata.get("form")]
 
 
-def _default(field: fields.Field) -> Any:
+def _default(field: fields.Field, name: str | None = None) -> Any:
+    if name in SETTING_DEFAULTS:
+        # The global default is a setting (DEFAULT_JOB_TIMEOUT_SECONDS, ...), read per request.
+        setting = SETTING_DEFAULTS[name]
+        return lambda: _text(current_app.config.get(setting, field.load_default))
     value = field.metadata.get("form_default", field.load_default)
     if value is missing:
         return None
     return value() if callable(value) else value
 
 
+def _text(value: Any) -> str:
+    """A stored value as the form's text: none is an empty field, an instant is ISO 8601 UTC."""
+    if value is None or value is missing:
+        return ""
+    if isinstance(value, datetime):
+        return iso_z(value)
+    return str(value)
+
+
 def _help(field: fields.Field) -> str:
     return field.metadata.get("form_help", field.metadata.get("description", ""))
 
 
-def _control(field: fields.Field):
+def _control(field: fields.Field, name: str | None = None):
     """The WTForms field for one definition field (not the schedule: see `_schedule_controls`)."""
     meta = field.metadata
-    label, attrs, help_text, default = meta["label"], dict(meta.get("form_attrs", {})), _help(field), _default(field)
+    label, attrs, help_text = meta["label"], dict(meta.get("form_attrs", {})), _help(field)
+    default = _default(field, name)
     if field.kind == "flag":
         return BooleanField(label, default=default, description=help_text)
     if field.kind in ("choice", "task"):
@@ -49,7 +67,8 @@ def _control(field: fields.Field):
         choices = [SelectChoice(v, labels.get(v, v.replace("_", " "))) for v in getattr(field, "choices", ())]
         return SelectField(label, choices=choices, default=default, render_kw=attrs or None, description=help_text)
     if field.kind == "number":
-        return StringField(label, default=str(default), render_kw={**_NUMBER, **attrs}, description=help_text)
+        default = default if callable(default) else _text(default)
+        return StringField(label, default=default, render_kw={**_NUMBER, **attrs}, description=help_text)
     if field.kind == "json":
         default = None  # the form shows an empty box for `{}`
     widget = TextAreaField if meta.get("form_widget") == "textarea" else StringField
@@ -140,7 +159,7 @@ class JobForm(FlaskForm):
 
 for _name, _field in form_fields():
     for _control_name, _unbound in (
-        _schedule_controls(_field) if _field.kind == "schedule" else {_name: _control(_field)}
+        _schedule_controls(_field) if _field.kind == "schedule" else {_name: _control(_field, _name)}
     ).items():
         setattr(JobForm, _control_name, _unbound)
 
@@ -156,8 +175,8 @@ def initial_values(job) -> dict:
                 data[schedule_input.option] = _every_text(text) if schedule_type == "interval" and text else text
         elif field.kind == "json":
             data[name] = json.dumps(value or {}, indent=2, sort_keys=True)
-        elif field.kind == "number":
-            data[name] = str(value)
+        elif field.kind in ("number", "instant", "fraction"):
+            data[name] = _text(value)
         elif field.kind == "flag":
             data[name] = bool(value)
         else:

@@ -10,15 +10,17 @@ process got there first, and the caller treats the row as lost.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 
 from sqlalchemy import and_, bindparam, case, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Row
 
 from app.domain.policies import TOP_PRIORITY
+from app.domain.run_limits import queued_deadline, result_expired
 from app.domain.states import (
     CLAIMABLE,
+    EXPIRABLE,
     IN_FLIGHT,
     QUEUED_CANCELLABLE,
     RECORDABLE,
@@ -32,10 +34,12 @@ from app.domain.states import ExecutionStatus as S
 from app.models.types import UTCDateTime
 from app.store.rows import (
     ExpiredLease,
+    ExpiredRun,
     Finished,
     QueueCounts,
     QueueStats,
     attempts,
+    batches,
     executions,
     jobs,
     manual_row,
@@ -98,6 +102,23 @@ LIMIT :batch
 _TOO_OLD = f"""
 SELECT e.id, e.job_id, j.retention_days, e.finished_at FROM executions AS e JOIN jobs AS j ON j.id = e.job_id
 WHERE {_PRUNABLE_WHERE} AND j.retention_days > 0 AND e.finished_at < :oldest_cutoff
+ORDER BY e.id
+LIMIT :batch
+"""
+
+
+# Candidates for the result-TTL axis: finished before the most lenient cutoff any job's TTL could
+# give; a dead-lettered row only once every alert about it is resolved (and there is one).
+_PAST_TTL = f"""
+SELECT e.id, e.job_id, e.status, e.finished_at, j.success_ttl_seconds, j.failure_ttl_seconds
+FROM executions AS e JOIN jobs AS j ON j.id = e.job_id
+WHERE e.status IN ({sql_statuses(TERMINAL)})
+  AND (j.success_ttl_seconds >= 0 OR j.failure_ttl_seconds >= 0)
+  AND e.finished_at <= :oldest_cutoff
+  AND ((e.status <> '{S.DEAD_LETTERED.value}'
+        AND NOT EXISTS (SELECT 1 FROM dead_letters AS d WHERE d.execution_id = e.id))
+       OR (EXISTS (SELECT 1 FROM alerts AS a WHERE a.execution_id = e.id)
+           AND NOT EXISTS (SELECT 1 FROM alerts AS a WHERE a.execution_id = e.id AND a.resolved_at IS NULL)))
 ORDER BY e.id
 LIMIT :batch
 """
@@ -168,11 +189,32 @@ class CommonStore:
         return created
 
     def insert_manual(
-        self, conn: Connection, job, *, now: datetime, trigger: str = "manual", retry_of_id: int | None = None
+        self,
+        conn: Connection,
+        job,
+        *,
+        now: datetime,
+        trigger: str = "manual",
+        retry_of_id: int | None = None,
+        available_at: datetime | None = None,
+        config_override: dict | None = None,
     ) -> int:
-        """Create a manual (or operator retry) execution, runnable now; returns its id."""
-        row = manual_row(job, now=now, trigger=trigger, retry_of_id=retry_of_id)
+        """Create a manual (or operator retry) execution, runnable now or from `available_at` (a
+        delayed ad-hoc run), with an optional config override; returns its id."""
+        row = manual_row(
+            job,
+            now=now,
+            trigger=trigger,
+            retry_of_id=retry_of_id,
+            available_at=available_at,
+            config_override=config_override,
+        )
         return conn.execute(insert(executions).values(**row).returning(executions.c.id)).scalar_one()
+
+    def insert_executions(self, conn: Connection, rows: Sequence[dict], *, chunk: int = 500) -> list[int]:
+        """Create batch items or callbacks (`rows.batch_item_row`, `rows.callback_row`), skipping any
+        whose idempotency key exists (a callback recorded twice is created once): the ids created."""
+        return [execution_id for execution_id, _ in self.insert_occurrences(conn, rows, chunk=chunk)]
 
     # --- the scheduler's jobs ---------------------------------------------------------------
 
@@ -191,14 +233,64 @@ class CommonStore:
             .with_for_update(skip_locked=True)
         ).fetchall()
 
-    def advance_jobs(self, conn: Connection, next_runs: Sequence[tuple[int, datetime | None]]) -> None:
-        """Move each locked job's next_run_at on (None: its schedule is exhausted); one executemany."""
+    def advance_jobs(
+        self,
+        conn: Connection,
+        next_runs: Sequence[tuple[int, datetime | None]],
+        *,
+        runs_added: Mapping[int, int] | None = None,
+        limit_reasons: Mapping[int, str] | None = None,
+    ) -> None:
+        """Move each locked job's next_run_at on (None: its schedule is exhausted); one executemany.
+        With `runs_added` each job's runs_created grows by its count, and a job in `limit_reasons`
+        reached a run limit: its disabled_reason says which (app/domain/run_limits.py)."""
         if not next_runs:
             return
+        if not any((runs_added or {}).values()) and not limit_reasons:
+            conn.execute(
+                update(jobs).where(jobs.c.id == bindparam("job_id")).values(next_run_at=bindparam("next_run_at")),
+                [{"job_id": job_id, "next_run_at": at} for job_id, at in next_runs],
+            )
+            return
+        runs_added, limit_reasons = runs_added or {}, limit_reasons or {}
         conn.execute(
-            update(jobs).where(jobs.c.id == bindparam("job_id")).values(next_run_at=bindparam("next_run_at")),
-            [{"job_id": job_id, "next_run_at": at} for job_id, at in next_runs],
+            update(jobs)
+            .where(jobs.c.id == bindparam("job_id"))
+            .values(
+                next_run_at=bindparam("next_run_at"),
+                runs_created=jobs.c.runs_created + bindparam("added"),
+                disabled_reason=func.coalesce(
+                    bindparam("reason", type_=jobs.c.disabled_reason.type), jobs.c.disabled_reason
+                ),
+            ),
+            [
+                {
+                    "job_id": job_id,
+                    "next_run_at": at,
+                    "added": runs_added.get(job_id, 0),
+                    "reason": limit_reasons.get(job_id),
+                }
+                for job_id, at in next_runs
+            ],
         )
+
+    def finish_limited_jobs(
+        self, conn: Connection, *, now: datetime, job_ids: Sequence[int] | None = None
+    ) -> list[tuple[int, str]]:
+        """Disable the enabled jobs that reached a run limit (no next run, a disabled_reason) and
+        have no run waiting or in flight: the runs created before the limit run first, because a
+        disabled job's queued runs would be cancelled at claim time. Returns (id, reason) of each."""
+        j, e = jobs, executions
+        active = (
+            select(e.c.id).where(e.c.job_id == j.c.id, e.c.status.in_(status_values(CLAIMABLE | IN_FLIGHT))).exists()
+        )
+        conditions = [j.c.enabled, j.c.next_run_at.is_(None), j.c.disabled_reason.is_not(None), ~active]
+        if job_ids is not None:
+            if not job_ids:
+                return []
+            conditions.append(j.c.id.in_(sorted(job_ids)))
+        stmt = update(j).where(*conditions).values(enabled=False, updated_at=now).returning(j.c.id, j.c.disabled_reason)
+        return sorted((row.id, row.disabled_reason) for row in conn.execute(stmt))
 
     def earliest_next_run(self, conn: Connection) -> datetime | None:
         """The earliest next_run_at of any enabled job (how long the scheduler may sleep)."""
@@ -210,12 +302,17 @@ class CommonStore:
         if not job_ids:
             return set()
         e = executions
+        # Only the job's own exclusive runs count: batch items and callbacks run beside it, and a
+        # delayed ad-hoc run waiting for its time is not active yet.
         active = or_(
             e.c.status.in_(status_values(IN_FLIGHT)),
-            e.c.status == S.PENDING.value,
-            and_(e.c.status == S.RETRY_SCHEDULED.value, e.c.available_at <= now),
+            and_(e.c.status.in_(status_values(CLAIMABLE)), e.c.available_at <= now),
         )
-        return set(conn.execute(select(e.c.job_id).distinct().where(e.c.job_id.in_(list(job_ids)), active)).scalars())
+        return set(
+            conn.execute(
+                select(e.c.job_id).distinct().where(e.c.job_id.in_(list(job_ids)), e.c.exclusive, active)
+            ).scalars()
+        )
 
     # --- recording --------------------------------------------------------------------------
 
@@ -467,6 +564,70 @@ class CommonStore:
         )
         return {execution_id: by or "" for execution_id, by in rows}
 
+    # --- batches ----------------------------------------------------------------------------
+
+    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list[Row]:
+        """Mark complete the open batches (of `batch_ids`, or all: the sweep) whose every item has
+        ended, and return them (id, job_id, on_complete, on_complete_config, cancelled_at).
+
+        Each batch row is locked first, in id order, and its items are counted in the statement
+        after the lock, which on PostgreSQL sees every item committed before the lock was granted:
+        of two workers ending a batch's last two items at once, the one locking second sees both
+        ended, so some recorder always completes it; `completed_at IS NULL` makes it once. Named
+        batches wait for the lock (a worker's turn); the sweep skips locked ones (their holder
+        settles them)."""
+        b, e = batches, executions
+        lock = select(b.c.id).where(b.c.completed_at.is_(None)).order_by(b.c.id)
+        if batch_ids is not None:
+            if not batch_ids:
+                return []
+            lock = lock.where(b.c.id.in_(sorted(set(batch_ids)))).with_for_update()
+        else:
+            lock = lock.with_for_update(skip_locked=True)
+        locked = list(conn.execute(lock).scalars())
+        if not locked:
+            return []
+        unfinished = (
+            select(e.c.id)
+            .where(e.c.batch_id == b.c.id, e.c.trigger == "batch", e.c.status.not_in(status_values(TERMINAL)))
+            .exists()
+        )
+        stmt = (
+            update(b)
+            .where(b.c.id.in_(locked), b.c.completed_at.is_(None), ~unfinished)
+            .values(completed_at=now)
+            .returning(b.c.id, b.c.job_id, b.c.on_complete, b.c.on_complete_config, b.c.cancelled_at)
+        )
+        return sorted(conn.execute(stmt).fetchall(), key=lambda row: row.id)
+
+    def batch_counts(self, conn: Connection, batch_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+        """Items per status of each batch (trigger batch only: not its callback), {batch: {status: n}}."""
+        if not batch_ids:
+            return {}
+        e = executions
+        counts: dict[int, dict[str, int]] = {batch_id: {} for batch_id in batch_ids}
+        for batch_id, status, count in conn.execute(
+            select(e.c.batch_id, e.c.status, func.count())
+            .where(e.c.batch_id.in_(sorted(set(batch_ids))), e.c.trigger == "batch")
+            .group_by(e.c.batch_id, e.c.status)
+        ):
+            counts[batch_id][status] = count
+        return counts
+
+    def cancel_queued_for_batch(self, conn: Connection, batch_id: int, *, now: datetime, reason: str) -> list[int]:
+        """Cancel a batch's items that have not started (never running ones): their ids."""
+        stmt = (
+            update(executions)
+            .where(
+                executions.c.batch_id == batch_id,
+                executions.c.trigger == "batch",
+                executions.c.status.in_(status_values(QUEUED_CANCELLABLE)),
+            )
+            .values(**self._cancelled_values(now=now, reason=reason))
+            .returning(executions.c.id)
+        )
+        return sorted(row.id for row in conn.execute(stmt))
+
     # --- recovery ---------------------------------------------------------------------------
 
     def lock_expired_leases(self, conn: Connection, *, now: datetime, limit: int = 100) -> list[ExpiredLease]:
@@ -485,6 +646,9 @@ class CommonStore:
                 j.c.name.label("job_name"),
                 j.c.retry_backoff_seconds,
                 j.c.alert_mode,
+                j.c.retry_kind,
+                j.c.retry_max_delay_seconds,
+                j.c.retry_jitter,
             )
             .join_from(e, j, e.c.job_id == j.c.id)
             .where(e.c.status.in_(status_values(IN_FLIGHT)), e.c.lease_expires_at < now)
@@ -530,6 +694,50 @@ class CommonStore:
                 .values(status=attempt_status.value, finished_at=now, error=attempt_error)
             )
         return target.value
+
+    def expire_queued(self, conn: Connection, *, now: datetime, limit: int = 1000) -> list[ExpiredRun]:
+        """Queued TTL: waiting rows (pending, retry_scheduled) not started within their job's
+        queued_ttl_seconds of becoming available (available_at) end `expired` with a reason.
+        Candidates are read past the most lenient cutoff any job could have and each is checked
+        against its own job's TTL in Python (no dialect-specific interval arithmetic); nothing is
+        read at all while no job has a queued TTL. Returns the rows expired."""
+        e, j = executions, jobs
+        shortest = conn.execute(select(func.min(j.c.queued_ttl_seconds))).scalar()
+        if shortest is None:
+            return []
+        rows = conn.execute(
+            select(e.c.id, e.c.job_id, e.c.available_at, j.c.queued_ttl_seconds)
+            .join_from(e, j, e.c.job_id == j.c.id)
+            .where(
+                e.c.status.in_(status_values(EXPIRABLE)),
+                e.c.available_at <= now - timedelta(seconds=shortest),
+                j.c.queued_ttl_seconds.is_not(None),
+            )
+            .order_by(e.c.available_at, e.c.id)
+            .limit(limit)
+        ).all()
+        by_ttl: dict[int, list[int]] = {}
+        for row in rows:
+            if queued_deadline(row.available_at, row.queued_ttl_seconds) <= now:
+                by_ttl.setdefault(row.queued_ttl_seconds, []).append(row.id)
+        expired: list[ExpiredRun] = []
+        for ttl, ids in sorted(by_ttl.items()):
+            reason = f"queued TTL passed: not started within {ttl}s of becoming available"
+            stmt = (
+                update(e)
+                .where(e.c.id.in_(ids), e.c.status.in_(status_values(EXPIRABLE)))
+                .values(
+                    status=S.EXPIRED.value,
+                    reason=reason,
+                    finished_at=now,
+                    updated_at=now,
+                    claimed_by=None,
+                    lease_expires_at=None,
+                )
+                .returning(e.c.id, e.c.job_id)
+            )
+            expired += [ExpiredRun(row.id, row.job_id, reason) for row in conn.execute(stmt)]
+        return sorted(expired, key=lambda row: row.id)
 
     def expire_lease(self, conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> bool:
         """A stopping worker gives up a running row it had to kill, so recovery may settle it now."""
@@ -600,9 +808,11 @@ class CommonStore:
     # --- retention --------------------------------------------------------------------------
 
     def prunable_history(self, conn: Connection, *, now: datetime, limit: int) -> dict[int, int]:
-        """Finished executions beyond their job's retention (count or age): {id: job_id}.
+        """Finished executions beyond their job's retention (count or age) or past its result TTL
+        (success_ttl_seconds / failure_ttl_seconds): {id: job_id}. Whichever removes first wins.
 
-        Never queued or in-flight rows, never dead-lettered ones or rows with a DeadLetter.
+        Never queued or in-flight rows; never dead-lettered ones or rows with a DeadLetter, except
+        through a result TTL once their alerts are resolved.
         """
         doomed: dict[int, int] = {}
         for row in conn.execute(text(_OVER_COUNT), {"batch": limit}):
@@ -620,7 +830,40 @@ class CommonStore:
                 )
                 if finished < now - timedelta(days=row.retention_days) and row.id not in doomed:
                     doomed[row.id] = row.job_id
+        for execution_id, job_id in self._past_result_ttl(conn, now=now, limit=limit):
+            doomed.setdefault(execution_id, job_id)
         return doomed
+
+    def _past_result_ttl(self, conn: Connection, *, now: datetime, limit: int) -> list[tuple[int, int]]:
+        """The result-TTL axis (app.domain.run_limits.result_expired): finished rows whose job's
+        success_ttl_seconds (succeeded) or failure_ttl_seconds (every other end) has passed since
+        they finished. A dead-lettered row (or one with a DeadLetter) goes only once its alerts are
+        resolved. Candidates are read past the most lenient cutoff any job could have, then each
+        is checked against its own job in Python; nothing is read while no job has a TTL."""
+        ttls = [
+            conn.execute(select(func.min(column)).where(column >= 0)).scalar()
+            for column in (jobs.c.success_ttl_seconds, jobs.c.failure_ttl_seconds)
+        ]
+        shortest = min((ttl for ttl in ttls if ttl is not None), default=None)
+        if shortest is None:
+            return []
+        stmt = text(_PAST_TTL).bindparams(bindparam("oldest_cutoff", type_=UTCDateTime))
+        rows = conn.execute(stmt, {"oldest_cutoff": now - timedelta(seconds=max(0, shortest)), "batch": limit})
+        found = []
+        for row in rows:
+            finished = UTCDateTime().process_result_value(
+                row.finished_at if not isinstance(row.finished_at, str) else datetime.fromisoformat(row.finished_at),
+                conn.dialect,
+            )
+            if result_expired(
+                succeeded=row.status == S.SUCCEEDED.value,
+                finished_at=finished,
+                now=now,
+                success_ttl_seconds=row.success_ttl_seconds,
+                failure_ttl_seconds=row.failure_ttl_seconds,
+            ):
+                found.append((row.id, row.job_id))
+        return found
 
     def delete_executions(self, conn: Connection, ids: Sequence[int], *, chunk: int = 2000) -> int:
         """Delete executions by id (retention's prunable history), in chunks; returns how many."""

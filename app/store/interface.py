@@ -11,13 +11,13 @@ is guarded by a status set derived from `app.domain.states.ALLOWED`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Protocol
 
 from sqlalchemy.engine import Connection, Row
 
-from app.store.rows import ExpiredLease, Finished, QueueCounts, QueueStats, Turn
+from app.store.rows import ExpiredLease, ExpiredRun, Finished, QueueCounts, QueueStats, Turn
 
 
 class Store(Protocol):
@@ -28,16 +28,43 @@ class Store(Protocol):
         """Create scheduled occurrences (`rows.occurrence_row`), skipping existing ones: (id, status) created."""
 
     def insert_manual(
-        self, conn: Connection, job, *, now: datetime, trigger: str = "manual", retry_of_id: int | None = None
+        self,
+        conn: Connection,
+        job,
+        *,
+        now: datetime,
+        trigger: str = "manual",
+        retry_of_id: int | None = None,
+        available_at: datetime | None = None,
+        config_override: dict | None = None,
     ) -> int:
-        """Create a manual run or an operator retry, runnable now: its id."""
+        """Create a manual run (now, or delayed to `available_at`, with an optional config override)
+        or an operator retry: its id."""
+
+    def insert_executions(self, conn: Connection, rows: Sequence[dict], *, chunk: int = 500) -> list[int]:
+        """Create batch items or callbacks, skipping existing idempotency keys: the ids created."""
 
     # the scheduler
     def lock_due_jobs(self, conn: Connection, *, now: datetime, limit: int) -> list[Row]:
         """Enabled jobs with next_run_at <= now, oldest first, locked with SKIP LOCKED."""
 
-    def advance_jobs(self, conn: Connection, next_runs: Sequence[tuple[int, datetime | None]]) -> None:
-        """Set each (job id, next_run_at)."""
+    def advance_jobs(
+        self,
+        conn: Connection,
+        next_runs: Sequence[tuple[int, datetime | None]],
+        *,
+        runs_added: Mapping[int, int] | None = None,
+        limit_reasons: Mapping[int, str] | None = None,
+    ) -> None:
+        """Set each (job id, next_run_at); count the runs created and record run limits reached."""
+
+    def finish_limited_jobs(
+        self, conn: Connection, *, now: datetime, job_ids: Sequence[int] | None = None
+    ) -> list[tuple[int, str]]:
+        """Disable jobs that reached a run limit once none of their runs waits or runs: (id, reason)."""
+
+    def expire_queued(self, conn: Connection, *, now: datetime, limit: int = 1000) -> list[ExpiredRun]:
+        """End waiting rows past their job's queued_ttl_seconds `expired`: the rows expired."""
 
     def earliest_next_run(self, conn: Connection) -> datetime | None:
         """The earliest next_run_at of an enabled job."""
@@ -105,6 +132,16 @@ class Store(Protocol):
 
     def cancel_requests(self, conn: Connection, *, worker_id: str) -> dict[int, str]:
         """The running rows of `worker_id` an operator asked to cancel: {id: requested by}."""
+
+    # batches
+    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list[Row]:
+        """Mark complete the open batches whose items have all ended (locked first): those completed now."""
+
+    def batch_counts(self, conn: Connection, batch_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+        """Items per status of each batch: {batch id: {status: count}}."""
+
+    def cancel_queued_for_batch(self, conn: Connection, batch_id: int, *, now: datetime, reason: str) -> list[int]:
+        """Cancel a batch's items that have not started: their ids."""
 
     # recovery
     def lock_expired_leases(self, conn: Connection, *, now: datetime, limit: int = 100) -> list[ExpiredLease]:

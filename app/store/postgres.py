@@ -36,9 +36,10 @@ from app.store.rows import (
 def lease_expires_at_sql(*, now: str, timeout: str, lease_seconds: str, buffer_seconds: str) -> str:
     """The lease rule of `app.domain.policies.lease_duration` as a PostgreSQL expression:
     now + max(lease_seconds, timeout + buffer_seconds) seconds. The lease covers the job's hard
-    timeout, so a healthy run is never recovered from under its worker
-    (tests/integration/test_store_lease.py checks that both give the same instant)."""
-    return f"{now} + make_interval(secs => GREATEST({lease_seconds}, {timeout} + {buffer_seconds}))"
+    timeout, so a healthy run is never recovered from under its worker; a job with no timeout
+    (NULL) gets lease_seconds alone (tests/integration/test_store_transitions.py checks that both
+    give the same instant)."""
+    return f"{now} + make_interval(secs => GREATEST({lease_seconds}, COALESCE({timeout} + {buffer_seconds}, 0)))"
 
 
 # The turn's lease: `j` is the execution's job, the rest are the statement's parameters.
@@ -61,7 +62,8 @@ CANDIDATES = f"""
 
 _CLAIMED = claimed_sql_list(execution_alias="x", job_alias="j")
 _NO_CLAIMED = claimed_null_list(
-    {"config": "jsonb", "lease_expires_at": "timestamptz", "scheduled_for": "timestamptz"}, given={"id": "id"}
+    {"config": "jsonb", "config_override": "jsonb", "lease_expires_at": "timestamptz", "scheduled_for": "timestamptz"},
+    given={"id": "id"},
 )
 
 # One worker turn, in one statement. Its parts, in order:

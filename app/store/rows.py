@@ -16,11 +16,13 @@ from operator import itemgetter
 
 from app.clock import iso_z
 from app.domain.limits import OUTPUT_LIMIT_CHARS
+from app.domain.retry import RetryPolicy
 from app.domain.states import INITIAL, AttemptStatus, ExecutionStatus
 from app.domain.states import ExecutionStatus as S
-from app.models import Attempt, Execution, Job, Queue
+from app.models import Attempt, Batch, Execution, Job, Queue
 
 executions = Execution.__table__
+batches = Batch.__table__
 attempts = Attempt.__table__
 jobs = Job.__table__
 queues = Queue.__table__
@@ -108,11 +110,66 @@ def occurrence_row(
     return row
 
 
-def manual_row(job, *, now: datetime, trigger: str = "manual", retry_of_id: int | None = None) -> dict:
-    """A manual (or operator retry) execution, runnable now."""
+def manual_row(
+    job,
+    *,
+    now: datetime,
+    trigger: str = "manual",
+    retry_of_id: int | None = None,
+    available_at: datetime | None = None,
+    config_override: dict | None = None,
+) -> dict:
+    """A manual (or operator retry) execution, runnable now or, with `available_at`, not before then
+    (a delayed ad-hoc run: its scheduled_for is that instant too)."""
     key = f"job:{job.id}:{trigger}:{uuid.uuid4().hex}"
-    row = _new_row(job, scheduled_for=now, trigger=trigger, key=key, status=S.PENDING, now=now)
+    at = max(now, available_at) if available_at is not None else now
+    row = _new_row(job, scheduled_for=at, trigger=trigger, key=key, status=S.PENDING, now=now)
     row["retry_of_id"] = retry_of_id
+    row["config_override"] = config_override
+    return row
+
+
+def batch_item_key(batch_id: int, index: int) -> str:
+    return f"batch:{batch_id}:item:{index}"
+
+
+def batch_item_row(job, *, batch_id: int, index: int, config_override: dict, now: datetime) -> dict:
+    """Item `index` of a batch: a run of `job` with its own config override, runnable now. Items
+    of a batch run side by side (not exclusive): the job's overlap policy is about its scheduled
+    runs; a queue's concurrency limit is how to throttle a batch."""
+    row = _new_row(job, scheduled_for=now, trigger="batch", key=batch_item_key(batch_id, index), status=S.PENDING, now=now)
+    row.update(batch_id=batch_id, config_override=config_override, exclusive=False)
+    return row
+
+
+def callback_key(*, parent_id: int | None = None, batch_id: int | None = None, kind: str) -> str:
+    """The idempotency key of a callback: one per parent (execution or batch) and kind, so a crash
+    or a second recorder can never create two (INSERT ... ON CONFLICT DO NOTHING)."""
+    return f"callback:{kind}:execution:{parent_id}" if parent_id is not None else f"callback:{kind}:batch:{batch_id}"
+
+
+def callback_row(
+    job,
+    *,
+    kind: str,
+    task: str,
+    config: dict,
+    now: datetime,
+    parent_id: int | None = None,
+    batch_id: int | None = None,
+) -> dict:
+    """A callback execution: `task` (not the job's) with `config` (the parent's outcome under
+    `parent`), one attempt, never exclusive, runnable now, linked to its parent execution or batch."""
+    key = callback_key(parent_id=parent_id, batch_id=batch_id, kind=kind)
+    row = _new_row(job, scheduled_for=now, trigger="callback", key=key, status=S.PENDING, now=now)
+    row.update(
+        max_attempts=1,
+        exclusive=False,
+        parent_id=parent_id,
+        batch_id=batch_id,
+        callback_task=task,
+        config_override=config,
+    )
     return row
 
 
@@ -145,6 +202,31 @@ class ClaimedExecution:
     retry_backoff_seconds: int = _col("jobs", "retry_backoff_seconds")
     alert_mode: str = _col("jobs", "alert_mode")
     queue_id: int | None = _col("executions", "queue_id")
+    # The job's retry kind, cap and jitter (app/domain/retry.py), with retry_backoff_seconds above.
+    retry_kind: str = _col("jobs", "retry_kind")
+    retry_max_delay_seconds: int | None = _col("jobs", "retry_max_delay_seconds")
+    retry_jitter: float = _col("jobs", "retry_jitter")
+    # Ad-hoc runs, batch items and callbacks (issue 14): the override merged over `config` (a
+    # callback's whole config), the task a callback runs instead of `task`, the batch of an item,
+    # and the job's callback tasks (whether finishing this run may create a callback).
+    config_override: dict | None = _col("executions", "config_override")
+    callback_task: str | None = _col("executions", "callback_task")
+    batch_id: int | None = _col("executions", "batch_id")
+    on_success: str | None = _col("jobs", "on_success")
+    on_failure: str | None = _col("jobs", "on_failure")
+
+    @property
+    def task_to_run(self) -> str:
+        """The task this execution runs: a callback's own task, otherwise its job's."""
+        return self.callback_task or self.task
+
+    @property
+    def config_to_run(self) -> dict:
+        """The config the task gets: a callback's own config; otherwise the job's config with the
+        run's override merged over it (top-level keys of the override win)."""
+        if self.callback_task:
+            return dict(self.config_override or {})
+        return {**(self.config or {}), **(self.config_override or {})}
 
     @classmethod
     def from_mapping(cls, row: Mapping) -> ClaimedExecution:
@@ -240,6 +322,22 @@ class ExpiredLease:
     retry_backoff_seconds: int
     alert_mode: str
     cancel_requested_by: str | None = None  # set: an operator asked to cancel it; recovery cancels it
+    retry_kind: str = "exponential"  # the job's retry rule (app/domain/retry.py)
+    retry_max_delay_seconds: int | None = None
+    retry_jitter: float = 0.0
+
+    @property
+    def retry_policy(self) -> RetryPolicy:
+        return RetryPolicy(self.retry_kind, self.retry_backoff_seconds, self.retry_max_delay_seconds, self.retry_jitter)
+
+
+@dataclass(frozen=True)
+class ExpiredRun:
+    """A waiting row the queued-TTL pass ended `expired`."""
+
+    id: int
+    job_id: int
+    reason: str
 
 
 @dataclass(frozen=True)

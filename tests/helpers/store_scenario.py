@@ -19,8 +19,9 @@ from app.database import write_transaction
 from app.domain.states import AttemptStatus
 from app.domain.states import ExecutionStatus as S
 from app.extensions import db
-from app.models import Attempt, Execution
+from app.models import Attempt, Batch, Execution
 from app.store import ExpiredLease, Finished, Outcome, occurrence_row, store_for
+from app.store.rows import batch_item_row, callback_row
 from tests.factories import make_job, make_queue
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -529,7 +530,109 @@ FINAL = {
     "l1": ("succeeded", 1, "w4", ["succeeded"]),
     "l2": ("cancelled", 1, "w4", ["cancelled"]),
     "l3": ("expired", 0, None, []),
+    "b1": ("succeeded", 1, "w6", ["succeeded"]),
+    "b2": ("cancelled", 0, None, []),
+    "bd": ("pending", 0, None, []),
+    "cb": ("pending", 0, None, []),
 }
+
+
+# --- ad-hoc runs, batches and callbacks (issue 14, part 2) ---------------------------------------
+
+
+def make_batch_job(run: Run):
+    run.jobs["b"] = make_job("b", now=at(hours=-1), every="1h", timeout_seconds=60, task="echo")
+    job = run.jobs["b"]
+    run.ids["batch"] = run.write(
+        lambda c: c.execute(
+            Batch.__table__.insert()
+            .values(job_id=job.id, item_count=2, on_complete="echo", on_complete_config={}, created_by="t", created_at=T0)
+            .returning(Batch.__table__.c.id)
+        ).scalar_one()
+    )
+    return "b"
+
+
+def insert_items(run: Run, now: datetime):
+    job, batch_id = run.jobs["b"], run.ids["batch"]
+    rows = [
+        batch_item_row(job, batch_id=batch_id, index=n, config_override={"message": f"item {n}"}, now=now)
+        for n in (1, 2)
+    ]
+    created = run.write(lambda c: run.store.insert_executions(c, rows))
+    for n, execution_id in zip((1, 2), sorted(created)):
+        run.ids[f"b{n}"] = execution_id
+    return run.labels(created)
+
+
+def insert_delayed(run: Run, name: str, now: datetime, until: datetime):
+    job = run.jobs["b"]
+    run.ids[name] = run.write(
+        lambda c: run.store.insert_manual(c, job, now=now, available_at=until, config_override={"fail": True})
+    )
+    db.session.rollback()
+    row = db.session.get(Execution, run.ids[name])
+    found = (row.status, row.available_at, row.config_override)
+    db.session.rollback()
+    return found
+
+
+def cancel_batch_items(run: Run, now: datetime):
+    return run.labels(
+        run.write(lambda c: run.store.cancel_queued_for_batch(c, run.ids["batch"], now=now, reason="batch cancelled"))
+    )
+
+
+def complete_batches(run: Run, now: datetime, *, sweep: bool = False):
+    ids = None if sweep else [run.ids["batch"]]
+    done = run.write(lambda c: run.store.complete_batches(c, now=now, batch_ids=ids))
+    return [("batch" if row.id == run.ids["batch"] else row.id, row.on_complete) for row in done]
+
+
+def batch_counts(run: Run):
+    return run.write(lambda c: run.store.batch_counts(c, [run.ids["batch"]]))[run.ids["batch"]]
+
+
+def insert_callback(run: Run, now: datetime):
+    row = callback_row(run.jobs["b"], kind="on_complete", task="echo", config={}, now=now, batch_id=run.ids["batch"])
+    created = run.write(lambda c: run.store.insert_executions(c, [row]))
+    if created:
+        run.ids["cb"] = created[0]
+    return run.labels(created)
+
+
+BATCH_SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
+    ("job b with a batch", make_batch_job, "b", False),
+    ("batch items b1, b2", lambda r: insert_items(r, at(hours=9)), ["b1", "b2"], True),
+    ("the same items again: none created", lambda r: insert_items(r, at(hours=9)), [], True),
+    (
+        "a run of b delayed to +20h, with an override",
+        lambda r: insert_delayed(r, "bd", at(hours=9), at(hours=20)),
+        ("pending", at(hours=20), {"fail": True}),
+        True,
+    ),
+    (
+        "turn w6 at +9h starts b1 (bd waits)",
+        lambda r: turn(r, "w6", at(hours=9), 1),
+        {"recorded": [], "started": [("b1", 1, 0)], "cancelled": []},
+        True,
+    ),
+    ("cancel the batch's queued items", lambda r: cancel_batch_items(r, at(hours=9)), ["b2"], True),
+    ("b1 still runs: not complete", lambda r: complete_batches(r, at(hours=9)), [], True),
+    (
+        "w6 records b1",
+        lambda r: turn(r, "w6", at(hours=9, seconds=1), 0, [("b1", 1, "succeeded", None)]),
+        {"recorded": ["b1"], "started": [], "cancelled": []},
+        True,
+    ),
+    ("the batch completes", lambda r: complete_batches(r, at(hours=9, seconds=1)), [("batch", "echo")], True),
+    ("and only once", lambda r: complete_batches(r, at(hours=9, seconds=2)), [], True),
+    ("the sweep finds nothing open", lambda r: complete_batches(r, at(hours=9, seconds=2), sweep=True), [], True),
+    ("the batch's counts", batch_counts, {"succeeded": 1, "cancelled": 1}, True),
+    ("its callback", lambda r: insert_callback(r, at(hours=9, seconds=1)), ["cb"], True),
+    ("its callback again: none", lambda r: insert_callback(r, at(hours=9, seconds=1)), [], True),
+]
+SCENARIO += BATCH_SCENARIO
 
 
 def new_run() -> Run:

@@ -51,6 +51,7 @@ def test_every_transition_the_store_makes_is_allowed_by_the_table(app):
         ("running", "dead_lettered"),
         ("running", "cancelled"),
         ("claimed", "pending"),
+        ("pending", "expired"),
     }
 
 

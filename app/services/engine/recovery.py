@@ -10,15 +10,16 @@ Runs in the scheduler tick and in idle workers; SKIP LOCKED lets them overlap sa
 from __future__ import annotations
 
 import logging
+import random
 from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.engine import Connection, Engine
 
 from app.database import write_transaction
-from app.domain.policies import retry_delay
 from app.domain.states import ExecutionStatus as S
 from app.services.audit import insert_event
+from app.services.engine import callbacks
 from app.services.engine.dead_letters import dead_letter
 from app.store import ExpiredLease, store_for
 
@@ -42,7 +43,7 @@ def settle_abandoned(conn: Connection, row: ExpiredLease, *, now: datetime, reas
     """Record the abandoned attempt and move the execution on; returns the new status or None if lost."""
     retry_at = None
     if row.status == S.RUNNING.value and row.attempts < row.max_attempts and row.cancel_requested_by is None:
-        retry_at = now + retry_delay(row.retry_backoff_seconds, row.attempts)
+        retry_at = now + row.retry_policy.delay(row.attempts, random.random())
     new_status = store_for(conn).recover_execution(conn, row, now=now, retry_at=retry_at, reason=reason)
     if new_status is None:
         return None
@@ -79,6 +80,8 @@ def settle_abandoned(conn: Connection, row: ExpiredLease, *, now: datetime, reas
             reason=reason,
             now=now,
         )
+    if new_status in (S.DEAD_LETTERED.value, S.CANCELLED.value):
+        callbacks.after_final(conn, [row.id], now=now)  # on_failure; a batch's last item
     return new_status
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
+import random
 import select
 import signal
 import time
@@ -37,12 +38,12 @@ from sqlalchemy.engine import Connection
 from app import cache, metrics
 from app.clock import iso_z, utcnow
 from app.database import single_statement_on, write_transaction, write_transaction_on
-from app.domain.policies import retry_delay
+from app.domain.retry import RetryPolicy
 from app.domain.states import AttemptStatus, WorkerCommandKind, WorkerState
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
 from app.extensions import db
 from app.services.audit import insert_event
-from app.services.engine import heartbeats, lease_watchdog, recovery, wakeups, worker_commands
+from app.services.engine import callbacks, heartbeats, lease_watchdog, recovery, wakeups, worker_commands
 from app.services.engine.dead_letters import dead_letter
 from app.services.errors import NotFound
 from app.store import ClaimedExecution, ExpiredLease, Finished, Outcome, Store, store_for
@@ -66,6 +67,12 @@ class Running:
     started_at: datetime
     retry_backoff_seconds: int
     alert_mode: str
+    # What decides whether its final outcome needs a follow-up (app/services/engine/callbacks.py).
+    trigger: str = "schedule"
+    batch_id: int | None = None
+    on_success: str | None = None
+    on_failure: str | None = None
+    retry: RetryPolicy = RetryPolicy()  # the job's retry kind, backoff, cap and jitter
 
 
 @dataclass
@@ -140,7 +147,9 @@ class Worker:
             pid_of=lambda execution_id: self.executor.pid_of(execution_id),
             fallback=self._stop_every_task,
         )
+        self._watchdog_on = cfg.get("LEASE_WATCHDOG", True)
         self._context_base = {"artifact_dir": cfg["ARTIFACT_DIR"], "marker_dir": cfg["MARKER_DIR"]}
+        self._callback_timeout = cfg.get("CALLBACK_TIMEOUT_SECONDS", 60)
         # Given only to tasks registered with needs_database=True (app/tasks/registry.py).
         self._database_url = db.engine.url.render_as_string(hide_password=False)
 
@@ -162,7 +171,8 @@ class Worker:
 
     def start(self) -> None:
         self.executor.start()
-        self.watchdog.start()
+        if self._watchdog_on:
+            self.watchdog.start()
 
     def request_stop(self) -> None:
         """Stop claiming; running tasks are allowed to finish (see `shutdown`)."""
@@ -180,7 +190,8 @@ class Worker:
         self._should_stop = should_stop
         if started_here:
             self.start()
-        self.watchdog.start()
+        elif self._watchdog_on:
+            self.watchdog.start()
         listener = wakeups.Listener.open(self.engine, LISTEN_TO) if not burst else wakeups.Listener(None)
         failures = 0
         last_line, last_echo = self.stats.line(), time.monotonic()
@@ -347,9 +358,12 @@ class Worker:
         hand them over again). Returns (started, finished).
         """
         finished = [self._finished(result, now) for result in results]
+        # Final outcomes that may create a callback or end a batch: followed up in this same
+        # transaction (app/services/engine/callbacks.py).
+        follow = [item.execution_id for item in finished if item.retry_at is None and self._may_follow(item)]
         # Failures add statements (retry event, dead letter, alert) to the turn; without them the
         # turn is the one statement and needs no BEGIN/COMMIT around it on PostgreSQL.
-        single = all(item.outcome.status is AttemptStatus.SUCCEEDED for item in finished)
+        single = not follow and all(item.outcome.status is AttemptStatus.SUCCEEDED for item in finished)
         try:
             with self._transaction(single_statement=single) as conn:
                 turn = self.store.record_and_claim(
@@ -365,6 +379,11 @@ class Worker:
                 for item, result in zip(finished, results):
                     if item.execution_id in turn.recorded:
                         self._recorded(conn, self.running[item.execution_id], result, item.retry_at, now)
+                if follow:
+                    followed = callbacks.after_final(conn, [i for i in follow if i in turn.recorded], now=now)
+                    self._dirty_jobs |= followed.job_ids
+                    if followed.callbacks:
+                        wakeups.notify(conn, wakeups.WORK_CHANNEL)
         except Exception:
             self._unrecorded = results
             raise
@@ -410,6 +429,11 @@ class Worker:
             now,
             item.retry_backoff_seconds,
             item.alert_mode,
+            trigger=item.trigger,
+            batch_id=item.batch_id,
+            on_success=item.on_success,
+            on_failure=item.on_failure,
+            retry=RetryPolicy(item.retry_kind, item.retry_backoff_seconds, item.retry_max_delay_seconds, item.retry_jitter),
         )
         context = dict(
             self._context_base,
@@ -419,15 +443,15 @@ class Worker:
             idempotency_key=item.idempotency_key,
             attempt=attempt,
         )
-        if needs_database(item.task):
+        if needs_database(item.task_to_run):
             context["database_url"] = self._database_url
         self.executor.submit(
             TaskRequest(
                 execution_id=item.id,
-                task_name=item.task,
-                config=item.config,
+                task_name=item.task_to_run,  # a callback runs its own task
+                config=item.config_to_run,  # the job's config with the run's override merged over it
                 context=context,
-                timeout_seconds=item.timeout_seconds,
+                timeout_seconds=self._callback_timeout if item.callback_task else item.timeout_seconds,
             )
         )
         log.info(
@@ -437,7 +461,7 @@ class Worker:
                 "execution_id": item.id,
                 "job_id": item.job_id,
                 "worker_id": self.id,
-                "task": item.task,
+                "task": item.task_to_run,
                 "attempt": attempt,
             },
         )
@@ -481,6 +505,16 @@ class Worker:
             return 0
         return self._settle_and_claim(results, 0, self.clock())[1]
 
+    def _may_follow(self, item: Finished) -> bool:
+        run = self.running[item.execution_id]
+        return callbacks.may_follow(
+            trigger=run.trigger,
+            batch_id=run.batch_id,
+            status=item.target.value,
+            on_success=run.on_success,
+            on_failure=run.on_failure,
+        )
+
     def _finished(self, result: TaskResult, now: datetime) -> Finished:
         run = self.running[result.execution_id]
         error = result.error
@@ -495,7 +529,7 @@ class Worker:
         )
         retry_at = None
         if result.status not in ("succeeded", "cancelled") and run.attempt < run.max_attempts:
-            retry_at = now + retry_delay(run.retry_backoff_seconds, run.attempt)
+            retry_at = now + run.retry.delay(run.attempt, random.random())  # the job's retry kind
         return Finished(run.execution_id, run.attempt, outcome, retry_at)
 
     def _recorded(self, conn, run: Running, result: TaskResult, retry_at: datetime | None, now: datetime) -> None:
@@ -575,6 +609,9 @@ class Worker:
                     retry_backoff_seconds=run.retry_backoff_seconds,
                     alert_mode=run.alert_mode,
                     cancel_requested_by=self._cancelling.get(run.execution_id),
+                    retry_kind=run.retry.kind,
+                    retry_max_delay_seconds=run.retry.max_delay_seconds,
+                    retry_jitter=run.retry.jitter,
                 )
                 self.store.expire_lease(conn, run.execution_id, worker_id=self.id, now=now)
                 recovery.settle_abandoned(conn, row, now=now, reason=reason)

@@ -36,6 +36,7 @@ class LedgerReport:
     coalesced_or_skipped: int = 0
     excused_disabled: int = 0
     in_flight: int = 0
+    expired: int = 0  # ended `expired` (queued TTL passed): accounted for, never ran
     violations: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
 
@@ -52,6 +53,7 @@ class LedgerReport:
             "coalesced_or_skipped": self.coalesced_or_skipped,
             "excused_disabled": self.excused_disabled,
             "in_flight": self.in_flight,
+            "expired": self.expired,
             "violations": self.violations,
             "warnings": self.warnings,
         }
@@ -70,7 +72,15 @@ def verify(*, now: datetime, lease_slack: timedelta = timedelta(seconds=5)) -> L
         select(Event)
         .where(
             Event.type.in_(
-                ["misfire_coalesced", "misfire_skipped", "job_disabled", "job_enabled", "job_updated", "history_pruned"]
+                [
+                    "misfire_coalesced",
+                    "misfire_skipped",
+                    "job_disabled",
+                    "job_enabled",
+                    "job_updated",
+                    "history_pruned",
+                    "run_limit_reached",
+                ]
             )
         )
         .order_by(Event.id)
@@ -88,6 +98,7 @@ def verify(*, now: datetime, lease_slack: timedelta = timedelta(seconds=5)) -> L
 def _check_rows(report: LedgerReport, now: datetime, lease_slack: timedelta) -> None:
     e = Execution
     report.executions = db.session.scalar(select(func.count()).select_from(e)) or 0
+    report.expired = db.session.scalar(select(func.count()).select_from(e).where(e.status == "expired")) or 0
     for key, count in db.session.execute(
         select(e.idempotency_key, func.count()).group_by(e.idempotency_key).having(func.count() > 1)
     ):
@@ -153,13 +164,20 @@ def _check_job(report: LedgerReport, job: Job, events: list[Event], pruned: bool
             accounted.append((_parse(payload["first"]), _parse(payload["into"])))
         elif event.type == "misfire_skipped" and payload.get("from"):
             accounted.append((_parse(payload["from"]), _parse(payload["until"])))
-        elif event.type == "job_disabled":
-            disabled_since = min(filter(None, [event.created_at, _parse(payload.get("next_run_at"))]))
+        elif event.type in ("job_disabled", "run_limit_reached"):
+            # A run limit reached (max_runs, end_at) finishes the job from the first occurrence it
+            # stopped; the job is disabled (job_disabled) once its last runs are done.
+            since = min(
+                filter(None, [event.created_at, _parse(payload.get("next_run_at") or payload.get("stopped_at"))])
+            )
+            disabled_since = since if disabled_since is None else min(disabled_since, since)
         elif event.type == "job_enabled" and disabled_since is not None:
             disabled.append((disabled_since, event.created_at))
             disabled_since = None
     if disabled_since is not None:
         disabled.append((disabled_since, now))
+    if job.start_at is not None:  # nothing is due before start_at
+        start = max(start, job.start_at - timedelta(microseconds=1))
     if pruned and rows:
         start = max(start, min(rows) - timedelta(microseconds=1))
     # The span ends where the scheduler's cursor is; a job with none (a fired one_time) ends at now.
