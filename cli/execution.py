@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 from flask.cli import AppGroup
 
@@ -9,6 +11,7 @@ from app.clock import utcnow
 from app.domain.states import ExecutionStatus, values
 from app.services.serialize import execution_to_dict
 from app.services.use_cases import executions as execution_service
+from app.services.use_cases import runs as run_service
 from cli.common import (
     ACTOR,
     EXECUTION_ID,
@@ -77,8 +80,14 @@ def inspect(execution_id, as_json):
       flask execution inspect 17 --json | jq -r .output
     """
     execution = execution_service.get_execution(execution_id, with_attempts=True)
+    callbacks = run_service.callbacks_of(execution.id)
     if as_json:
-        emit_json(execution_to_dict(execution, attempts=execution.attempt_rows))
+        emit_json(
+            {
+                **execution_to_dict(execution, attempts=execution.attempt_rows),
+                "callbacks": [{"id": c.id, "status": c.status, "task": c.callback_task} for c in callbacks],
+            }
+        )
         return
     zone = execution.job.timezone
     print_fields(
@@ -100,6 +109,11 @@ def inspect(execution_id, as_json):
             ("duration", fmt_duration(execution.duration_seconds)),
             ("exit code", execution.exit_code),
             ("key", execution.idempotency_key),
+            ("task", f"{execution.callback_task} (callback)" if execution.callback_task else None),
+            ("config override", json.dumps(execution.config_override) if execution.config_override else None),
+            ("batch", execution.batch_id),
+            ("callback of", f"execution {execution.parent_id}" if execution.parent_id else None),
+            ("callbacks", ", ".join(f"execution {c.id} ({c.status})" for c in callbacks) or None),
         ]
     )
     click.echo()

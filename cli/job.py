@@ -10,8 +10,11 @@ from flask.cli import AppGroup
 from app.clock import iso_z, utcnow
 from app.domain.jitter import jitter_offset
 from app.scheduling import SCHEDULE_INPUTS
+from app.scheduling.timezones import parse_instant, resolve_timezone
+from app.services.read import explain as explain_read
 from app.services.serialize import execution_to_dict, job_to_dict
 from app.services.use_cases import jobs as job_service
+from app.services.use_cases import runs as run_service
 from app.tasks import all_tasks
 from cli.common import (
     ACTOR,
@@ -232,23 +235,38 @@ def preview(job_id, count, after, as_json):
 
 @job_cli.command("trigger")
 @click.argument("job_id", type=JOB_ID)
+@click.option("--in", "run_in", metavar="DURATION", help="Run after this delay (30s, 5m, 2h, 1d) instead of now.")
+@click.option("--at", "run_at", metavar="ISO", help="Run at this instant (ISO 8601; no offset means UTC).")
+@click.option(
+    "--config-override",
+    metavar="JSON",
+    help="A JSON object merged over the job's config for this run only (checked against the task's schema).",
+)
 @json_option
 @mutating
 @handle_errors
-def trigger(job_id, as_json):
-    """Run an enabled job now, outside its schedule (a `manual` execution).
+def trigger(job_id, run_in, run_at, config_override, as_json):
+    """Run an enabled job outside its schedule (a `manual` execution): now, after a delay, or at an instant.
 
     \b
-    Example:
+    A delayed run waits as `pending` with its available time in the future: `flask execution list`
+    shows it, and `flask execution cancel ID` cancels it before it starts.
+    \b
+    Examples:
       flask job trigger 3
+      flask job trigger 3 --in 10m
+      flask job trigger 3 --at 2026-01-01T12:00:00Z --config-override '{"message": "new year"}'
       flask job trigger 3 --json | jq .id
     """
-    execution = job_service.trigger_job(job_id, now=utcnow(), actor=ACTOR)
+    now = utcnow()
+    data = {"in": run_in, "at": run_at, "config_override": config_override}
+    execution = run_service.trigger_run(job_id, data, now=now, actor=ACTOR)
     if as_json:
         emit_json(execution_to_dict(execution))
         return
+    when = "" if execution.available_at <= now else f", scheduled for {fmt_utc(execution.available_at)}"
     click.echo(
-        f"Triggered job {execution.job_id} {execution.job.name!r}: execution {execution.id} is {execution.status}"
+        f"Triggered job {execution.job_id} {execution.job.name!r}: execution {execution.id} is {execution.status}{when}"
     )
     click.echo(f"Watch it with: flask execution inspect {execution.id}")
 
@@ -317,3 +335,67 @@ def delete(job_id, yes):
     name = job.name
     job_service.delete_job(job_id, now=utcnow(), actor=ACTOR)
     click.echo(f"Deleted job {job_id} {name!r}")
+
+
+def _instant_option(text: str | None, zone: str, what: str):
+    """An ISO instant option; no offset means the job's local time."""
+    if text is None:
+        return None
+    return parse_instant(text, resolve_timezone(zone), what)
+
+
+@job_cli.command("explain")
+@click.argument("job_id", type=JOB_ID)
+@click.option("--at", "at_text", metavar="ISO", help="Explain the occurrence at this instant (or the nearest ones).")
+@click.option("--from", "from_text", metavar="ISO", help="Start of a window to explain (with --to).")
+@click.option("--to", "to_text", metavar="ISO", help="End of the window (inclusive).")
+@json_option
+@handle_errors
+def explain(job_id, at_text, from_text, to_text, as_json):
+    """Say what happened to a job's occurrences and why: fired, coalesced, skipped, missed, expired,
+    cancelled, not created (job disabled), waiting (queue paused, no live worker), shifted by DST.
+
+    Instants without an offset are the job's local time.
+
+    \b
+    Examples:
+      flask job explain 3 --at 2026-06-01T09:00:00Z
+      flask job explain 3 --from 2026-06-01T00:00Z --to 2026-06-02T00:00Z --json
+    """
+    if (at_text is None) == (from_text is None and to_text is None) or (
+        at_text is None and None in (from_text, to_text)
+    ):
+        raise click.UsageError("give either --at ISO, or --from ISO and --to ISO")
+    job = job_service.get_job(job_id)
+    document = explain_read.explain_job(
+        job_id,
+        now=utcnow(),
+        at=_instant_option(at_text, job.timezone, "--at"),
+        start=_instant_option(from_text, job.timezone, "--from"),
+        end=_instant_option(to_text, job.timezone, "--to"),
+    )
+    if as_json:
+        emit_json(document)
+        return
+    click.echo(f"Job {job.id} {job.name!r} ({job.timezone})" + ("" if job.enabled else " (disabled now)"))
+    if "at" in document:
+        if document["occurrence"] is not None:
+            _echo_fates([document["occurrence"]])
+            return
+        click.echo(document["summary"])
+        nearest = document["nearest"]
+        _echo_fates([f for f in (nearest["before"], nearest["after"]) if f], labels=["before", "after"])
+        return
+    click.echo(f"Window {document['from']} .. {document['to']}: {len(document['occurrences'])} expected occurrence(s)")
+    _echo_fates(document["occurrences"])
+    if document["truncated"]:
+        click.echo("(truncated: narrow the window to see the rest)")
+    for run in document["other_runs"]:
+        click.echo(f"Also in the window: execution #{run['execution_id']} ({run['trigger']}) {run['status']}")
+
+
+def _echo_fates(fates: list[dict], labels: list[str] | None = None) -> None:
+    for index, fate in enumerate(fates):
+        label = f"{labels[index]}: " if labels else ""
+        click.echo(f"{label}{fate['scheduled_for']}  {fate['fate']}")
+        click.echo(textwrap.fill(fate["summary"], width=100, initial_indent="    ", subsequent_indent="    "))

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from app.clock import utcnow
 from app.domain.states import TERMINAL, AttemptStatus, ExecutionStatus, Trigger, values
 from app.extensions import db
-from app.models.types import UTCDateTime
+from app.models.types import JSONType, UTCDateTime
 
 _TERMINAL_SQL = ", ".join(repr(s.value) for s in sorted(TERMINAL, key=lambda s: s.value))
 _STATUS_SQL = ", ".join(repr(v) for v in values(ExecutionStatus))
@@ -56,6 +56,15 @@ class Execution(db.Model):
     output: Mapped[str] = mapped_column(Text, default="", server_default="")
     error: Mapped[str] = mapped_column(Text, default="", server_default="")
     retry_of_id: Mapped[int | None] = mapped_column(ForeignKey("executions.id", ondelete="SET NULL"))
+    # An ad-hoc run's or a batch item's config, merged over the job's config when the task starts;
+    # for a callback, the whole config of its task (with the parent's outcome under `parent`).
+    config_override: Mapped[dict | None] = mapped_column(JSONType)
+    # The batch this row is an item of (trigger batch) or the on-complete callback of (trigger callback).
+    batch_id: Mapped[int | None] = mapped_column(ForeignKey("batches.id", ondelete="CASCADE"))
+    # A callback's parent execution (on_success / on_failure of the parent's job).
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("executions.id", ondelete="SET NULL"))
+    # The task a callback runs instead of its job's task.
+    callback_task: Mapped[str | None] = mapped_column(String(100))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -127,6 +136,20 @@ class Execution(db.Model):
             "retry_of_id",
             postgresql_where=text("retry_of_id IS NOT NULL"),
             sqlite_where=text("retry_of_id IS NOT NULL"),
+        ),
+        # A batch's items and callback, and a parent's callbacks (partial: most rows have neither).
+        Index(
+            "ix_executions_batch_id",
+            "batch_id",
+            "status",
+            postgresql_where=text("batch_id IS NOT NULL"),
+            sqlite_where=text("batch_id IS NOT NULL"),
+        ),
+        Index(
+            "ix_executions_parent_id",
+            "parent_id",
+            postgresql_where=text("parent_id IS NOT NULL"),
+            sqlite_where=text("parent_id IS NOT NULL"),
         ),
         {"sqlite_autoincrement": True},  # never reuse an id a bookmark or script may still hold
     )

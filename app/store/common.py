@@ -302,15 +302,17 @@ class CommonStore:
         if not job_ids:
             return set()
         e = executions
-        # Only the job's own exclusive runs count: batch items and callbacks run beside it, and a
-        # delayed ad-hoc run waiting for its time is not active yet.
+        # Batch items and callbacks run beside the job's own runs (never exclusive), so they do not
+        # count; nor does a delayed ad-hoc run still waiting for its time.
         active = or_(
             e.c.status.in_(status_values(IN_FLIGHT)),
             and_(e.c.status.in_(status_values(CLAIMABLE)), e.c.available_at <= now),
         )
         return set(
             conn.execute(
-                select(e.c.job_id).distinct().where(e.c.job_id.in_(list(job_ids)), e.c.exclusive, active)
+                select(e.c.job_id)
+                .distinct()
+                .where(e.c.job_id.in_(list(job_ids)), e.c.trigger.not_in(["batch", "callback"]), active)
             ).scalars()
         )
 

@@ -4,7 +4,7 @@ Keep imports here and in the task modules to the standard library and the regist
 imported into the worker's pre-forked zygote, so heavy libraries (SQLAlchemy, http.client + ssl) are
 imported inside the tasks that need them, in the forked child.
 
-    demo          sleep_for_seconds, always_succeed, always_fail, fail_once_then_succeed
+    demo          sleep_for_seconds, always_succeed, always_fail, fail_once_then_succeed, echo
     history       generate_report, cleanup_old_runs (each opens its own database connection)
     artifacts     write_file_artifact (only inside ARTIFACT_DIR)
     health_check  http_health_check_local (loopback URLs only)

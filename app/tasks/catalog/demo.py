@@ -1,8 +1,9 @@
-"""Demo tasks: sleeping, succeeding, failing, and failing exactly once to show retries."""
+"""Demo tasks: sleeping, succeeding, failing, failing exactly once to show retries, and echoing a config."""
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import time
 
@@ -92,3 +93,27 @@ def fail_once_then_succeed(config: dict, ctx: TaskContext) -> None:
         return
     os.close(fd)
     raise RuntimeError(f"attempt {ctx.attempt}: failing once on purpose; the next attempt will succeed")
+
+
+@task(
+    "echo",
+    description=(
+        "Print its whole config as JSON (sorted keys), so what a run was given - the job's config, "
+        "an ad-hoc run's or a batch item's override, a callback's `parent` outcome - shows in its "
+        "output; then fail with `message` when `fail` is true. Optional keys: `message` (string, at "
+        "most 1000 characters), `fail` (boolean, default false)."
+    ),
+    schema={
+        "type": "object",
+        "properties": {
+            "message": {"type": "string", "maxLength": MAX_MESSAGE_LENGTH},
+            "fail": {"type": "boolean"},
+        },
+        "additionalProperties": False,
+    },
+)
+def echo(config: dict, ctx: TaskContext) -> None:
+    """Print the config; raise RuntimeError(message) when `fail` is true."""
+    print(json.dumps(config, sort_keys=True, default=str))
+    if config.get("fail"):
+        raise RuntimeError(config.get("message") or "echo failed on purpose (fail: true)")
