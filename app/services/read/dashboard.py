@@ -27,7 +27,7 @@ from app import cache
 from app.cache import get_cache
 from app.domain.states import TERMINAL, ExecutionStatus, values
 from app.extensions import db
-from app.models import Alert, Execution, Heartbeat, Job
+from app.models import Alert, DeadLetter, Execution, Heartbeat, Job
 from app.scheduling import ScheduleError
 from app.services.read import row_counts
 from app.services.serialize import heartbeat_to_dict, iso
@@ -66,6 +66,9 @@ def summary_counts() -> dict:
             "count_kinds": {status: c.kind for status, c in by_status.items()},
             "executions_total": total.value,
             "executions_total_kind": total.kind,
+            # What needs an operator: every dead letter, whatever final status its execution kept
+            # (failed, timed out, or dead_lettered after a lost lease), as the alerts page lists them.
+            "dead_letters": db.session.scalar(select(func.count()).select_from(DeadLetter)),
         }
 
     return get_cache().get_or_compute(cache.SUMMARY, _ttl(cache.SUMMARY), compute)
