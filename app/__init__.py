@@ -65,9 +65,11 @@ def register_extensions(app: Flask) -> None:
 
 
 def register_blueprints(app: Flask) -> None:
+    from app.api import register_api
     from app.web import register_web
 
     register_web(app)
+    register_api(app)  # after the web: the API's problem documents wrap the web's error pages
 
 
 def register_cli(app: Flask) -> None:

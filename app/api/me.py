@@ -1,0 +1,48 @@
+"""/api/v1/me: who the credential stands for, its organization, project and role."""
+
+from __future__ import annotations
+
+from flask_smorest import Blueprint
+
+from app.api.schemas import MeSchema
+from app.api.security import authenticated, current_caller
+from app.clock import iso_z
+from app.extensions import db
+from app.models import Organization, Project, User
+
+blp = Blueprint("api_me", __name__, url_prefix="/api/v1/me", description="The caller.")
+
+
+def user_to_dict(user: User) -> dict:
+    return {
+        "id": user.id,
+        "username": user.username,
+        "active": user.active,
+        "superuser": bool(user.superuser),
+        "memberships": [{"organization": m.organization.name, "role": m.role} for m in user.memberships],
+        "created_at": iso_z(user.created_at),
+    }
+
+
+@blp.get("")
+@authenticated(None)
+@blp.response(200, MeSchema)
+@blp.alt_response(401, response="UNAUTHORIZED")
+def me():
+    """The signed-in user (or the API token's creator), the organization and project acted in, and the role.
+
+    Roles: any credential. Errors: 401 without one.
+    """
+    caller = current_caller()
+    user = db.session.get(User, caller.user_id) if caller.user_id is not None else None
+    org = db.session.get(Organization, caller.organization_id) if caller.organization_id is not None else None
+    project = db.session.get(Project, caller.project_id) if caller.project_id is not None else None
+    return {
+        "user": user_to_dict(user) if user is not None else None,
+        "actor": caller.actor,
+        "credential": "api_token" if caller.actor.startswith("token:") else "jwt",
+        "organization": org.name if org is not None else None,
+        "project": project.full_name if project is not None else None,
+        "role": caller.role,
+        "superuser": caller.superuser,
+    }

@@ -1,0 +1,436 @@
+"""Request and response schemas of the API that are not a definition of their own.
+
+Jobs come from `app.definitions` (the one job definition); the rest mirror the `--json` shapes of
+`app.services.serialize` and the read models, field for field, so the CLI and the API speak one
+vocabulary. Response schemas are strict about types so that the published document is a contract
+a client (and Schemathesis) can check every answer against.
+"""
+
+from __future__ import annotations
+
+from marshmallow import EXCLUDE, Schema, fields, validate
+
+from app.definitions.fields import Instant, Text, TextLength, printable
+
+PAGE_LIMIT_DEFAULT = 50
+PAGE_LIMIT_MAX = 200
+
+
+class StrictSchema(Schema):
+    class Meta:
+        unknown = EXCLUDE
+
+
+class ProblemSchema(Schema):
+    """An error (RFC 9457): `errors` maps each invalid field to its message."""
+
+    type = fields.String(metadata={"example": "about:blank"})
+    title = fields.String(metadata={"example": "Unprocessable content"})
+    status = fields.Integer(metadata={"example": 422})
+    detail = fields.String(metadata={"example": "The request has invalid fields: name"})
+    instance = fields.String(metadata={"example": "/api/v1/jobs"})
+    errors = fields.Dict(keys=fields.String(), values=fields.String(), metadata={"example": {"name": "is required"}})
+
+
+# --- pagination --------------------------------------------------------------------------------
+
+
+class PageQuery(StrictSchema):
+    limit = fields.Integer(
+        load_default=PAGE_LIMIT_DEFAULT,
+        validate=validate.Range(1, PAGE_LIMIT_MAX, error="must be between {min} and {max}"),
+        metadata={"description": f"Items per page (at most {PAGE_LIMIT_MAX})."},
+    )
+    cursor = fields.String(
+        load_default=None,
+        validate=validate.Regexp(r"^[0-9]{1,18}$", error="is not a cursor this API gave out"),
+        metadata={"description": "Where the page starts: the `next` link of the previous page holds it."},
+    )
+
+
+def page_schema(item_schema, name: str) -> type[Schema]:
+    """A page of `item_schema` objects with the link to the next page (null on the last)."""
+    return type(
+        name,
+        (Schema,),
+        {
+            "items": fields.List(fields.Nested(item_schema), required=True),
+            "next": fields.String(
+                allow_none=True, required=True, metadata={"description": "The next page's URL, or null."}
+            ),
+        },
+    )
+
+
+class SinceUntilQuery(PageQuery):
+    since = fields.AwareDateTime(
+        load_default=None, metadata={"description": "Only items created at or after this instant (ISO 8601)."}
+    )
+    until = fields.AwareDateTime(
+        load_default=None, metadata={"description": "Only items created before this instant (ISO 8601)."}
+    )
+
+
+# --- sign-in -----------------------------------------------------------------------------------
+
+
+class LoginSchema(StrictSchema):
+    username = fields.String(required=True, validate=validate.Length(1, 150), metadata={"example": "admin"})
+    password = fields.String(required=True, validate=validate.Length(1, 1000), metadata={"example": "admin"})
+    organization = fields.String(
+        load_default=None,
+        validate=validate.Length(1, 64),
+        metadata={"description": "The organization to act in (default: your first one).", "example": "default"},
+    )
+
+
+class TokenPairSchema(Schema):
+    access_token = fields.String(required=True)
+    refresh_token = fields.String()
+    token_type = fields.String(required=True, metadata={"example": "Bearer"})
+    expires_in = fields.Integer(
+        required=True, metadata={"description": "Seconds the access token lives.", "example": 900}
+    )
+
+
+class PasswordChangeSchema(StrictSchema):
+    current_password = fields.String(required=True, validate=validate.Length(1, 1000))
+    new_password = fields.String(
+        required=True, validate=validate.Length(8, 1000), metadata={"example": "a-long-new-secret"}
+    )
+
+
+class RegisterSchema(StrictSchema):
+    username = fields.String(required=True, validate=validate.Length(1, 150), metadata={"example": "carol"})
+    password = fields.String(required=True, validate=validate.Length(8, 1000), metadata={"example": "carol-secret-1"})
+    invitation = fields.String(
+        load_default=None, validate=validate.Length(1, 2000), metadata={"description": "An admin's invitation."}
+    )
+
+
+# --- people, organizations, projects ------------------------------------------------------------
+
+
+class MembershipSchema(Schema):
+    organization = fields.String(required=True)
+    role = fields.String(required=True)
+
+
+class UserSchema(Schema):
+    id = fields.Integer(required=True)
+    username = fields.String(required=True)
+    active = fields.Boolean(required=True)
+    superuser = fields.Boolean(required=True)
+    memberships = fields.List(fields.Nested(MembershipSchema), required=True)
+    created_at = fields.String(allow_none=True)
+
+
+class MeSchema(Schema):
+    user = fields.Nested(UserSchema, allow_none=True, required=True)
+    actor = fields.String(required=True, metadata={"example": "api:admin"})
+    credential = fields.String(required=True, metadata={"description": "jwt or api_token"})
+    organization = fields.String(allow_none=True, required=True)
+    project = fields.String(allow_none=True, required=True)
+    role = fields.String(allow_none=True, required=True)
+    superuser = fields.Boolean(required=True)
+
+
+class OrganizationSchema(Schema):
+    id = fields.Integer(required=True)
+    name = fields.String(required=True)
+    projects = fields.Integer(metadata={"description": "How many projects it has."})
+    members = fields.Integer(metadata={"description": "How many people belong to it."})
+    created_at = fields.String(allow_none=True)
+
+
+class ProjectSchema(Schema):
+    id = fields.Integer(required=True)
+    name = fields.String(required=True)
+    organization = fields.String(required=True)
+    full_name = fields.String(required=True, metadata={"example": "default/default"})
+    description = fields.String()
+    created_at = fields.String(allow_none=True)
+
+
+class ProjectCreateSchema(StrictSchema):
+    organization = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "default"})
+    name = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "reports"})
+    description = fields.String(load_default="", validate=validate.Length(0, 2000))
+
+
+# --- tokens ------------------------------------------------------------------------------------
+
+
+class ApiTokenSchema(Schema):
+    id = fields.Integer(required=True)
+    name = fields.String(required=True)
+    prefix = fields.String(required=True, metadata={"description": "The secret's first characters."})
+    project = fields.String(allow_none=True, required=True)
+    role = fields.String(required=True)
+    user = fields.String(allow_none=True, required=True)
+    created_at = fields.String(allow_none=True)
+    expires_at = fields.String(allow_none=True)
+    last_used_at = fields.String(allow_none=True)
+    revoked_at = fields.String(allow_none=True)
+    revoked_by = fields.String(allow_none=True)
+
+
+class NewApiTokenSchema(ApiTokenSchema):
+    token = fields.String(required=True, metadata={"description": "The secret: shown this once, never again."})
+
+
+class ApiTokenCreateSchema(StrictSchema):
+    name = fields.String(required=True, validate=validate.Length(1, 100), metadata={"example": "ci-deploy"})
+    project = fields.String(
+        load_default=None,
+        validate=validate.Length(1, 200),
+        metadata={"description": "ORG/PROJECT (default: your working project).", "example": "default/default"},
+    )
+    role = fields.String(
+        required=True, validate=validate.OneOf(["viewer", "operator", "admin"]), metadata={"example": "operator"}
+    )
+    expires_in_days = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(1, 3650))
+
+
+# --- queues ------------------------------------------------------------------------------------
+
+
+class QueueStatsSchema(Schema):
+    pending = fields.Integer()
+    scheduled_later = fields.Integer()
+    retrying = fields.Integer()
+    running = fields.Integer()
+    succeeded_last_hour = fields.Integer()
+    failed_last_hour = fields.Integer()
+    oldest_pending_seconds = fields.Float(allow_none=True)
+    throughput_per_minute = fields.Float(allow_none=True)
+    lateness_p50_seconds = fields.Float(allow_none=True)
+    lateness_p95_seconds = fields.Float(allow_none=True)
+
+
+class QueueSchema(Schema):
+    id = fields.Integer(required=True)
+    name = fields.String(required=True)
+    project = fields.String(required=True)
+    description = fields.String()
+    concurrency_limit = fields.Integer(allow_none=True)
+    priority = fields.Integer()
+    paused = fields.Boolean()
+    paused_by = fields.String(allow_none=True)
+    paused_at = fields.String(allow_none=True)
+    paused_reason = fields.String(allow_none=True)
+    created_at = fields.String(allow_none=True)
+    updated_at = fields.String(allow_none=True)
+    stats = fields.Nested(QueueStatsSchema, allow_none=True)
+
+
+class QueueCreateSchema(StrictSchema):
+    name = fields.String(required=True, metadata={"example": "reports"})
+    description = fields.String(load_default=None)
+    concurrency_limit = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(1, 100000))
+    priority = fields.Integer(load_default=None, validate=validate.Range(-1000, 1000))
+
+
+class QueueEditSchema(StrictSchema):
+    description = fields.String()
+    concurrency_limit = fields.Integer(allow_none=True, validate=validate.Range(1, 100000))
+    priority = fields.Integer(validate=validate.Range(-1000, 1000))
+
+
+class PauseSchema(StrictSchema):
+    reason = Text(load_default=None, validate=[TextLength(max=500), printable], metadata={"example": "deploying"})
+
+
+# --- executions --------------------------------------------------------------------------------
+
+
+class AttemptSchema(Schema):
+    id = fields.Integer(required=True)
+    execution_id = fields.Integer(required=True)
+    number = fields.Integer(required=True)
+    worker_id = fields.String(allow_none=True)
+    pid = fields.Integer(allow_none=True)
+    status = fields.String(required=True)
+    started_at = fields.String(allow_none=True)
+    finished_at = fields.String(allow_none=True)
+    duration_seconds = fields.Float(allow_none=True)
+    exit_code = fields.Integer(allow_none=True)
+    output = fields.String(allow_none=True)
+    error = fields.String(allow_none=True)
+
+
+class ExecutionSchema(Schema):
+    id = fields.Integer(required=True)
+    job_id = fields.Integer(required=True)
+    job_name = fields.String(allow_none=True)
+    scheduled_for = fields.String(allow_none=True)
+    trigger = fields.String(required=True)
+    idempotency_key = fields.String(allow_none=True)
+    status = fields.String(required=True, metadata={"example": "pending"})
+    reason = fields.String(allow_none=True)
+    attempts = fields.Integer()
+    max_attempts = fields.Integer()
+    queue = fields.String(allow_none=True)
+    priority = fields.Integer()
+    available_at = fields.String(allow_none=True)
+    claimed_by = fields.String(allow_none=True)
+    lease_expires_at = fields.String(allow_none=True)
+    started_at = fields.String(allow_none=True)
+    finished_at = fields.String(allow_none=True)
+    duration_seconds = fields.Float(allow_none=True)
+    exit_code = fields.Integer(allow_none=True)
+    retry_of_id = fields.Integer(allow_none=True)
+    cancel_requested_at = fields.String(allow_none=True)
+    cancel_requested_by = fields.String(allow_none=True)
+    created_at = fields.String(allow_none=True)
+    updated_at = fields.String(allow_none=True)
+    output = fields.String(allow_none=True)
+    error = fields.String(allow_none=True)
+
+
+class OutputSchema(Schema):
+    execution_id = fields.Integer(required=True)
+    status = fields.String(required=True)
+    output = fields.String(required=True)
+    error = fields.String(required=True)
+
+
+class CancelSchema(StrictSchema):
+    reason = Text(load_default=None, validate=[TextLength(max=500), printable])
+
+
+class ExecutionQuery(SinceUntilQuery):
+    status = fields.String(
+        load_default=None,
+        validate=validate.OneOf(
+            [
+                "pending",
+                "claimed",
+                "running",
+                "succeeded",
+                "failed",
+                "timed_out",
+                "retry_scheduled",
+                "dead_lettered",
+                "cancelled",
+                "skipped",
+                "expired",
+            ]
+        ),
+    )
+    job = fields.Integer(
+        load_default=None, validate=validate.Range(1, 2**31 - 1), metadata={"description": "A job id."}
+    )
+    queue = fields.String(
+        load_default=None,
+        validate=validate.Regexp(r"^[a-z0-9][a-z0-9_.-]{0,63}$"),
+        metadata={"description": "A queue name."},
+    )
+
+
+# --- alerts, workers, audit, schedules ------------------------------------------------------------
+
+
+class AlertSchema(Schema):
+    id = fields.Integer(required=True)
+    job_id = fields.Integer(allow_none=True)
+    job_name = fields.String(allow_none=True)
+    execution_id = fields.Integer(allow_none=True)
+    kind = fields.String(required=True)
+    message = fields.String(required=True)
+    created_at = fields.String(allow_none=True)
+    resolved_at = fields.String(allow_none=True)
+    resolved_by = fields.String(allow_none=True)
+
+
+class AlertQuery(SinceUntilQuery):
+    include_resolved = fields.Boolean(load_default=False)
+
+
+class PreviewQuery(StrictSchema):
+    count = fields.Integer(load_default=5, validate=validate.Range(1, 100))
+    after = fields.AwareDateTime(load_default=None, metadata={"description": "Start after this instant (default now)."})
+
+
+class PreviewSchema(Schema):
+    next_runs = fields.List(fields.String(), required=True, metadata={"example": ["2026-06-01T12:05:00Z"]})
+    timezone = fields.String(required=True)
+    notes = fields.List(fields.String())
+
+
+class SchedulePreviewSchema(StrictSchema):
+    schedule_type = fields.String(
+        required=True, validate=validate.OneOf(["one_time", "interval", "cron"]), metadata={"example": "cron"}
+    )
+    schedule = fields.Dict(required=True, metadata={"example": {"expression": "0 9 * * 1-5"}})
+    timezone = fields.String(load_default="UTC", validate=validate.Length(1, 64), metadata={"example": "Europe/Paris"})
+    count = fields.Integer(load_default=5, validate=validate.Range(1, 100))
+    after = fields.AwareDateTime(load_default=None)
+
+
+class WorkerExecutionSchema(Schema):
+    id = fields.Integer(required=True)
+    job_id = fields.Integer(allow_none=True)
+    job_name = fields.String(allow_none=True)
+    attempt = fields.Integer(allow_none=True)
+    started_at = fields.String(allow_none=True)
+
+
+class WorkerSchema(Schema):
+    id = fields.String(required=True)
+    host = fields.String(allow_none=True)
+    pid = fields.Integer(allow_none=True)
+    state = fields.String(required=True, metadata={"description": "running, draining, stopped or stale"})
+    busy = fields.Integer(allow_none=True)
+    idle = fields.Integer(allow_none=True)
+    slots = fields.Integer(allow_none=True)
+    queues = fields.List(fields.String())
+    started_at = fields.String(allow_none=True)
+    last_seen = fields.String(allow_none=True)
+    age_seconds = fields.Float(allow_none=True)
+    pending_command = fields.String(allow_none=True)
+    executions = fields.List(fields.Nested(WorkerExecutionSchema))
+
+
+class WorkerStopSchema(StrictSchema):
+    now = fields.Boolean(load_default=False, metadata={"description": "Kill running tasks instead of draining."})
+
+
+class AuditEventSchema(Schema):
+    id = fields.Integer(required=True)
+    created_at = fields.String(allow_none=True)
+    actor = fields.String(allow_none=True)
+    source = fields.String(allow_none=True)
+    object_kind = fields.String(allow_none=True)
+    object_id = fields.String(allow_none=True)
+    object_label = fields.String(allow_none=True)
+    action = fields.String(allow_none=True)
+    changes = fields.Dict(allow_none=True)
+    address = fields.String(allow_none=True)
+    job_id = fields.Integer(allow_none=True)
+    project_id = fields.Integer(allow_none=True)
+    organization_id = fields.Integer(allow_none=True)
+
+
+class AuditQuery(SinceUntilQuery):
+    actor = fields.String(load_default=None, validate=validate.Length(1, 200))
+    object_kind = fields.String(load_default=None, validate=validate.Length(1, 32))
+    action = fields.String(load_default=None, validate=validate.Length(1, 32))
+    job = fields.Integer(load_default=None, validate=validate.Range(1, 2**31 - 1))
+
+
+class InvitationCreateSchema(StrictSchema):
+    role = fields.String(required=True, validate=validate.OneOf(["viewer", "operator", "admin"]))
+
+
+class InvitationSchema(Schema):
+    invitation = fields.String(required=True)
+    role = fields.String(required=True)
+    expires_at = fields.String(required=True)
+
+
+class MessageSchema(Schema):
+    detail = fields.String(required=True)
+
+
+__all__ = ["Instant"]
