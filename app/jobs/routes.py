@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timedelta
 from functools import lru_cache
 from zoneinfo import available_timezones
 
@@ -10,14 +10,17 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from app.clock import utcnow
 from app.domain.jitter import jitter_offset
+from app.domain.permissions import Action
 from app.jobs.forms import ConfirmForm, DeleteJobForm, JobForm, initial_values
 from app.scheduling import SCHEDULE_INPUTS, ScheduleError, parse_schedule, preview, schedule_value_from_options
 from app.scheduling.lint import lint_schedule
+from app.scheduling.timezones import parse_instant, resolve_timezone
 from app.services.errors import ServiceError, ValidationFailed
 from app.services.read import dashboard, execution_rows
+from app.services.read import explain as explain_read
 from app.services.use_cases import executions
 from app.services.use_cases import jobs as job_service
-from app.web.access import current_actor, operator_required, public_read, signin_required
+from app.web.access import current_actor, current_caller, requires
 from app.web.pagination import page_number, paginate
 
 bp = Blueprint("jobs", __name__, url_prefix="/jobs")
@@ -36,18 +39,18 @@ def _see_job(job_id: int, status: int = 303):
 
 
 @bp.get("/")
-@public_read
+@requires(Action.READ, public=True)
 def index():
     """All jobs, 50 per page."""
-    page = paginate(job_service.list_query(), page=page_number(), per_page=JOBS_PER_PAGE)
+    page = paginate(job_service.list_query(current_caller()), page=page_number(), per_page=JOBS_PER_PAGE)
     return render_template("jobs/list.html", page=page)
 
 
 @bp.get("/<id:job_id>")
-@public_read
+@requires(Action.READ, public=True)
 def detail(job_id: int):
     """Metadata, stats, next runs, charts and recent executions (30 per page)."""
-    job = job_service.get_job(job_id)
+    job = job_service.get_job(job_id, current_caller())
     now = utcnow()
     runs = paginate(executions.list_query(job_id=job.id), page=page_number(), per_page=EXECUTIONS_PER_PAGE)
     return render_template(
@@ -83,7 +86,7 @@ def _form_page(form: JobForm, *, job=None, status: int = 200):
 
 
 @bp.route("/new", methods=["GET", "POST"])
-@operator_required
+@requires(Action.OPERATE)
 def create():
     """The new-job form; errors are shown next to their fields."""
     form = JobForm()
@@ -94,7 +97,7 @@ def create():
         return _form_page(form, status=400)
     now = utcnow()
     try:
-        job = job_service.create_job(form.service_data(), now=now, actor=current_actor())
+        job = job_service.create_job(form.service_data(), now=now, actor=current_actor(), caller=current_caller())
     except ValidationFailed as exc:
         form.attach_errors(exc.errors)
         return _form_page(form, status=400)
@@ -107,11 +110,11 @@ def create():
 
 
 @bp.route("/<id:job_id>/edit", methods=["GET", "POST"])
-@operator_required
+@requires(Action.OPERATE)
 def edit(job_id: int):
     """Edit a job. Only fields the operator changed are sent, so an untouched interval keeps its
     phase and an untouched schedule keeps its next run."""
-    job = job_service.get_job(job_id)
+    job = job_service.get_job(job_id, current_caller())
     initial = initial_values(job)
     form = JobForm(data=initial) if request.method == "GET" else JobForm()
     form.set_task_choices(dashboard.task_catalog())
@@ -125,7 +128,7 @@ def edit(job_id: int):
         return _see_job(job.id)
     now = utcnow()
     try:
-        job = job_service.update_job(job.id, changes, now=now, actor=current_actor())
+        job = job_service.update_job(job.id, changes, now=now, actor=current_actor(), caller=current_caller())
     except ValidationFailed as exc:
         form.attach_errors(exc.errors)
         return _form_page(form, job=job, status=400)
@@ -138,7 +141,7 @@ def edit(job_id: int):
 
 
 @bp.get("/preview")
-@signin_required
+@requires(Action.READ)
 def schedule_preview():
     """HTMX fragment: the next five fire times of the schedule being typed, or why it is invalid."""
     args = request.args
@@ -147,11 +150,11 @@ def schedule_preview():
     text = (args.get(option or "", "") or "").strip()
     zone = (args.get("timezone") or "UTC").strip() or "UTC"
     now = utcnow()
-    items, error, warnings = [], None, []
+    items, error, warnings, hint = [], None, [], None
     if option is None:
         error = f"unknown schedule type {schedule_type!r}; use one_time, interval or cron"
-    elif not text:
-        error = {
+    elif not text:  # nothing typed yet is not an error: say what to type
+        hint = {
             "interval": "Type an interval such as 30s, 5m or 1h.",
             "cron": "Type a cron expression such as 0 9 * * 1-5.",
             "one_time": "Type a date and time such as 2026-01-01T12:00:00Z.",
@@ -166,7 +169,7 @@ def schedule_preview():
                 error = "This schedule has no future fire times."
         except (ScheduleError, ValueError) as exc:
             error = str(exc)
-    return render_template("jobs/_preview.html", items=items, error=error, zone=zone, warnings=warnings)
+    return render_template("jobs/_preview.html", items=items, error=error, zone=zone, warnings=warnings, hint=hint)
 
 
 def _whole(text: str | None) -> int | None:
@@ -180,10 +183,10 @@ def _flash_lint(job, now: datetime) -> None:
 
 
 @bp.post("/<id:job_id>/enable")
-@operator_required
+@requires(Action.OPERATE)
 def enable(job_id: int):
     try:
-        job = job_service.enable_job(job_id, now=utcnow(), actor=current_actor())
+        job = job_service.enable_job(job_id, now=utcnow(), actor=current_actor(), caller=current_caller())
         flash(f"Job {job.name!r} enabled; next run {_when(job.next_run_at)}.", "success")
     except ServiceError as exc:
         flash(str(exc), "error")
@@ -191,10 +194,10 @@ def enable(job_id: int):
 
 
 @bp.post("/<id:job_id>/disable")
-@operator_required
+@requires(Action.OPERATE)
 def disable(job_id: int):
     try:
-        job, cancelled = job_service.disable_job(job_id, now=utcnow(), actor=current_actor())
+        job, cancelled = job_service.disable_job(job_id, now=utcnow(), actor=current_actor(), caller=current_caller())
         flash(
             f"Job {job.name!r} disabled; {cancelled} queued execution(s) cancelled. "
             "Runs already in progress finish on their own.",
@@ -206,10 +209,10 @@ def disable(job_id: int):
 
 
 @bp.post("/<id:job_id>/trigger")
-@operator_required
+@requires(Action.OPERATE)
 def trigger(job_id: int):
     try:
-        execution = job_service.trigger_job(job_id, now=utcnow(), actor=current_actor())
+        execution = job_service.trigger_job(job_id, now=utcnow(), actor=current_actor(), caller=current_caller())
         flash(f"Execution #{execution.id} queued; it runs when a worker is free.", "success")
     except ServiceError as exc:
         flash(str(exc), "error")
@@ -217,10 +220,10 @@ def trigger(job_id: int):
 
 
 @bp.route("/<id:job_id>/delete", methods=["GET", "POST"])
-@operator_required
+@requires(Action.OPERATE)
 def delete(job_id: int):
     """Ask for the job's name, then delete the job and its history."""
-    job = job_service.get_job(job_id)
+    job = job_service.get_job(job_id, current_caller())
     form = DeleteJobForm()
     if request.method == "POST" and form.validate_on_submit():
         if (form.confirm_name.data or "").strip() != job.name:
@@ -228,7 +231,7 @@ def delete(job_id: int):
             return render_template("jobs/delete.html", job=job, form=form), 400
         name = job.name
         try:
-            job_service.delete_job(job_id, now=utcnow(), actor=current_actor())
+            job_service.delete_job(job_id, now=utcnow(), actor=current_actor(), caller=current_caller())
         except ServiceError as exc:
             flash(str(exc), "error")
             return _see_job(job_id)
@@ -239,3 +242,33 @@ def delete(job_id: int):
 
 def _when(moment: datetime | None) -> str:
     return moment.strftime("%Y-%m-%d %H:%M:%S UTC") if moment else "none (no future occurrence)"
+
+
+@bp.get("/<id:job_id>/explain")
+@requires(Action.READ)
+def explain(job_id: int):
+    """Why did (or didn't) it run: the fates of the occurrences at an instant or in a window
+    (default: the last 24 hours). A fragment for the job page's panel, or a page of its own."""
+    job = job_service.get_job(job_id, current_caller())
+    now = utcnow()
+    args = {key: (request.args.get(key) or "").strip() for key in ("at", "from", "to")}
+    error, document = None, None
+    try:
+        zone = resolve_timezone(job.timezone)
+        instants = {key: parse_instant(text, zone, key) if text else None for key, text in args.items()}
+        if instants["at"] is None and instants["from"] is None and instants["to"] is None:
+            instants["from"], instants["to"] = now - timedelta(days=1), now
+        document = explain_read.explain_job(
+            job.id,
+            now=now,
+            at=instants["at"],
+            start=instants["from"],
+            end=instants["to"] if instants["at"] is None else None,
+            caller=current_caller(),
+        )
+    except ValidationFailed as exc:
+        error = "; ".join(exc.errors.values()) if getattr(exc, "errors", None) else str(exc)
+    except (ScheduleError, ValueError) as exc:
+        error = str(exc)
+    template = "jobs/_explain.html" if request.headers.get("HX-Request") else "jobs/explain.html"
+    return render_template(template, job=job, document=document, error=error, args=args), (400 if error else 200)

@@ -1,0 +1,211 @@
+"""Explain read model: gathers a job's evidence and asks app/domain/explain.py for the fates.
+
+`explain_job(job_id, at=T, now=...)` or `explain_job(job_id, start=A, end=B, now=...)` returns one
+JSON-ready document: the CLI (`flask job explain`), the job page's panel and the API print the same.
+For an instant with no expected occurrence it explains the nearest ones before and after it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import or_, select
+
+from app.clock import iso_z
+from app.domain.explain import EventRecord, Evidence, Fate, QueueState, RunRecord, Span, explain_occurrence
+from app.domain.states import WorkerState
+from app.extensions import db
+from app.models import Event, Execution, Heartbeat, Job
+from app.scheduling import ScheduleError, parse_schedule
+from app.scheduling.timezones import resolve_timezone
+from app.services import scoping
+from app.services.caller import Caller
+from app.services.errors import NotFound, ValidationFailed
+from app.services.read.workers import list_workers
+
+MAX_OCCURRENCES = 500
+MAX_WINDOW = timedelta(days=366)
+# How far before a window runs are read, to find the run that blocked an overlap-skipped one.
+_LOOK_BACK = timedelta(days=2)
+# How far the search for the nearest occurrences goes before giving up.
+_NEAREST_HORIZON = timedelta(days=3660)
+
+
+def explain_job(
+    job_id: int,
+    *,
+    now: datetime,
+    at: datetime | None = None,
+    start: datetime | None = None,
+    end: datetime | None = None,
+    caller: Caller | None = None,
+) -> dict[str, Any]:
+    """What became of a job's occurrences at `at`, or in [start, end]; see app/domain/explain.py."""
+    job = db.session.scalar(scoping.jobs(select(Job).where(Job.id == job_id), caller))
+    if job is None:
+        raise NotFound(f"job {job_id} does not exist")
+    if (at is None) == (start is None or end is None):
+        raise ValidationFailed({"at": "give either an instant (at) or a window (from and to)"})
+    if at is None and end < start:
+        raise ValidationFailed({"to": "the window ends before it starts"})
+    if at is None and end - start > MAX_WINDOW:
+        raise ValidationFailed({"to": f"a window may span at most {MAX_WINDOW.days} days"})
+    try:
+        schedule = parse_schedule(job.schedule_type, job.schedule, job.timezone)
+    except (ScheduleError, ValueError) as exc:
+        raise ValidationFailed({"schedule": f"the job's schedule cannot be read: {exc}"}) from None
+    zone = resolve_timezone(job.timezone)
+    document: dict[str, Any] = {
+        "job": {"id": job.id, "name": job.name, "timezone": job.timezone, "enabled": job.enabled},
+        "now": iso_z(now),
+    }
+
+    def shown(fate: Fate) -> dict[str, Any]:
+        item = fate.to_json()
+        item["local"] = fate.scheduled_for.astimezone(zone).isoformat()
+        return item
+
+    if at is not None:
+        fire = schedule.fire_after(at - timedelta(microseconds=1))
+        evidence_from, evidence_to = at, at
+        nearest_before = _latest_at_or_before(schedule, at - timedelta(microseconds=1))
+        nearest_after = schedule.fire_after(at)
+        document["at"] = iso_z(at)
+        if fire is not None and fire.instant == at:
+            evidence = _evidence(job, at, at, now)
+            document["occurrence"] = shown(explain_occurrence(at, evidence, dst_note=fire.note))
+            document["nearest"] = None
+            return document
+        document["occurrence"] = None
+        points = [f for f in (nearest_before, nearest_after) if f is not None]
+        if points:
+            evidence_from = min(evidence_from, *(f.instant for f in points))
+            evidence_to = max(evidence_to, *(f.instant for f in points))
+        evidence = _evidence(job, evidence_from, evidence_to, now)
+        document["nearest"] = {
+            "before": shown(explain_occurrence(nearest_before.instant, evidence, dst_note=nearest_before.note))
+            if nearest_before
+            else None,
+            "after": shown(explain_occurrence(nearest_after.instant, evidence, dst_note=nearest_after.note))
+            if nearest_after
+            else None,
+        }
+        document["summary"] = f"No occurrence of job {job.id} is expected at {iso_z(at)}; the nearest are shown."
+        return document
+
+    fires = []
+    current = start - timedelta(microseconds=1)
+    truncated = False
+    while True:
+        fire = schedule.fire_after(current)
+        if fire is None or fire.instant > end:
+            break
+        if len(fires) == MAX_OCCURRENCES:
+            truncated = True
+            break
+        fires.append(fire)
+        current = fire.instant
+    evidence = _evidence(job, start, end, now)
+    document.update(
+        {
+            "from": iso_z(start),
+            "to": iso_z(end),
+            "occurrences": [shown(explain_occurrence(f.instant, evidence, dst_note=f.note)) for f in fires],
+            "truncated": truncated,
+            "other_runs": [
+                {
+                    "execution_id": r.id,
+                    "scheduled_for": iso_z(r.scheduled_for),
+                    "trigger": r.trigger,
+                    "status": r.status,
+                }
+                for r in evidence.runs
+                if start <= r.scheduled_for <= end and r.scheduled_for not in {f.instant for f in fires}
+            ],
+        }
+    )
+    return document
+
+
+def _latest_at_or_before(schedule, instant: datetime):
+    """The last fire at or before `instant` (searching back in widening windows), or None."""
+    window = timedelta(days=1)
+    while window <= _NEAREST_HORIZON:
+        current, found = instant - window, None
+        while True:
+            fire = schedule.fire_after(current)
+            if fire is None or fire.instant > instant:
+                break
+            found, current = fire, fire.instant
+        if found is not None:
+            return found
+        window *= 4
+    return None
+
+
+def _evidence(job: Job, start: datetime, end: datetime, now: datetime) -> Evidence:
+    runs = db.session.scalars(
+        select(Execution)
+        .where(
+            Execution.job_id == job.id, Execution.scheduled_for >= start - _LOOK_BACK, Execution.scheduled_for <= end
+        )
+        .order_by(Execution.scheduled_for, Execution.id)
+    ).all()
+    events = db.session.scalars(
+        select(Event)
+        .where(
+            Event.job_id == job.id,
+            or_(
+                Event.type.in_(("job_created", "job_enabled", "job_disabled")),
+                Event.created_at >= start - _LOOK_BACK,
+            ),
+        )
+        .order_by(Event.id)
+    ).all()
+    beats = db.session.scalars(select(Heartbeat).where(Heartbeat.kind == "scheduler")).all()
+    queue = job.queue_row
+    live = sum(
+        1
+        for view in list_workers(now)
+        if view.state is WorkerState.RUNNING and ("*" in view.queues or queue.name in view.queues)
+    )
+    return Evidence(
+        now=now,
+        job_created_at=job.created_at,
+        next_run_at=job.next_run_at,
+        runs=[
+            RunRecord(
+                id=r.id,
+                scheduled_for=r.scheduled_for,
+                trigger=r.trigger,
+                status=r.status,
+                reason=r.reason,
+                created_at=r.created_at,
+                available_at=r.available_at,
+                finished_at=r.finished_at,
+                cancel_requested_by=r.cancel_requested_by,
+            )
+            for r in runs
+        ],
+        events=[
+            EventRecord(
+                id=e.id,
+                type=e.type,
+                at=e.created_at,
+                actor=e.actor,
+                payload=e.payload or {},
+                execution_id=e.execution_id,
+            )
+            for e in events
+        ],
+        scheduler_spans=[Span(b.id, b.started_at, b.last_seen) for b in beats],
+        queue=QueueState(
+            name=queue.name,
+            paused=queue.paused,
+            paused_at=queue.paused_at,
+            paused_by=queue.paused_by,
+            paused_reason=queue.paused_reason,
+            live_workers=live,
+        ),
+    )
