@@ -13,6 +13,7 @@ from app.scheduling import SCHEDULE_INPUTS
 from app.scheduling.timezones import parse_instant, resolve_timezone
 from app.services.read import explain as explain_read
 from app.services.serialize import execution_to_dict, job_to_dict
+from app.services.use_cases import backfill as backfill_service
 from app.services.use_cases import jobs as job_service
 from app.services.use_cases import runs as run_service
 from app.tasks import all_tasks
@@ -399,3 +400,56 @@ def _echo_fates(fates: list[dict], labels: list[str] | None = None) -> None:
         label = f"{labels[index]}: " if labels else ""
         click.echo(f"{label}{fate['scheduled_for']}  {fate['fate']}")
         click.echo(textwrap.fill(fate["summary"], width=100, initial_indent="    ", subsequent_indent="    "))
+
+
+@job_cli.command("backfill")
+@click.argument("job_id", type=JOB_ID)
+@click.option("--from", "from_text", required=True, metavar="ISO", help="Start of the past window (inclusive).")
+@click.option("--to", "to_text", required=True, metavar="ISO", help="End of the window (inclusive, not after now).")
+@click.option("--dry-run", is_flag=True, help="List what would be created; write nothing.")
+@click.option(
+    "--max", "max_runs", type=click.IntRange(1, 1000), metavar="N", help="Create at most N runs (default 1000)."
+)
+@click.option(
+    "--overlap",
+    type=click.Choice(["allow", "queue", "skip"]),
+    help="Overlap policy for these runs (default: the job's).",
+)
+@json_option
+@mutating
+@handle_errors
+def backfill(job_id, from_text, to_text, dry_run, max_runs, overlap, as_json):
+    """Run a job's occurrences of a past window (trigger `backfill`), never duplicating one that
+    already has an execution. Instants without an offset are the job's local time.
+
+    \b
+    Examples:
+      flask job backfill 3 --from 2026-06-01T00:00Z --to 2026-06-02T00:00Z --dry-run
+      flask job backfill 3 --from 2026-06-01T00:00Z --to 2026-06-02T00:00Z --max 10 --overlap queue
+    """
+    job = job_service.get_job(job_id)
+    plan = backfill_service.backfill_job(
+        job_id,
+        start=_instant_option(from_text, job.timezone, "--from"),
+        end=_instant_option(to_text, job.timezone, "--to"),
+        now=utcnow(),
+        actor=ACTOR,
+        dry_run=dry_run,
+        max_runs=max_runs,
+        overlap=overlap,
+    )
+    document = plan.to_json()
+    if as_json:
+        emit_json(document)
+        return
+    verb = "would create" if dry_run else "created"
+    click.echo(
+        f"Backfill of job {job.id} {job.name!r} {document['from']} .. {document['to']} (overlap {plan.overlap}): "
+        f"{verb} {document['created']}, {document['existing']} already had an execution"
+        + (" (capped by --max: run again for the rest)" if plan.capped else "")
+    )
+    print_table(
+        ["OCCURRENCE (UTC)", "ACTION", "EXECUTION"],
+        [[item["scheduled_for"], item["action"], item.get("execution_id")] for item in document["occurrences"]],
+        empty="(no occurrence in the window)",
+    )

@@ -92,7 +92,9 @@ class JobForm(FlaskForm):
     """Create or edit a job; its controls are added below from the job definition."""
 
     def set_task_choices(self, catalog: list[dict]) -> None:
-        self.task.choices = [SelectChoice(t["name"]) for t in catalog]
+        # No task is pre-selected on a new job (the first in the catalog was `always_fail`).
+        placeholder = [] if self.task.data else [SelectChoice("", "choose a task")]
+        self.task.choices = placeholder + [SelectChoice(t["name"]) for t in catalog]
 
     def schedule_input(self):
         """The input that holds the schedule for the chosen type (where its error is shown)."""
@@ -205,4 +207,19 @@ class ConfirmForm(FlaskForm):
 class DeleteJobForm(FlaskForm):
     confirm_name = StringField(
         "Type the job's name to confirm", render_kw={"autocomplete": "off", "spellcheck": "false"}
+    )
+
+
+class BackfillForm(FlaskForm):
+    """Backfill a past window: the dry-run list first (`preview`), then `run` creates it."""
+
+    start = StringField("From", description="Start of the window; without an offset, the job's local time.")
+    end = StringField("To", description="End of the window (inclusive), not after now.")
+    max_runs = StringField(
+        "At most", render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "1000"}, description=""
+    )
+    overlap = SelectField(
+        "Overlap policy",
+        choices=[SelectChoice("", "the job's")] + [SelectChoice(v) for v in ("allow", "queue", "skip")],
+        description="allow: run together; queue: one at a time, in order; skip: run the first, record the rest missed.",
     )

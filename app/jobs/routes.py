@@ -11,13 +11,14 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 from app.clock import utcnow
 from app.domain.jitter import jitter_offset
 from app.domain.permissions import Action
-from app.jobs.forms import ConfirmForm, DeleteJobForm, JobForm, initial_values
+from app.jobs.forms import BackfillForm, ConfirmForm, DeleteJobForm, JobForm, initial_values
 from app.scheduling import SCHEDULE_INPUTS, ScheduleError, parse_schedule, preview, schedule_value_from_options
 from app.scheduling.lint import lint_schedule
 from app.scheduling.timezones import parse_instant, resolve_timezone
 from app.services.errors import ServiceError, ValidationFailed
 from app.services.read import dashboard, execution_rows
 from app.services.read import explain as explain_read
+from app.services.use_cases import backfill as backfill_service
 from app.services.use_cases import executions
 from app.services.use_cases import jobs as job_service
 from app.web.access import current_actor, current_caller, requires
@@ -272,3 +273,68 @@ def explain(job_id: int):
         error = str(exc)
     template = "jobs/_explain.html" if request.headers.get("HX-Request") else "jobs/explain.html"
     return render_template(template, job=job, document=document, error=error, args=args), (400 if error else 200)
+
+
+@bp.route("/<id:job_id>/backfill", methods=["GET", "POST"])
+@requires(Action.OPERATE)
+def backfill(job_id: int):
+    """Backfill form: a dry-run list of what would be created, then the real run (trigger backfill)."""
+    job = job_service.get_job(job_id, current_caller())
+    form = BackfillForm()
+    plan, status = None, 200
+    if request.method == "POST" and form.validate_on_submit():
+        run = request.form.get("action") == "run"
+        try:
+            zone = resolve_timezone(job.timezone)
+            errors = {}
+            start = end = None
+            for name in ("start", "end"):
+                text = (getattr(form, name).data or "").strip()
+                if not text:
+                    errors[name] = "is required"
+                    continue
+                try:
+                    value = parse_instant(text, zone, name)
+                except (ScheduleError, ValueError) as exc:
+                    errors[name] = str(exc)
+                    continue
+                start, end = (value, end) if name == "start" else (start, value)
+            max_text = (form.max_runs.data or "").strip()
+            if max_text and not (max_text.isdigit() and len(max_text) < 6):
+                errors["max_runs"] = "must be a whole number between 1 and 1000"
+            if errors:
+                raise ValidationFailed(errors)
+            plan = backfill_service.backfill_job(
+                job.id,
+                start=start,
+                end=end,
+                now=utcnow(),
+                actor=current_actor(),
+                dry_run=not run,
+                max_runs=int(max_text) if max_text else None,
+                overlap=form.overlap.data or None,
+                caller=current_caller(),
+            )
+        except ValidationFailed as exc:
+            aliases = {"from": "start", "to": "end", "max": "max_runs"}
+            for key, message in exc.errors.items():
+                target = getattr(form, aliases.get(key, key), None)
+                if target is not None and hasattr(target, "errors"):
+                    target.errors = [message]
+                else:
+                    form.form_errors.append(message)
+            plan, status = None, 400
+        except ServiceError as exc:
+            form.form_errors.append(str(exc))
+            plan, status = None, 409
+        else:
+            if run:
+                flash(
+                    f"Backfill of {job.name!r}: {plan.created} run(s) created"
+                    + (" (capped: run it again for the rest)." if plan.capped else "."),
+                    "success",
+                )
+                return _see_job(job.id)
+    elif request.method == "POST":
+        status = 400
+    return render_template("jobs/backfill.html", job=job, form=form, plan=plan), status
