@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from contextvars import ContextVar
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from enum import Enum
 from typing import Any
 
@@ -26,6 +26,7 @@ from app.models import Job, Project, Queue
 from app.models.audit import AUDIT_SOURCES, AuditEvent, AuditPruneGate
 from app.sensitive import SECRET_NAME
 from app.services.audit import insert_event
+from app.services.errors import ValidationFailed
 
 # The address of the web or API client whose request is being served, for callers that pass a
 # plain actor name instead of a Caller (set and cleared around each request by app/audit/routes.py).
@@ -218,6 +219,14 @@ def list_query(
 ):
     """Audit events, newest first, filtered. `job_id` matches the job itself and everything done
     to its executions; a caller confined to one organization sees only its rows."""
+    given = {"actor": actor, "object_kind": object_kind, "object_id": object_id, "action": action}
+    bad = {
+        name: f"must be at most {LABEL_MAX} characters, without NUL"
+        for name, value in given.items()
+        if value and (len(str(value)) > LABEL_MAX or "\x00" in str(value))
+    }
+    if bad:
+        raise ValidationFailed(bad)
     query = select(AuditEvent).order_by(AuditEvent.id.desc())
     if caller is not None and not getattr(caller, "sees_everything", True):
         query = query.where(AuditEvent.organization_id == caller.organization_id)
@@ -236,6 +245,19 @@ def list_query(
     if until is not None:
         query = query.where(AuditEvent.created_at < until)
     return query
+
+
+def parse_instant(value: str, what: str) -> datetime:
+    """`2026-06-01`, `2026-06-01T12:00`, `2026-06-01T12:00:00Z` or with an offset, as aware UTC
+    (no offset means UTC); a ValidationFailed naming `what` otherwise."""
+    raw = (value or "").strip()
+    try:
+        parsed = datetime.fromisoformat(raw[:-1] + "+00:00" if raw[-1:] in ("Z", "z") else raw)
+    except ValueError:
+        raise ValidationFailed(
+            {what: f"must be an ISO 8601 date or time such as 2026-06-01 or 2026-06-01T12:00:00Z, got {raw[:60]!r}"}
+        ) from None
+    return parsed.replace(tzinfo=UTC) if parsed.tzinfo is None else parsed.astimezone(UTC)
 
 
 def list_events(*, limit: int = 50, **filters) -> list[AuditEvent]:
