@@ -16,6 +16,7 @@ import pytest
 
 from app import create_app
 from tests.helpers.databases import app_env_for, migrate
+from tests.helpers.hosts import Hosts
 from tests.helpers.processes import FlaskProcesses
 from tests.helpers.servers import PrivatePostgres, PrivateRedis
 
@@ -82,3 +83,14 @@ def private_redis() -> Iterator[PrivateRedis]:
         yield server
     finally:
         server.destroy()
+
+
+@pytest.fixture
+def hosts(processes, fault_db) -> Iterator[Hosts]:
+    """Simulated hosts, each reaching the scenario's database through its own loopback proxy."""
+    made = Hosts(processes, fault_db)
+    try:
+        yield made
+    finally:
+        processes.cleanup()  # the processes first, so none reconnects through a stopped proxy
+        made.close()
