@@ -1,5 +1,8 @@
 """Extension singletons, bound to an app in create_app via init_app."""
 
+from flask_jwt_extended import JWTManager
+from flask_limiter import Limiter
+from flask_limiter.util import get_remote_address
 from flask_login import LoginManager
 from flask_sqlalchemy import SQLAlchemy
 from flask_wtf import CSRFProtect
@@ -27,3 +30,7 @@ SCHEMA_HEAD = "0011"
 db = SQLAlchemy(metadata=MetaData(naming_convention=NAMING_CONVENTION))
 login_manager = LoginManager()
 csrf = CSRFProtect()
+# The REST API's JWTs (app/api/security.py configures them) and the rate limiter shared by the
+# API and the web sign-in (storage: Redis when REDIS_URL is set, else memory).
+jwt = JWTManager()
+limiter = Limiter(key_func=get_remote_address, default_limits=[], headers_enabled=False, strategy="moving-window")

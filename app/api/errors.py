@@ -125,7 +125,8 @@ def _retry_after_seconds(error: HTTPException) -> int:
 
         window = limiter.current_limit
         if window is not None:
-            return max(1, math.ceil(window.reset_at - time.time()))  # noqa: TID251 - the limiter's own clock
+            seconds = math.ceil(window.reset_at - time.time())  # noqa: TID251 - the limiter's own clock
+            return max(1, min(seconds, int(window.limit.get_expiry())))
     except Exception:  # noqa: BLE001 - a header must never turn a 429 into a 500
         pass
     return int(limit.limit.get_expiry()) if limit is not None else 60

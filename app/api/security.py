@@ -18,17 +18,16 @@ import hashlib
 from datetime import timedelta
 
 from flask import current_app, request
-from flask_jwt_extended import JWTManager, get_jwt, verify_jwt_in_request
+from flask_jwt_extended import get_jwt, verify_jwt_in_request
 from flask_jwt_extended.exceptions import JWTExtendedException
-from flask_limiter import Limiter
 from jwt.exceptions import PyJWTError
 
 from app.api.errors import ApiError
 from app.clock import utcnow
 from app.domain.permissions import Action
+from app.extensions import jwt, limiter
 from app.services.caller import Caller
 
-jwt = JWTManager()
 TOKEN_PREFIX = "cw_"
 
 
@@ -44,9 +43,6 @@ def _credential_key() -> str:
     return "addr:" + _address()
 
 
-limiter = Limiter(key_func=_address, default_limits=[], headers_enabled=False, strategy="moving-window")
-
-
 def init_security(app) -> None:
     """JWT settings and the limiter's storage (Redis when REDIS_URL is set, so gunicorn workers share it)."""
     # A key of its own, derived from SECRET_KEY: 64 bytes whatever SECRET_KEY's length, and a
@@ -60,7 +56,12 @@ def init_security(app) -> None:
     app.config.setdefault("JWT_ERROR_MESSAGE_KEY", "detail")
     redis_url = app.config.get("REDIS_URL")
     app.config.setdefault("RATELIMIT_STORAGE_URI", redis_url or "memory://")
-    app.config.setdefault("RATELIMIT_KEY_PREFIX", app.config.get("CACHE_KEY_PREFIX", "cronwell:") + "ratelimit")
+    if redis_url:
+        # Keys under the deployment's cache prefix, like every other key Cronwell keeps in Redis.
+        prefix = (app.config.get("CACHE_KEY_PREFIX") or "cronwell:").rstrip(":")
+        app.config.setdefault(
+            "RATELIMIT_STORAGE_OPTIONS", {"key_prefix": prefix, "socket_connect_timeout": 1, "socket_timeout": 1}
+        )
     # The cache is never allowed to lock people out: with Redis unreachable, requests go through.
     app.config.setdefault("RATELIMIT_SWALLOW_ERRORS", True)
     app.config.setdefault("RATELIMIT_HEADERS_ENABLED", False)

@@ -1,9 +1,10 @@
-"""Sign-in rate limiting through the shared cache, so the limit holds across gunicorn workers.
+"""Sign-in rate limiting with Flask-Limiter's storage (Redis when REDIS_URL is set), so the limit
+holds across gunicorn workers and is the same machinery that limits the API.
 
 Every sign-in attempt counts against two fixed windows: one per client address and one per
 username (so spreading guesses over many addresses does not help). Past
 `LOGIN_RATE_LIMIT_ATTEMPTS` in `LOGIN_RATE_LIMIT_WINDOW_SECONDS`, attempts are refused before the
-password is even checked. With the cache unreachable the limiter fails open and logs it: the
+password is even checked. With the storage unreachable the limiter fails open and logs it: the
 cache is never allowed to lock operators out.
 """
 
@@ -15,7 +16,7 @@ from dataclasses import dataclass
 
 from flask import current_app, request
 
-from app.cache import get_cache
+from app.extensions import limiter
 
 log = logging.getLogger("cronwell.web")
 
@@ -32,6 +33,7 @@ def client_address() -> str:
 
 
 def login_keys(username: str, address: str) -> list[str]:
+    """The two counters an attempt increments (stored under the deployment's CACHE_KEY_PREFIX)."""
     name = hashlib.sha256(username.strip().lower().encode()).hexdigest()[:32]
     return [f"login:addr:{address}", f"login:user:{name}"]
 
@@ -40,13 +42,14 @@ def register_login_attempt(username: str) -> LoginThrottle:
     """Count this attempt; say whether it may go ahead."""
     limit = current_app.config["LOGIN_RATE_LIMIT_ATTEMPTS"]
     window = current_app.config["LOGIN_RATE_LIMIT_WINDOW_SECONDS"]
-    cache = get_cache()
     allowed = True
     for key in login_keys(username, client_address()):
-        count = cache.incr(key, window)
-        if count is None:
+        try:
+            # A fixed window: the storage's INCR with an expiry, one counter per key.
+            count = limiter.storage.incr(key, window)
+        except Exception:  # noqa: BLE001 - any storage failure: fail open
             log.warning(
-                "login rate limit unavailable (cache down); allowing the attempt",
+                "login rate limit unavailable (storage down); allowing the attempt",
                 extra={"event": "login_rate_limit_unavailable"},
             )
             continue

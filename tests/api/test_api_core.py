@@ -243,3 +243,27 @@ def test_the_retention_pass_prunes_expired_denylist_rows_and_keys(app, api, peop
     prune_history(now=utcnow() + timedelta(days=8))
     assert db.session.query(RevokedToken).count() == 0
     assert tokens
+
+
+def test_sign_in_is_rate_limited_with_retry_after(app, api, people):
+    app.config["API_AUTH_RATE_LIMIT"] = "3 per minute"
+    for _ in range(3):
+        assert api.post("/api/v1/auth/login", {"username": "admin", "password": "nope"}).status_code == 401
+    limited = api.post("/api/v1/auth/login", {"username": "admin", "password": PASSWORD})
+    assert limited.status_code == 429
+    assert limited.headers["Content-Type"] == "application/problem+json"
+    assert 1 <= int(limited.headers["Retry-After"]) <= 60
+    # Another address is not held back by this one's attempts.
+    other = api.client.post(
+        "/api/v1/auth/login", json={"username": "admin", "password": PASSWORD}, environ_base={"REMOTE_ADDR": "10.9.9.9"}
+    )
+    assert other.status_code == 200
+
+
+def test_requests_per_credential_are_rate_limited(app, api, people):
+    app.config["API_TOKEN_RATE_LIMIT"] = "2 per minute"
+    api.login("viewer")
+    assert api.get("/api/v1/me").status_code == 200
+    assert api.get("/api/v1/me").status_code == 200
+    limited = api.get("/api/v1/me")
+    assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
