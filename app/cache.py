@@ -35,6 +35,14 @@ TTL_SECONDS = {
 }
 
 
+# The dashboard's figures are per organization (and project) where people see them, so each scope
+# (`app.services.scoping.cache_scope`) has its own copy: `<key>:<generation>:<scope>`. Writers
+# delete the plain key as before; that also moves the key's generation on, which makes every
+# scope's copy stale at once without listing the scopes (old copies expire with their TTL).
+SCOPED_KEYS = frozenset({SUMMARY, QUEUE_DEPTH, UPCOMING})
+GENERATION_TTL = 86_400
+
+
 def job_stats_key(job_id: int) -> str:
     return f"job:{job_id}:stats"
 
@@ -184,10 +192,21 @@ class Cache:
         self._call("write", [key], lambda: self.backend.set(self._k(key), raw, ttl))
 
     def delete(self, keys: Iterable[str]) -> None:
-        """Delete exactly these keys (never a pattern, never a flush)."""
+        """Delete exactly these keys (never a pattern, never a flush); a scoped key's per-scope
+        copies go stale with it (its generation moves on)."""
         names = list(dict.fromkeys(keys))
         if names:
             self._call("delete", names, lambda: self.backend.delete(*[self._k(k) for k in names]))
+        for name in names:
+            if name in SCOPED_KEYS:
+                self._call("incr", [name], lambda n=name: self.backend.incr(self._k(f"{n}:generation"), GENERATION_TTL))
+
+    def scoped_key(self, key: str, scope: str) -> str:
+        """The key of `key`'s copy for one scope (`all`: the key itself)."""
+        if scope == "all":
+            return key
+        generation = self._call("read", [key], lambda: self.backend.get(self._k(f"{key}:generation"))) or "0"
+        return f"{key}:{generation}:{scope}"
 
     def incr(self, key: str, ttl: int) -> int | None:
         """Count within a window (rate limiting); None when the backend is unreachable."""

@@ -15,7 +15,7 @@ Where each figure comes from:
   executions by final status, retries, dead letters, lease recoveries;
 - web (`/metrics`, see app/metrics_routes.py): requests and latency by endpoint, plus the same
   gauges read from the database at scrape time.
-- per queue (labels `project`, `queue`), in the same snapshot as the gauges above: pending,
+- per queue (labels `organization`, `project`, `queue`), in the same snapshot as the gauges above: pending,
   scheduled later, retrying, running, succeeded/failed in the last hour, oldest pending age,
   throughput per minute, fire lateness p50/p95 over 15 minutes, paused. They come from the store's
   `queue_stats` (see app/services/read/queue_stats.py), a few index-backed reads whatever the size
@@ -257,6 +257,7 @@ class QueueReading:
     name: str
     paused: bool
     stats: QueueStats
+    organization: str = "default"
 
 
 # Per-queue gauges: (metric name, help, QueueStats attribute); a missing oldest age reads 0, like
@@ -293,17 +294,20 @@ QUEUE_LATENESS = (("0.5", "lateness_p50_seconds"), ("0.95", "lateness_p95_second
 
 def read_queue_readings(conn, now: datetime) -> list[QueueReading]:
     """Every queue with its statistics at `now` (the store's `queue_stats`, one call)."""
-    from app.models import Project, Queue
+    from app.models import Organization, Project, Queue
     from app.store import QueueStats, store_for
 
-    q, p = Queue.__table__, Project.__table__
+    q, p, o = Queue.__table__, Project.__table__, Organization.__table__
     rows = conn.execute(
-        select(q.c.id, p.c.name, q.c.name, q.c.paused).join(p, p.c.id == q.c.project_id).order_by(p.c.name, q.c.name)
+        select(q.c.id, o.c.name, p.c.name, q.c.name, q.c.paused)
+        .join(p, p.c.id == q.c.project_id)
+        .join(o, o.c.id == p.c.organization_id)
+        .order_by(o.c.name, p.c.name, q.c.name)
     ).fetchall()
     stats = store_for(conn).queue_stats(conn, now)
     return [
-        QueueReading(project, name, bool(paused), stats.get(queue_id) or QueueStats())
-        for queue_id, project, name, paused in rows
+        QueueReading(project, name, bool(paused), stats.get(queue_id) or QueueStats(), organization)
+        for queue_id, organization, project, name, paused in rows
     ]
 
 
@@ -399,14 +403,17 @@ class DatabaseGauges:
 
 
 def _queue_families(readings: list[QueueReading]) -> Iterable:
-    """The per-queue gauges, labelled by project and queue."""
+    """The per-queue gauges, labelled by organization, project and queue (a queue's name is unique
+    only within its project, a project's within its organization)."""
     from prometheus_client.core import GaugeMetricFamily
 
-    labels = ["project", "queue"]
+    labels = ["organization", "project", "queue"]
     for name, doc, attribute in QUEUE_GAUGES:
         family = GaugeMetricFamily(name, doc, labels=labels)
         for reading in readings:
-            family.add_metric([reading.project, reading.name], getattr(reading.stats, attribute) or 0)
+            family.add_metric(
+                [reading.organization, reading.project, reading.name], getattr(reading.stats, attribute) or 0
+            )
         yield family
     lateness = GaugeMetricFamily(
         "cronwell_queue_fire_lateness_seconds",
@@ -417,11 +424,11 @@ def _queue_families(readings: list[QueueReading]) -> Iterable:
         for quantile, attribute in QUEUE_LATENESS:
             value = getattr(reading.stats, attribute)
             if value is not None:
-                lateness.add_metric([reading.project, reading.name, quantile], value)
+                lateness.add_metric([reading.organization, reading.project, reading.name, quantile], value)
     yield lateness
     paused = GaugeMetricFamily("cronwell_queue_paused", "1 while the queue is paused.", labels=labels)
     for reading in readings:
-        paused.add_metric([reading.project, reading.name], 1 if reading.paused else 0)
+        paused.add_metric([reading.organization, reading.project, reading.name], 1 if reading.paused else 0)
     yield paused
 
 

@@ -9,10 +9,11 @@ from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from app.alerts.forms import ResolveAlertsForm
 from app.clock import utcnow
-from app.services.errors import NotFound, ServiceError
+from app.domain.permissions import Action
+from app.services.errors import NotFound, ServiceError, ValidationFailed
 from app.services.read import dashboard
 from app.services.use_cases import alerts as alert_service
-from app.web.access import current_actor, is_htmx, operator_required, signin_required
+from app.web.access import current_actor, current_caller, is_htmx, requires
 
 bp = Blueprint("alerts", __name__, url_prefix="/alerts")
 
@@ -20,14 +21,14 @@ LIST_LIMIT = 200
 
 
 @bp.get("/")
-@signin_required
+@requires(Action.READ)
 def index():
     """Open alerts (or all, with ?show=all) and recent dead letters."""
     show_all = request.args.get("show") == "all"
     return render_template(
         "alerts/list.html",
-        alerts=alert_service.list_alerts(include_resolved=show_all, limit=LIST_LIMIT),
-        dead_letters=alert_service.list_dead_letters(limit=50),
+        alerts=alert_service.list_alerts(include_resolved=show_all, limit=LIST_LIMIT, caller=current_caller()),
+        dead_letters=alert_service.list_dead_letters(limit=50, caller=current_caller()),
         show_all=show_all,
         form=ResolveAlertsForm(),
         limit=LIST_LIMIT,
@@ -35,7 +36,7 @@ def index():
 
 
 @bp.post("/resolve")
-@operator_required
+@requires(Action.OPERATE)
 def resolve_selected():
     """Resolve every alert ticked on the list."""
     form = ResolveAlertsForm()
@@ -46,7 +47,7 @@ def resolve_selected():
 
 
 @bp.post("/<id:alert_id>/resolve")
-@operator_required
+@requires(Action.OPERATE)
 def resolve_one(alert_id: int):
     return _resolve([alert_id])
 
@@ -55,12 +56,17 @@ def _resolve(ids: list[int], missing: list[str] = ()):
     try:
         if missing:  # beyond the id column: refused like any unknown id, and nothing is resolved
             raise NotFound(f"alert {', '.join(missing)} does not exist")
-        changed = alert_service.resolve_alerts(ids, now=utcnow(), actor=current_actor())
+        changed = alert_service.resolve_alerts(ids, now=utcnow(), actor=current_actor(), caller=current_caller())
         message, category = f"{changed} alert(s) resolved.", "success"
+    except ValidationFailed as exc:  # the message, not the form field it is about
+        message, category = (
+            "Nothing resolved: select at least one alert." if not ids else " ".join(exc.errors.values()),
+            "error",
+        )
     except ServiceError as exc:
         message, category = str(exc), "error"
     if is_htmx():
-        alerts, total = dashboard.open_alerts()
+        alerts, total = dashboard.open_alerts(caller=current_caller())
         return render_template(
             "dashboard/_alerts.html",
             alerts=alerts,

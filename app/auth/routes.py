@@ -11,7 +11,7 @@ from flask_login import login_user, logout_user
 from app.auth.forms import SignInForm, SignOutForm
 from app.clock import utcnow
 from app.services.use_cases import sessions, users
-from app.web.access import auth_enabled, is_signed_in, safe_next
+from app.web.access import auth_enabled, is_signed_in, public, safe_next
 from app.web.ratelimit import register_login_attempt
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
@@ -19,6 +19,7 @@ log = logging.getLogger("cronwell.web")
 
 
 @bp.route("/login", methods=["GET", "POST"])
+@public
 def login():
     """Show the sign-in form; on POST check the credentials and land on `next` or the dashboard."""
     target = safe_next(request.values.get("next")) or url_for("dashboard.index")
@@ -50,6 +51,7 @@ def login():
 
 
 @bp.post("/logout")
+@public
 def logout():
     """Sign out (POST only: a GET here is 405, so a link or image cannot sign anyone out)."""
     form = SignOutForm()

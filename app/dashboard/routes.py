@@ -12,8 +12,9 @@ from datetime import datetime
 from flask import Blueprint, abort, current_app, render_template
 
 from app.clock import utcnow
+from app.domain.permissions import Action
 from app.services.read import dashboard
-from app.web.access import signin_required
+from app.web.access import current_caller, public, requires
 
 bp = Blueprint("dashboard", __name__)
 
@@ -23,34 +24,36 @@ POLL_SECONDS = 5
 
 def panel_context(name: str, now: datetime) -> dict:
     """The data one panel shows."""
+    caller = current_caller()
     if name == "summary":
-        return {"summary": dashboard.summary_counts()}
+        return {"summary": dashboard.summary_counts(caller)}
     if name == "queue":
-        return {"queue": dashboard.queue_depth(now)}
+        return {"queue": dashboard.queue_depth(now, caller)}
     if name == "upcoming":
-        return {"upcoming": dashboard.upcoming_runs(now)}
+        return {"upcoming": dashboard.upcoming_runs(now, caller=caller)}
     if name == "activity":
-        return {"activity": dashboard.recent_activity()}
+        return {"activity": dashboard.recent_activity(caller=caller)}
     if name == "alerts":
-        alerts, total = dashboard.open_alerts()
+        alerts, total = dashboard.open_alerts(caller=caller)
         return {"alerts": alerts, "alerts_total": total}
     if name == "heartbeats":
         stale = current_app.config["HEARTBEAT_STALE_SECONDS"]
         return {"heartbeats": dashboard.heartbeats(now, stale), "stale_after": stale}
     if name == "jobs":
-        jobs, total = dashboard.dashboard_jobs()
+        jobs, total = dashboard.dashboard_jobs(caller=caller)
         return {"jobs": jobs, "jobs_total": total}
     raise KeyError(name)
 
 
 @bp.get("/")
+@public
 def home():
     """Public landing page."""
     return render_template("dashboard/home.html")
 
 
 @bp.get("/dashboard/")
-@signin_required
+@requires(Action.READ)
 def index():
     """The live operator dashboard."""
     now = utcnow()
@@ -61,7 +64,7 @@ def index():
 
 
 @bp.get("/dashboard/panels/<name>")
-@signin_required
+@requires(Action.READ)
 def panel(name: str):
     """One dashboard panel, for HTMX polling."""
     if name not in PANELS:

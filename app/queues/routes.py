@@ -12,11 +12,12 @@ from __future__ import annotations
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from app.clock import utcnow
+from app.domain.permissions import Action
 from app.queues.forms import NEW_QUEUE, ConfirmForm, PauseForm, QueueForm, initial_values
 from app.services.errors import ServiceError, ValidationFailed
 from app.services.read.queue_stats import queue_stats
 from app.services.use_cases import queues as queue_service
-from app.web.access import current_actor, is_htmx, operator_required, signin_required
+from app.web.access import current_actor, current_caller, is_htmx, requires
 
 bp = Blueprint("queues", __name__, url_prefix="/queues")
 
@@ -28,11 +29,11 @@ def _see_queue(name: str):
 
 
 @bp.get("/")
-@signin_required
+@requires(Action.READ)
 def index():
     """Every queue with its live statistics; the create form for operators."""
     now = utcnow()
-    queues = queue_service.list_queues()
+    queues = queue_service.list_queues(current_caller())
     context = {"queues": queues, "stats": queue_stats(now, queues), "poll_seconds": POLL_SECONDS, "now": now}
     if is_htmx():
         return render_template("queues/_table.html", **context)
@@ -40,10 +41,10 @@ def index():
 
 
 @bp.get("/<queue:queue_name>")
-@signin_required
+@requires(Action.READ)
 def detail(queue_name: str):
     """One queue: settings, live statistics, pause or resume, and the edit form."""
-    queue = queue_service.get_queue(queue_name)
+    queue = queue_service.get_queue(queue_name, current_caller())
     if is_htmx():
         return render_template("queues/_stats.html", **_stats_context(queue))
     return _detail_page(queue)
@@ -65,14 +66,16 @@ def _detail_page(queue, *, pause_form: PauseForm | None = None, edit_form: Queue
 
 
 @bp.route("/new", methods=["GET", "POST"])
-@operator_required
+@requires(Action.ADMINISTER)
 def create():
     """The new-queue form; errors are shown next to their fields."""
     if request.method == "GET":
         return render_template("queues/new.html", form=QueueForm(formdata=None, data=NEW_QUEUE))
     form = QueueForm()
     try:
-        queue = queue_service.add_queue(form.service_data(creating=True), now=utcnow(), actor=current_actor())
+        queue = queue_service.add_queue(
+            form.service_data(creating=True), now=utcnow(), actor=current_actor(), caller=current_caller()
+        )
     except ValidationFailed as exc:
         form.attach_errors(exc.errors)
         return render_template("queues/new.html", form=form), 400
@@ -84,16 +87,16 @@ def create():
 
 
 @bp.route("/<queue:queue_name>/edit", methods=["GET", "POST"])
-@operator_required
+@requires(Action.ADMINISTER)
 def edit(queue_name: str):
     """Change the concurrency limit (empty = none), the priority and the description."""
-    queue = queue_service.get_queue(queue_name)
+    queue = queue_service.get_queue(queue_name, current_caller())
     if request.method == "GET":
         return _detail_page(queue)
     form = QueueForm()
     try:
         queue = queue_service.edit_queue(
-            queue.name, form.service_data(creating=False), now=utcnow(), actor=current_actor()
+            queue.name, form.service_data(creating=False), now=utcnow(), actor=current_actor(), caller=current_caller()
         )
     except ValidationFailed as exc:
         form.attach_errors(exc.errors)
@@ -106,14 +109,14 @@ def edit(queue_name: str):
 
 
 @bp.post("/<queue:queue_name>/pause")
-@operator_required
+@requires(Action.OPERATE)
 def pause(queue_name: str):
     """Stop new claims from the queue; running work finishes."""
-    queue = queue_service.get_queue(queue_name)
+    queue = queue_service.get_queue(queue_name, current_caller())
     form = PauseForm()
     try:
         queue = queue_service.pause_queue(
-            queue.name, now=utcnow(), actor=current_actor(), reason=form.reason.data or None
+            queue.name, now=utcnow(), actor=current_actor(), reason=form.reason.data or None, caller=current_caller()
         )
     except ValidationFailed as exc:
         form.reason.errors = [*form.reason.errors, *exc.errors.values()]
@@ -126,11 +129,13 @@ def pause(queue_name: str):
 
 
 @bp.post("/<queue:queue_name>/resume")
-@operator_required
+@requires(Action.OPERATE)
 def resume(queue_name: str):
-    queue = queue_service.get_queue(queue_name)  # an unknown name is the 404 page, as on every queue URL
+    queue = queue_service.get_queue(
+        queue_name, current_caller()
+    )  # an unknown name is the 404 page, as on every queue URL
     try:
-        queue = queue_service.resume_queue(queue.name, now=utcnow(), actor=current_actor())
+        queue = queue_service.resume_queue(queue.name, now=utcnow(), actor=current_actor(), caller=current_caller())
         flash(f"Queue {queue.name!r} resumed; workers were woken.", "success")
     except ServiceError as exc:
         flash(str(exc), "error")

@@ -9,7 +9,7 @@ all are the engine and older adapters: they are the system.
 
 from __future__ import annotations
 
-from sqlalchemy import false, select
+from sqlalchemy import and_, false, or_, select
 
 from app.models import Alert, Execution, Job, Project, Queue
 from app.services.caller import Caller
@@ -64,9 +64,14 @@ def executions(query, caller: Caller | None):
 
 
 def alerts(query, caller: Caller | None):
-    """Alerts of the caller's jobs; an alert whose job was deleted is seen by superusers only."""
-    ids = job_ids(caller)
-    return query if ids is None else query.where(Alert.job_id.in_(ids))
+    """Alerts of the caller's projects (an alert keeps its project when its job is deleted; one
+    written without a project, by older code, counts as its job's)."""
+    ids = project_ids(caller)
+    if ids is None:
+        return query
+    return query.where(
+        or_(Alert.project_id.in_(ids), and_(Alert.project_id.is_(None), Alert.job_id.in_(job_ids(caller))))
+    )
 
 
 def cache_scope(caller: Caller | None) -> str:

@@ -1,7 +1,7 @@
 """Error pages: a readable page for browsers, a small fragment for HTMX requests.
 
 Service errors that reach this far (a route did not handle them itself) still become a 4xx
-page, never a 500: NotFound -> 404, Conflict -> 409, ValidationFailed -> 400.
+page, never a 500: NotFound -> 404, Forbidden -> 403, Conflict -> 409, ValidationFailed -> 400.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from flask import Flask, render_template
 from flask_wtf.csrf import CSRFError
 from werkzeug.exceptions import HTTPException
 
-from app.services.errors import Conflict, NotFound, ServiceError, ValidationFailed
+from app.services.errors import Conflict, Forbidden, NotFound, ServiceError, ValidationFailed
 from app.web.access import is_htmx
 
 log = logging.getLogger("cronwell.web")
@@ -54,6 +54,10 @@ def register_error_handlers(app: Flask) -> None:
     @app.errorhandler(NotFound)
     def service_not_found(error: NotFound):
         return render_error(404, str(error))
+
+    @app.errorhandler(Forbidden)
+    def service_forbidden(error: Forbidden):
+        return render_error(403, str(error))
 
     @app.errorhandler(Conflict)
     def service_conflict(error: Conflict):

@@ -11,10 +11,11 @@ from __future__ import annotations
 from flask import Blueprint, flash, redirect, render_template, url_for
 
 from app.clock import utcnow
+from app.domain.permissions import Action
 from app.services.errors import Conflict
 from app.services.read.workers import get_worker, list_workers
 from app.services.use_cases import workers as worker_service
-from app.web.access import current_actor, is_htmx, operator_required, signin_required
+from app.web.access import current_actor, current_caller, is_htmx, requires
 
 bp = Blueprint("workers", __name__, url_prefix="/workers")
 
@@ -22,25 +23,25 @@ POLL_SECONDS = 5
 
 
 @bp.get("/")
-@signin_required
+@requires(Action.READ)
 def index():
     """Every worker process: id, host, pid, queues, slots, state, busy or idle, what it runs."""
     now = utcnow()
-    context = {"workers": list_workers(now), "poll_seconds": POLL_SECONDS, "now": now}
+    context = {"workers": list_workers(now, current_caller()), "poll_seconds": POLL_SECONDS, "now": now}
     if is_htmx():
         return render_template("workers/_table.html", **context)
     return render_template("workers/list.html", **context)
 
 
 @bp.post("/<path:worker_id>/drain")
-@operator_required
+@requires(Action.OPERATE)
 def drain(worker_id: str):
     """Claim nothing more, finish what runs, then exit."""
     return _order(worker_id, at_once=False)
 
 
 @bp.post("/<path:worker_id>/stop")
-@operator_required
+@requires(Action.OPERATE)
 def stop(worker_id: str):
     """Stop at once: running tasks are killed and retried per their jobs' policies."""
     return _order(worker_id, at_once=True)

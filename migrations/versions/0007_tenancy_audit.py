@@ -12,8 +12,9 @@ Create Date: 2026-12-01 01:00:00
   organization with the role they had, and every existing admin becomes a superuser (before
   this revision an admin could do everything in the installation, so an upgrade takes no right
   away from anyone; `flask user set-role` narrows it afterwards).
-Jobs, executions and alerts reach their project through their queue (jobs.queue_id ->
-queues.project_id -> projects.organization_id), which is indexed at every step.
+Jobs and executions reach their project through their queue (jobs.queue_id -> queues.project_id
+-> projects.organization_id), which is indexed at every step. Alerts gain `project_id`, since an
+alert outlives its job (existing ones: their job's project, else the default project).
 The audit log of issue 15 is revision 0011.
 """
 
@@ -82,6 +83,21 @@ def upgrade():
         batch.drop_constraint(op.f("uq_projects_name"), type_="unique")
         batch.create_unique_constraint("uq_projects_organization_name", ["organization_id", "name"])
 
+    with op.batch_alter_table("alerts") as batch:
+        batch.add_column(sa.Column("project_id", sa.Integer(), nullable=True))
+        batch.create_foreign_key(
+            op.f("fk_alerts_project_id_projects"), "projects", ["project_id"], ["id"], ondelete="SET NULL"
+        )
+        batch.create_index(op.f("ix_alerts_project_id"), ["project_id"], unique=False)
+    # An alert whose job is gone cannot tell its project any more: it stays with the default one.
+    bind.execute(
+        sa.text(
+            "UPDATE alerts SET project_id = COALESCE((SELECT q.project_id FROM jobs AS j JOIN queues AS q"
+            " ON q.id = j.queue_id WHERE j.id = alerts.job_id), (SELECT p.id FROM projects AS p JOIN organizations"
+            " AS o ON o.id = p.organization_id WHERE p.name = 'default' AND o.name = 'default'))"
+        )
+    )
+
     with op.batch_alter_table("users") as batch:
         batch.add_column(sa.Column("superuser", sa.Boolean(), server_default=sa.text("false"), nullable=False))
     bind.execute(
@@ -115,6 +131,11 @@ def downgrade():
         batch.alter_column("role", existing_type=sa.String(length=16), server_default=None)
         batch.create_check_constraint(op.f("ck_users_role"), sa.text(_ROLES))
         batch.drop_column("superuser")
+
+    with op.batch_alter_table("alerts") as batch:
+        batch.drop_index(op.f("ix_alerts_project_id"))
+        batch.drop_constraint(op.f("fk_alerts_project_id_projects"), type_="foreignkey")
+        batch.drop_column("project_id")
 
     # Project names become site-wide again: a name used in several organizations keeps it once
     # (the default organization's, else the oldest) and the others get their organization's name

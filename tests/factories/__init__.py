@@ -173,6 +173,8 @@ def make_alert(
     now = now or utcnow()
     alert = Alert(
         job_id=job.id if job else None,
+        # A job's project, else the default one (the engine always knows the job's).
+        project_id=job.queue_row.project_id if job else queues.default_project().id,
         execution_id=execution.id if execution else None,
         kind=kind,
         message=message,

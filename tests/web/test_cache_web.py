@@ -16,6 +16,7 @@ import redis
 from app import cache, create_app
 from app.extensions import db
 from app.models import Job
+from app.services.use_cases.tenancy import default_organization
 from tests.factories import make_execution, make_job, make_queue
 from tests.helpers.web import WebClient, job_form, signed_in_client
 
@@ -98,10 +99,15 @@ def test_dashboard_values_are_cached_with_short_ttls(redis_app, redis_client, pr
     assert client.get("/dashboard/").status_code == 200
     assert client.get(f"/jobs/{job.id}").status_code == 200
     client.get("/jobs/new")
+    # The dashboard's figures are the organization's: one copy per scope (cache.scoped_key).
+    scope = f"org:{default_organization().id}"
+    scoped = {
+        key: cache.get_cache().scoped_key(key, scope) for key in (cache.SUMMARY, cache.QUEUE_DEPTH, cache.UPCOMING)
+    }
     expected = {
-        cache.SUMMARY: 10,
-        cache.QUEUE_DEPTH: 5,
-        cache.UPCOMING: 15,
+        scoped[cache.SUMMARY]: 10,
+        scoped[cache.QUEUE_DEPTH]: 5,
+        scoped[cache.UPCOMING]: 15,
         cache.CATALOG: 300,
         cache.job_stats_key(job.id): 30,
         cache.job_upcoming_key(job.id): 60,

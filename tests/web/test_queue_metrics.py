@@ -34,7 +34,7 @@ def scraped(app) -> dict[str, float]:
 
 def labelled(name: str, queue: str, **extra) -> str:
     """The exposition key of a per-queue series (labels in the exposition's alphabetical order)."""
-    labels = {"project": "default", "queue": queue, **extra}
+    labels = {"organization": "default", "project": "default", "queue": queue, **extra}
     return name + "{" + ",".join(f'{key}="{labels[key]}"' for key in sorted(labels)) + "}"
 
 

@@ -52,6 +52,7 @@ class Row:
     user_post: str
     public: bool = False
     operator: bool = False
+    admin: bool = False  # an operator (and a viewer) gets 403 wherever an admin gets through
 
 
 def row(
@@ -90,8 +91,8 @@ MATRIX: dict[str, Row] = {
     "jobs.create": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
     "jobs.edit": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
     "jobs.delete": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
-    "queues.create": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
-    "queues.edit": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
+    "queues.create": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
+    "queues.edit": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
     # operator actions (POST only)
     "jobs.enable": row("POST", **ACTION),
     "jobs.disable": row("POST", **ACTION),
@@ -168,6 +169,8 @@ def expected(entry: Row, who: str, method: str, public_read: bool) -> str:
         return outcome
     outcome = entry.user_get if method == "GET" else entry.user_post
     if who == "viewer" and entry.operator and outcome in (OK, DONE, INVALID):
+        return FORBIDDEN
+    if who == "operator" and entry.admin and outcome in (OK, DONE, INVALID):
         return FORBIDDEN
     return outcome
 

@@ -20,6 +20,12 @@ def operator(app):
 
 
 @pytest.fixture
+def admin(app):
+    """Creating and editing queues is an admin's (pause and resume an operator's)."""
+    return signed_in_client(app, role="admin")
+
+
+@pytest.fixture
 def viewer(app):
     return signed_in_client(app, role="viewer")
 
@@ -82,15 +88,15 @@ def test_a_queue_page_shows_settings_and_polls_its_statistics(app, viewer):
 
 
 @pytest.mark.parametrize("path", ["/queues/nope", "/queues/nope/edit", "/queues/UPPER", "/queues/" + "a" * 65])
-def test_unknown_or_impossible_names_are_the_404_page(app, operator, path):
-    response = operator.get(path)
+def test_unknown_or_impossible_names_are_the_404_page(app, admin, path):
+    response = admin.get(path)
     assert response.status_code == 404
     assert "<html" in response.get_data(as_text=True)
 
 
 @pytest.mark.parametrize("action", ["pause", "resume", "edit"])
-def test_actions_on_an_unknown_queue_are_404_and_change_nothing(app, operator, action):
-    response = operator.post(f"/queues/nope/{action}", {"priority": "1"})
+def test_actions_on_an_unknown_queue_are_404_and_change_nothing(app, admin, action):
+    response = admin.post(f"/queues/nope/{action}", {"priority": "1"})
     assert response.status_code == 404
     assert stored("nope") is None
 
@@ -114,20 +120,20 @@ def test_a_viewer_sees_no_forms_and_is_refused_every_action(app, viewer):
 # --- create and edit -----------------------------------------------------------------------------
 
 
-def test_create_from_the_list_page(app, operator):
-    page = operator.get("/queues/").get_data(as_text=True)
+def test_create_from_the_list_page(app, admin):
+    page = admin.get("/queues/").get_data(as_text=True)
     assert 'action="/queues/new"' in page
-    response = operator.post(
+    response = admin.post(
         "/queues/new", {"name": "exports", "concurrency_limit": "3", "priority": "-2", "description": "CSV exports"}
     )
     assert response.status_code == 303 and response.headers["Location"].endswith("/queues/exports")
     queue = stored("exports")
     assert (queue.concurrency_limit, queue.priority, queue.description) == (3, -2, "CSV exports")
-    assert events_of("queue_created")[-1].actor.startswith("web:operator")
+    assert events_of("queue_created")[-1].actor.startswith("web:admin")
 
 
-def test_create_with_a_blank_limit_means_no_limit(app, operator):
-    assert operator.post("/queues/new", {"name": "open", "concurrency_limit": "", "priority": "0"}).status_code == 303
+def test_create_with_a_blank_limit_means_no_limit(app, admin):
+    assert admin.post("/queues/new", {"name": "open", "concurrency_limit": "", "priority": "0"}).status_code == 303
     assert stored("open").concurrency_limit is None
 
 
@@ -141,8 +147,8 @@ def test_create_with_a_blank_limit_means_no_limit(app, operator):
         ({"name": "default", "priority": "0"}, "already exists"),
     ],
 )
-def test_create_errors_are_shown_beside_the_field(app, operator, data, field_message):
-    response = operator.post("/queues/new", data)
+def test_create_errors_are_shown_beside_the_field(app, admin, data, field_message):
+    response = admin.post("/queues/new", data)
     body = response.get_data(as_text=True)
     assert response.status_code == 400
     assert 'class="error-text"' in body and field_message in body
@@ -150,9 +156,9 @@ def test_create_errors_are_shown_beside_the_field(app, operator, data, field_mes
     assert stored("ok") is None
 
 
-def test_edit_changes_limit_priority_and_description(app, operator):
+def test_edit_changes_limit_priority_and_description(app, admin):
     make_queue("tuned", concurrency_limit=5)
-    response = operator.post(
+    response = admin.post(
         "/queues/tuned/edit", {"concurrency_limit": "2", "priority": "7", "description": "slower now"}
     )
     assert response.status_code == 303
@@ -162,17 +168,17 @@ def test_edit_changes_limit_priority_and_description(app, operator):
     assert changed["concurrency_limit"] == [5, 2]
 
 
-def test_edit_with_a_blank_limit_removes_it_and_a_missing_one_keeps_it(app, operator):
+def test_edit_with_a_blank_limit_removes_it_and_a_missing_one_keeps_it(app, admin):
     make_queue("capped", concurrency_limit=3)
-    assert operator.post("/queues/capped/edit", {"priority": "1"}).status_code == 303
+    assert admin.post("/queues/capped/edit", {"priority": "1"}).status_code == 303
     assert stored("capped").concurrency_limit == 3  # not in the post: left alone
-    assert operator.post("/queues/capped/edit", {"priority": "1", "concurrency_limit": " "}).status_code == 303
+    assert admin.post("/queues/capped/edit", {"priority": "1", "concurrency_limit": " "}).status_code == 303
     assert stored("capped").concurrency_limit is None
 
 
-def test_edit_form_shows_stored_values(app, operator):
+def test_edit_form_shows_stored_values(app, admin):
     make_queue("shown", concurrency_limit=9, priority=4, description="shown here")
-    body = operator.get("/queues/shown/edit").get_data(as_text=True)
+    body = admin.get("/queues/shown/edit").get_data(as_text=True)
     assert re.search(r'<input [^>]*name="concurrency_limit" [^>]*value="9"', body)
     assert re.search(r'<input [^>]*name="priority" [^>]*value="4"', body) and "shown here</textarea>" in body
 
@@ -186,9 +192,9 @@ def test_edit_form_shows_stored_values(app, operator):
         ({"priority": "0", "concurrency_limit": "99999999999999999999"}, "between 1 and 100000"),
     ],
 )
-def test_edit_errors_are_inline_and_nothing_changes(app, operator, data, message):
+def test_edit_errors_are_inline_and_nothing_changes(app, admin, data, message):
     make_queue("strict", concurrency_limit=2, priority=3)
-    response = operator.post("/queues/strict/edit", data)
+    response = admin.post("/queues/strict/edit", data)
     body = response.get_data(as_text=True)
     assert response.status_code == 400
     assert message in body and 'aria-invalid="true"' in body
@@ -292,3 +298,17 @@ def test_the_queue_filter_is_public_like_the_list(app):
     make_execution(make_job("public", queue="open-q"), "succeeded")
     response = WebClient(app).get("/executions/?queue=open-q")
     assert response.status_code == 200 and "in queue open-q" in response.get_data(as_text=True)
+
+
+def test_an_operator_pauses_and_resumes_but_may_not_create_or_edit(app):
+    operator = signed_in_client(app, role="operator")
+    make_queue("ops")
+    assert operator.post("/queues/new", {"name": "mine", "priority": "0"}).status_code == 403
+    assert operator.post("/queues/ops/edit", {"priority": "5"}).status_code == 403
+    assert stored("mine") is None and stored("ops").priority == 0
+    body = operator.get("/queues/ops").get_data(as_text=True)
+    assert "/queues/ops/pause" in body and "/queues/ops/edit" not in body
+    assert operator.post("/queues/ops/pause", {"reason": "maintenance"}).status_code == 303
+    assert stored("ops").paused
+    assert operator.post("/queues/ops/resume").status_code == 303
+    assert not stored("ops").paused

@@ -5,12 +5,18 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from app.models import Alert, DeadLetter
+from app.models import Alert, DeadLetter, Job, Queue
 from app.services.audit import insert_event
 
 log = logging.getLogger("cronwell.alerts")
+
+
+def project_of_job(job_id: int):
+    """A scalar subquery: the project of the job (through its queue), for an alert's project_id."""
+    return select(Queue.project_id).join(Job, Job.queue_id == Queue.id).where(Job.id == job_id).scalar_subquery()
 
 
 def dead_letter(
@@ -32,7 +38,12 @@ def dead_letter(
     if alert_mode == "web":
         conn.execute(
             Alert.__table__.insert().values(
-                job_id=job_id, execution_id=execution_id, kind="dead_letter", message=message[:2000], created_at=now
+                job_id=job_id,
+                execution_id=execution_id,
+                project_id=project_of_job(job_id),
+                kind="dead_letter",
+                message=message[:2000],
+                created_at=now,
             )
         )
     insert_event(

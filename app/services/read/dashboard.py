@@ -14,6 +14,10 @@ by the services that change the underlying rows:
 
 Recent activity, open alerts and heartbeats are read fresh: they are small indexed reads and
 their whole point is to be current.
+
+Every figure shown to a person is of the caller's organization (and project, when one is chosen):
+the functions take the `caller` (None: the system, everything), and the dashboard keys hold one
+copy per scope (`cache.scoped_key`, `scoping.cache_scope`).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from app.domain.states import TERMINAL, ExecutionStatus, values
 from app.extensions import db
 from app.models import Alert, DeadLetter, Execution, Heartbeat, Job
 from app.scheduling import ScheduleError
+from app.services import scoping
+from app.services.caller import Caller
 from app.services.read import row_counts
 from app.services.serialize import heartbeat_to_dict, iso
 from app.tasks import all_tasks
@@ -46,7 +52,11 @@ def _ttl(name: str) -> int:
     return cache.TTL_SECONDS[name]
 
 
-def summary_counts() -> dict:
+def _scoped(key: str, caller: Caller | None) -> str:
+    return get_cache().scoped_key(key, scoping.cache_scope(caller))
+
+
+def summary_counts(caller: Caller | None = None) -> dict:
     """Jobs (total, enabled) and executions by status, over all history.
 
     `count_kinds` says how each execution count was obtained (see `app.services.read.row_counts`):
@@ -56,9 +66,11 @@ def summary_counts() -> dict:
     """
 
     def compute() -> dict:
-        by_status = execution_counts_by_status()
+        by_status = execution_counts_by_status(caller=caller)
         total = row_counts.settle_total(by_status.values())
-        jobs_total, enabled = db.session.execute(select(func.count(), func.count().filter(Job.enabled))).one()
+        jobs_total, enabled = db.session.execute(
+            scoping.jobs(select(func.count(), func.count().filter(Job.enabled)).select_from(Job), caller)
+        ).one()
         return {
             "jobs_total": jobs_total,
             "jobs_enabled": enabled or 0,
@@ -68,13 +80,21 @@ def summary_counts() -> dict:
             "executions_total_kind": total.kind,
             # What needs an operator: every dead letter, whatever final status its execution kept
             # (failed, timed out, or dead_lettered after a lost lease), as the alerts page lists them.
-            "dead_letters": db.session.scalar(select(func.count()).select_from(DeadLetter)),
+            "dead_letters": _dead_letter_count(caller),
         }
 
-    return get_cache().get_or_compute(cache.SUMMARY, _ttl(cache.SUMMARY), compute)
+    return get_cache().get_or_compute(_scoped(cache.SUMMARY, caller), _ttl(cache.SUMMARY), compute)
 
 
-def execution_counts_by_status(cap: int | None = None) -> dict[str, row_counts.RowCount]:
+def _dead_letter_count(caller: Caller | None) -> int:
+    query = select(func.count()).select_from(DeadLetter)
+    visible = scoping.job_ids(caller)
+    if visible is not None:
+        query = query.where(DeadLetter.job_id.in_(visible))
+    return db.session.scalar(query) or 0
+
+
+def execution_counts_by_status(cap: int | None = None, caller: Caller | None = None) -> dict[str, row_counts.RowCount]:
     """Executions per status: exact up to `cap` (COUNT_CAP) rows, a planner estimate above (PostgreSQL).
 
     One statement counts every status up to cap + 1 rows (an index-only scan of ix_executions_status_id
@@ -85,9 +105,16 @@ def execution_counts_by_status(cap: int | None = None) -> dict[str, row_counts.R
     statuses = values(ExecutionStatus)
     if db.session.get_bind().dialect.name != "postgresql":
         exact = dict.fromkeys(statuses, 0)
-        exact.update(db.session.execute(select(Execution.status, func.count()).group_by(Execution.status)).all())
+        exact.update(
+            db.session.execute(
+                scoping.executions(select(Execution.status, func.count()), caller).group_by(Execution.status)
+            ).all()
+        )
         return {status: row_counts.RowCount(exact[status]) for status in statuses}
-    queries = {status: select(Execution.id).where(Execution.status == status) for status in statuses}
+    queries = {
+        status: scoping.executions(select(Execution.id).where(Execution.status == status), caller)
+        for status in statuses
+    }
     counted = row_counts.capped_counts(db.session, queries, cap)
     found = {}
     for status in statuses:
@@ -96,19 +123,21 @@ def execution_counts_by_status(cap: int | None = None) -> dict[str, row_counts.R
     return found
 
 
-def queue_depth(now: datetime) -> dict:
+def queue_depth(now: datetime, caller: Caller | None = None) -> dict:
     """Due claimable rows, retries waiting for their backoff, rows in flight, the oldest wait."""
     from app.services.read.status import queue_summary
 
-    return get_cache().get_or_compute(cache.QUEUE_DEPTH, _ttl(cache.QUEUE_DEPTH), lambda: queue_summary(now))
+    return get_cache().get_or_compute(
+        _scoped(cache.QUEUE_DEPTH, caller), _ttl(cache.QUEUE_DEPTH), lambda: queue_summary(now, caller)
+    )
 
 
-def upcoming_runs(now: datetime, limit: int = UPCOMING_LIMIT) -> list[dict]:
+def upcoming_runs(now: datetime, limit: int = UPCOMING_LIMIT, caller: Caller | None = None) -> list[dict]:
     """The enabled jobs that fire next, soonest first."""
 
     def compute() -> list[dict]:
         rows = db.session.execute(
-            select(Job.id, Job.name, Job.next_run_at, Job.timezone, Job.schedule_type, Job.task)
+            scoping.jobs(select(Job.id, Job.name, Job.next_run_at, Job.timezone, Job.schedule_type, Job.task), caller)
             .where(Job.enabled, Job.next_run_at.is_not(None))
             .order_by(Job.next_run_at, Job.id)
             .limit(limit)
@@ -125,7 +154,7 @@ def upcoming_runs(now: datetime, limit: int = UPCOMING_LIMIT) -> list[dict]:
             for r in rows
         ]
 
-    return get_cache().get_or_compute(cache.UPCOMING, _ttl(cache.UPCOMING), compute)
+    return get_cache().get_or_compute(_scoped(cache.UPCOMING, caller), _ttl(cache.UPCOMING), compute)
 
 
 def task_catalog() -> list[dict]:
@@ -137,17 +166,29 @@ def task_catalog() -> list[dict]:
     return get_cache().get_or_compute(cache.CATALOG, _ttl(cache.CATALOG), compute)
 
 
-def recent_activity(limit: int = 15) -> list[Execution]:
+def recent_activity(limit: int = 15, caller: Caller | None = None) -> list[Execution]:
     """The newest executions (any status), for the activity panel."""
-    return list(db.session.scalars(select(Execution).order_by(Execution.id.desc()).limit(limit)))
+    return list(
+        db.session.scalars(scoping.executions(select(Execution), caller).order_by(Execution.id.desc()).limit(limit))
+    )
 
 
-def open_alerts(limit: int = 5) -> tuple[list[Alert], int]:
+def open_alerts(limit: int = 5, caller: Caller | None = None) -> tuple[list[Alert], int]:
     """The newest open alerts and how many are open in all."""
     alerts = list(
-        db.session.scalars(select(Alert).where(Alert.resolved_at.is_(None)).order_by(Alert.id.desc()).limit(limit))
+        db.session.scalars(
+            scoping.alerts(select(Alert), caller)
+            .where(Alert.resolved_at.is_(None))
+            .order_by(Alert.id.desc())
+            .limit(limit)
+        )
     )
-    total = db.session.scalar(select(func.count()).where(Alert.resolved_at.is_(None))) or 0
+    total = (
+        db.session.scalar(
+            scoping.alerts(select(func.count()).select_from(Alert), caller).where(Alert.resolved_at.is_(None))
+        )
+        or 0
+    )
     return alerts, total
 
 
@@ -241,12 +282,12 @@ def job_upcoming(job: Job, now: datetime, count: int = PREVIEW_COUNT) -> dict:
     return {"error": value["error"], "items": items[:count]}
 
 
-def dashboard_jobs(limit: int = 25) -> tuple[list[Job], int]:
+def dashboard_jobs(limit: int = 25, caller: Caller | None = None) -> tuple[list[Job], int]:
     """The first `limit` jobs (oldest first) and how many there are, for the dashboard panel."""
     from app.services.use_cases.jobs import list_query
 
-    jobs = list(db.session.scalars(list_query().limit(limit)))
-    total = db.session.scalar(select(func.count()).select_from(Job)) or 0
+    jobs = list(db.session.scalars(list_query(caller).limit(limit)))
+    total = db.session.scalar(scoping.jobs(select(func.count()).select_from(Job), caller)) or 0
     return jobs, total
 
 

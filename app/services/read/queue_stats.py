@@ -17,13 +17,19 @@ from datetime import datetime
 
 from app.extensions import db
 from app.models import Queue
+from app.services import scoping
+from app.services.caller import Caller
 from app.store import QueueStats, store_for
 
 
-def queue_stats(now: datetime, queues: list[Queue] | None = None) -> dict[int, QueueStats]:
-    """{queue id: its statistics at `now`} for `queues` (default: every queue)."""
+def queue_stats(
+    now: datetime, queues: list[Queue] | None = None, caller: Caller | None = None
+) -> dict[int, QueueStats]:
+    """{queue id: its statistics at `now`} for `queues` (default: every queue the caller may see)."""
     conn = db.session.connection()
     ids = [q.id for q in queues] if queues is not None else None
+    if ids is None and scoping.queue_ids(caller) is not None:
+        ids = list(db.session.scalars(scoping.queue_ids(caller)))
     return store_for(conn).queue_stats(conn, now, queue_ids=ids)
 
 
@@ -34,7 +40,7 @@ def queue_to_dict(queue: Queue, stats: QueueStats | None) -> dict:
     document = {
         "id": queue.id,
         "name": queue.name,
-        "project": "default",
+        "project": queue.project.full_name,  # ORG/PROJECT
         "description": queue.description,
         "concurrency_limit": queue.concurrency_limit,
         "priority": queue.priority,

@@ -14,14 +14,30 @@ from sqlalchemy import func, select
 
 from app.extensions import db
 from app.models import Alert, DeadLetter, Heartbeat, Job
+from app.services import scoping
+from app.services.caller import Caller
 from app.services.read.health import readiness
 from app.services.serialize import heartbeat_to_dict, iso
 from app.store import store_for
 
 
-def queue_summary(now: datetime) -> dict:
-    """Queue depth (due claimable rows), waiting retries, in-flight rows and the oldest wait."""
+def queue_summary(now: datetime, caller: Caller | None = None) -> dict:
+    """Queue depth (due claimable rows), waiting retries, in-flight rows and the oldest wait; for a
+    caller narrowed to an organization, summed over its queues' statistics."""
     conn = db.session.connection()
+    visible = scoping.queue_ids(caller)
+    if visible is not None:
+        from datetime import timedelta
+
+        stats = store_for(conn).queue_stats(conn, now, queue_ids=list(db.session.scalars(visible))).values()
+        waited = max((s.oldest_pending_seconds for s in stats if s.oldest_pending_seconds is not None), default=None)
+        return {
+            "depth": sum(s.pending for s in stats),
+            "retries_waiting": sum(s.retrying for s in stats),
+            "in_flight": sum(s.running for s in stats),
+            "oldest_pending_at": iso(now - timedelta(seconds=waited)) if waited is not None else None,
+            "oldest_pending_age_seconds": round(waited, 3) if waited is not None else None,
+        }
     queue = store_for(conn).queue_counts(conn, now)
     oldest = queue.oldest_due_at
     return {
@@ -33,11 +49,12 @@ def queue_summary(now: datetime) -> dict:
     }
 
 
-def status_report(now: datetime, executions_by_status: dict | None = None) -> dict:
+def status_report(now: datetime, executions_by_status: dict | None = None, caller: Caller | None = None) -> dict:
     """The whole report as plain data (JSON-ready).
 
     `executions_by_status` may be passed in from the dashboard cache by callers that refresh
-    often (the health page): counting every execution costs a scan of the whole table.
+    often (the health page): counting every execution costs a scan of the whole table. With a
+    `caller`, counts of jobs, runs and alerts are of its organization (processes are the site's).
     """
     stale_after = current_app.config["HEARTBEAT_STALE_SECONDS"]
     beats = list(db.session.scalars(select(Heartbeat).order_by(Heartbeat.kind, Heartbeat.id)))
@@ -45,19 +62,30 @@ def status_report(now: datetime, executions_by_status: dict | None = None) -> di
     for beat in beats:
         processes[beat.kind].append(heartbeat_to_dict(beat, now, stale_after_seconds=stale_after))
     counts = executions_by_status
+    if counts is None and scoping.job_ids(caller) is not None:
+        from app.services.read.dashboard import execution_counts_by_status
+
+        counts = {status: c.value for status, c in execution_counts_by_status(caller=caller).items()}
     if counts is None:
         conn = db.session.connection()
         counts = store_for(conn).counts_by_status(conn)
-    jobs_total, jobs_enabled = db.session.execute(select(func.count(), func.count().filter(Job.enabled))).one()
+    jobs_total, jobs_enabled = db.session.execute(
+        scoping.jobs(select(func.count(), func.count().filter(Job.enabled)).select_from(Job), caller)
+    ).one()
+    dead_letters = select(func.count()).select_from(DeadLetter)
+    if scoping.job_ids(caller) is not None:
+        dead_letters = dead_letters.where(DeadLetter.job_id.in_(scoping.job_ids(caller)))
     return {
         "now": iso(now),
         "readiness": readiness(now),
         "heartbeat_stale_seconds": stale_after,
         "schedulers": processes["scheduler"],
         "workers": processes["worker"],
-        "queue": queue_summary(now),
+        "queue": queue_summary(now, caller),
         "executions_by_status": counts,
         "jobs": {"total": jobs_total, "enabled": jobs_enabled or 0},
-        "open_alerts": db.session.scalar(select(func.count()).where(Alert.resolved_at.is_(None))),
-        "dead_letters": db.session.scalar(select(func.count()).select_from(DeadLetter)),
+        "open_alerts": db.session.scalar(
+            scoping.alerts(select(func.count()).select_from(Alert), caller).where(Alert.resolved_at.is_(None))
+        ),
+        "dead_letters": db.session.scalar(dead_letters),
     }

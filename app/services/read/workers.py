@@ -5,11 +5,13 @@ runs into its heartbeat (app/services/engine/worker.py); a heartbeat older than
 HEARTBEAT_STALE_SECONDS that was not marked stopped reads as `stale` (killed, hung or cut off).
 Stopped and stale workers stay listed until HEARTBEAT_PRUNE_SECONDS removes their rows.
 Used by `flask worker list` and the workers page; `worker_to_dict` is the JSON shape of both.
+Workers are the site's, shared by every organization: a caller narrowed to an organization sees
+every worker but only the running executions of its own jobs.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 
 from flask import current_app
@@ -19,6 +21,8 @@ from app.clock import iso_z
 from app.domain.states import WorkerState
 from app.extensions import db
 from app.models import Heartbeat
+from app.services import scoping
+from app.services.caller import Caller
 from app.services.engine import worker_commands
 from app.services.errors import NotFound
 
@@ -99,17 +103,26 @@ def _view(beat: Heartbeat, now: datetime, stale_after: int, pending: str | None)
     )
 
 
-def list_workers(now: datetime) -> list[WorkerView]:
+def _visible(views: list[WorkerView], caller: Caller | None) -> list[WorkerView]:
+    """The views with only the running executions of jobs the caller may see."""
+    jobs = scoping.job_ids(caller)
+    if jobs is None:
+        return views
+    mine = set(db.session.scalars(jobs))
+    return [replace(view, executions=[item for item in view.executions if item.job_id in mine]) for view in views]
+
+
+def list_workers(now: datetime, caller: Caller | None = None) -> list[WorkerView]:
     """Every worker with a heartbeat: live ones first (running, draining), then stale and stopped, by id."""
     stale_after = current_app.config["HEARTBEAT_STALE_SECONDS"]
     beats = list(db.session.scalars(select(Heartbeat).where(Heartbeat.kind == "worker").order_by(Heartbeat.id)))
     pending = worker_commands.unacted(db.session.connection(), [beat.id for beat in beats]) if beats else {}
     views = [_view(beat, now, stale_after, getattr(pending.get(beat.id), "value", None)) for beat in beats]
     order = [WorkerState.RUNNING, WorkerState.DRAINING, WorkerState.STALE, WorkerState.STOPPED]
-    return sorted(views, key=lambda view: (order.index(view.state), view.id))
+    return sorted(_visible(views, caller), key=lambda view: (order.index(view.state), view.id))
 
 
-def get_worker(worker_id: str, now: datetime) -> WorkerView:
+def get_worker(worker_id: str, now: datetime, caller: Caller | None = None) -> WorkerView:
     """One worker of the registry; NotFound when no worker heartbeat has that id."""
     # An id no heartbeat can have is simply unknown (and never reaches the database: PostgreSQL
     # refuses NUL characters in text).
@@ -117,7 +130,8 @@ def get_worker(worker_id: str, now: datetime) -> WorkerView:
     if beat is None or beat.kind != "worker":
         raise NotFound(f"worker {worker_id} does not exist")
     pending = worker_commands.unacted(db.session.connection(), [worker_id]).get(worker_id)
-    return _view(beat, now, current_app.config["HEARTBEAT_STALE_SECONDS"], getattr(pending, "value", None))
+    view = _view(beat, now, current_app.config["HEARTBEAT_STALE_SECONDS"], getattr(pending, "value", None))
+    return _visible([view], caller)[0]
 
 
 def worker_to_dict(view: WorkerView) -> dict:
