@@ -63,6 +63,11 @@
     if (target.matches("[data-schedule-type]")) {
       syncScheduleInputs(target);
     }
+    if (target.matches('select[name="task"]')) {
+      document.querySelectorAll("[data-task-help]").forEach(function (block) {
+        block.hidden = block.getAttribute("data-task-help") !== target.value;
+      });
+    }
     if (target.matches("[data-select-all]")) {
       document.querySelectorAll('input[name="alert_ids"]').forEach(function (box) {
         box.checked = target.checked;

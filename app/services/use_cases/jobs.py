@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 
 from app import cache
 from app.clock import iso_z
@@ -99,11 +99,14 @@ def _limited_next_run(job: Job, next_run_at: datetime | None, *, now: datetime) 
 
 
 def _unique_name(name: str, exclude_id: int | None = None) -> None:
-    query = select(Job.id).where(Job.name == name)
+    # Names differing only in case are the same name to the people and scripts that use them.
+    query = select(Job.name).where(func.lower(Job.name) == func.lower(name))
     if exclude_id is not None:
         query = query.where(Job.id != exclude_id)
-    if db.session.scalar(query) is not None:
-        raise ValidationFailed({"name": f"a job named {name!r} already exists"})
+    existing = db.session.scalar(query)
+    if existing is not None:
+        extra = "" if existing == name else f" ({existing!r}: names differing only in case are the same name)"
+        raise ValidationFailed({"name": f"a job named {name!r} already exists{extra}"})
 
 
 def create_job(data: dict, *, now: datetime, actor: str, caller: Caller | None = None) -> Job:
