@@ -15,6 +15,7 @@ from app.services.read import execution_rows
 from app.services.use_cases import executions as execution_service
 from app.services.use_cases import jobs as job_service
 from app.services.use_cases import queues as queue_service
+from app.services.use_cases import runs as run_service
 from app.web.access import current_actor, current_caller, is_htmx, requires
 from app.web.pagination import Page, page_number, paginate
 
@@ -91,6 +92,7 @@ def detail(execution_id: int):
         "can_retry": ExecutionStatus(execution.status) in RETRYABLE,
         # Running ones too: the worker kills the task; asked once, the button goes.
         "can_cancel": ExecutionStatus(execution.status) in CANCELLABLE and execution.cancel_requested_at is None,
+        "callbacks": run_service.callbacks_of(execution.id),  # what its outcome started (links both ways)
     }
     if is_htmx():
         return render_template("executions/_detail_body.html", **context)

@@ -12,6 +12,7 @@ from app.clock import utcnow
 from app.domain.jitter import jitter_offset
 from app.domain.permissions import Action
 from app.jobs.forms import BackfillForm, ConfirmForm, DeleteJobForm, JobForm, initial_values
+from app.jobs.run_forms import BatchForm, RunForm
 from app.scheduling import SCHEDULE_INPUTS, ScheduleError, parse_schedule, preview, schedule_value_from_options
 from app.scheduling.lint import lint_schedule
 from app.scheduling.timezones import parse_instant, resolve_timezone
@@ -19,8 +20,10 @@ from app.services.errors import ServiceError, ValidationFailed
 from app.services.read import dashboard, execution_rows
 from app.services.read import explain as explain_read
 from app.services.use_cases import backfill as backfill_service
+from app.services.use_cases import batches as batch_service
 from app.services.use_cases import executions
 from app.services.use_cases import jobs as job_service
+from app.services.use_cases import runs as run_service
 from app.web.access import current_actor, current_caller, requires
 from app.web.pagination import page_number, paginate
 
@@ -51,7 +54,11 @@ def index():
 @requires(Action.READ, public=True)
 def detail(job_id: int):
     """Metadata, stats, next runs, charts and recent executions (30 per page)."""
-    job = job_service.get_job(job_id, current_caller())
+    return _detail_page(job_service.get_job(job_id, current_caller()))
+
+
+def _detail_page(job, *, run_form: RunForm | None = None, batch_form: BatchForm | None = None, status: int = 200):
+    """The job page; `run_form` / `batch_form` carry a refused submission's values and errors."""
     now = utcnow()
     runs = paginate(executions.list_query(job_id=job.id), page=page_number(), per_page=EXECUTIONS_PER_PAGE)
     return render_template(
@@ -65,7 +72,10 @@ def detail(job_id: int):
         action_form=ConfirmForm(),
         now=now,
         jitter=jitter_offset(job.id, job.jitter_seconds),
-    )
+        run_form=run_form or RunForm(formdata=None),
+        batch_form=batch_form or BatchForm(formdata=None),
+        catalog=dashboard.task_catalog(),
+    ), status
 
 
 def _describe(job) -> str:
@@ -212,12 +222,57 @@ def disable(job_id: int):
 @bp.post("/<id:job_id>/trigger")
 @requires(Action.OPERATE)
 def trigger(job_id: int):
+    """Run now, after a delay or at an instant, with an optional config override (the "Run now /
+    Run later" form; the bare "Run now" button posts it empty). Refusals show beside the fields."""
+    form = RunForm()
+    if not form.validate_on_submit():
+        flash("The form expired; please try again.", "error")
+        return _see_job(job_id)
+    now = utcnow()
     try:
-        execution = job_service.trigger_job(job_id, now=utcnow(), actor=current_actor(), caller=current_caller())
-        flash(f"Execution #{execution.id} queued; it runs when a worker is free.", "success")
+        execution = run_service.trigger_run(
+            job_id, form.service_data(), now=now, actor=current_actor(), caller=current_caller()
+        )
+    except ValidationFailed as exc:
+        db_rollback()
+        form.attach_errors(exc.errors)
+        return _detail_page(job_service.get_job(job_id, current_caller()), run_form=form, status=400)
     except ServiceError as exc:
+        db_rollback()
         flash(str(exc), "error")
+        return _see_job(job_id)
+    if execution.available_at > now:
+        flash(
+            f"Execution #{execution.id} scheduled for {_when(execution.available_at)}; cancel it from its page.",
+            "success",
+        )
+    else:
+        flash(f"Execution #{execution.id} queued; it runs when a worker is free.", "success")
     return _see_job(job_id)
+
+
+@bp.post("/<id:job_id>/batches")
+@requires(Action.OPERATE)
+def submit_batch(job_id: int):
+    """Submit a batch of this job; refused items (all-or-nothing) show beside the field."""
+    form = BatchForm()
+    if not form.validate_on_submit():
+        flash("The form expired; please try again.", "error")
+        return _see_job(job_id)
+    try:
+        batch = batch_service.submit_batch(
+            job_id, form.service_data(), now=utcnow(), actor=current_actor(), caller=current_caller()
+        )
+    except ValidationFailed as exc:
+        db_rollback()
+        form.attach_errors(exc.errors)
+        return _detail_page(job_service.get_job(job_id, current_caller()), batch_form=form, status=400)
+    except ServiceError as exc:
+        db_rollback()
+        flash(str(exc), "error")
+        return _see_job(job_id)
+    flash(f"Batch #{batch.id} submitted: {batch.item_count} item(s).", "success")
+    return redirect(url_for("batches.detail", batch_id=batch.id), code=303)
 
 
 @bp.route("/<id:job_id>/delete", methods=["GET", "POST"])
@@ -239,6 +294,13 @@ def delete(job_id: int):
         flash(f"Job {name!r} and its history were deleted.", "success")
         return redirect(url_for("jobs.index"), code=303)
     return render_template("jobs/delete.html", job=job, form=form), (400 if request.method == "POST" else 200)
+
+
+def db_rollback() -> None:
+    """A refused write leaves the session's transaction (SQLite: the write lock) to roll back."""
+    from app.extensions import db
+
+    db.session.rollback()
 
 
 def _when(moment: datetime | None) -> str:

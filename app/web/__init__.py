@@ -31,6 +31,7 @@ def register_blueprints(app: Flask) -> None:
     from app.alerts.routes import bp as alerts_bp
     from app.audit.routes import bp as audit_bp
     from app.auth.routes import bp as auth_bp
+    from app.batches.routes import bp as batches_bp
     from app.dashboard.routes import bp as dashboard_bp
     from app.executions.routes import bp as executions_bp
     from app.health.routes import bp as health_bp
@@ -42,6 +43,7 @@ def register_blueprints(app: Flask) -> None:
     for blueprint in (health_bp, auth_bp, dashboard_bp, jobs_bp, executions_bp, queues_bp, workers_bp, alerts_bp):
         app.register_blueprint(blueprint)
     app.register_blueprint(audit_bp)
+    app.register_blueprint(batches_bp)
     app.register_blueprint(metrics_bp)
     register_request_metrics(app)
 

@@ -19,32 +19,42 @@ from app.clock import iso_z
 from app.database import begin_write
 from app.definitions.batch import load_run
 from app.definitions.job import field_messages
+from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Execution, Job
+from app.services import audit_log, scoping
 from app.services.audit import record_event
+from app.services.caller import Caller
 from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.store import store_for
 
 
-def _job(job_id: int) -> Job:
+def _job(job_id: int, caller: Caller | None) -> Job:
+    """The job, if the caller may see it (NotFound otherwise, exactly as for a missing one)."""
     job = db.session.get(Job, job_id)
+    if job is not None and scoping.queue_ids(caller) is not None:
+        job = db.session.scalar(scoping.jobs(select(Job).where(Job.id == job_id), caller))
     if job is None:
         raise NotFound(f"job {job_id} does not exist")
     return job
 
 
-def trigger_run(job_id: int, data: dict | None = None, *, now: datetime, actor: str) -> Execution:
+def trigger_run(
+    job_id: int, data: dict | None = None, *, now: datetime, actor: str, caller: Caller | None = None
+) -> Execution:
     """Create an ad-hoc run of an enabled job. `data` may hold `in` (a duration: 30s, 5m...), `at`
     (an ISO instant; no offset means UTC) and `config_override` (a JSON object or its text);
     without `in`/`at` it runs as soon as a worker is free."""
-    job = _job(job_id)
+    if caller is not None:
+        caller.require(Action.OPERATE)
+    job = _job(job_id, caller)
     try:
         run = load_run(data or {}, now=now, task=job.task, job_config=job.config)
     except ValidationError as exc:
         raise ValidationFailed(field_messages(exc)) from None
     begin_write(db.session)
-    job = _job(job_id)
+    job = _job(job_id, caller)
     if not job.enabled:
         raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before triggering")
     conn = db.session.connection()
@@ -59,6 +69,19 @@ def trigger_run(job_id: int, data: dict | None = None, *, now: datetime, actor: 
         execution_id=execution_id,
         available_at=iso_z(run["available_at"]),
         config_override=run["config_override"],
+    )
+    audit_log.record_change(
+        caller or actor,
+        "triggered",
+        "job",
+        job.id,
+        now=now,
+        extra={
+            "execution_id": execution_id,
+            "available_at": iso_z(run["available_at"]),
+            "config_override": run["config_override"],
+        },
+        **audit_log.about_job(job),
     )
     cache.invalidate_on_commit(db.session, cache.keys_for_job_change(job.id))
     wakeups.notify_on_commit(db.session, jobs_changed=True, work=True)
