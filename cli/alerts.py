@@ -3,12 +3,20 @@
 from __future__ import annotations
 
 import click
+from flask import current_app
 from flask.cli import AppGroup
 
 from app.clock import utcnow
+from app.extensions import db
+from app.models import AlertChannel
+from app.models.alerting import ALERT_KINDS
+from app.services.engine.deliveries import DeliveryLoop
 from app.services.serialize import alert_to_dict, dead_letter_to_dict
+from app.services.use_cases import alert_channels as channel_service
 from app.services.use_cases import alerts as alert_service
-from cli.common import ACTOR, ALERT_ID, emit_json, fmt_utc, handle_errors, json_option, mutating, print_table
+from cli.common import ACTOR, ALERT_ID, IdType, emit_json, fmt_utc, handle_errors, json_option, mutating, print_table
+
+CHANNEL_ID = IdType("alert channel", AlertChannel)
 
 alerts_cli = AppGroup("alerts", help="List and resolve alerts; list dead letters.")
 
@@ -80,3 +88,141 @@ def resolve(alert_ids):
     changed = alert_service.resolve_alerts(ids, now=utcnow(), actor=ACTOR)
     already = len(ids) - changed
     click.echo(f"Resolved {changed} alert(s)" + (f"; {already} already resolved" if already else ""))
+
+
+# --- channels and delivery (docs/insight.md) ------------------------------------------------
+
+channel_cli = click.Group("channel", help="Alert channels: signed webhooks and email, routed per project and kind.")
+alerts_cli.add_command(channel_cli)
+
+
+@channel_cli.command("add")
+@click.argument("name")
+@click.option("--webhook", metavar="URL", help="POST alerts as signed JSON to this http(s) URL.")
+@click.option("--email", metavar="ADDRESS", help="Mail alerts to this address (SMTP_HOST, SMTP_PORT, SMTP_FROM).")
+@click.option("--kinds", metavar="KIND,...", help=f"Only these alert kinds (default all): {', '.join(ALERT_KINDS)}.")
+@click.option("--secret", metavar="S", help="The webhook's signing secret (default: a generated one, shown once).")
+@click.option("--project", metavar="ORG/PROJECT", help="The project whose alerts it receives (default: default).")
+@json_option
+@mutating
+@handle_errors
+def add_channel(name, webhook, email, kinds, secret, project, as_json):
+    """Create an alert channel (give exactly one of --webhook or --email).
+
+    \b
+    Examples:
+      flask alerts channel add ops --webhook https://hooks.example.com/cronwell --kinds overdue,dead_letter
+      flask alerts channel add oncall --email oncall@example.com
+    """
+    if (webhook is None) == (email is None):
+        raise click.UsageError("give exactly one of --webhook URL or --email ADDRESS")
+    data = {
+        "name": name,
+        "kind": "webhook" if webhook else "email",
+        "target": webhook or email,
+        "kinds": kinds or "",
+        "secret": secret,
+    }
+    channel = channel_service.add_channel(data, now=utcnow(), actor=ACTOR, project=project)
+    if as_json:
+        emit_json(channel_service.channel_to_dict(channel, show_secret=True))
+        return
+    click.echo(f"Created alert channel {channel.id} {channel.name!r} ({channel.kind} {channel.target})")
+    if channel.kind == "webhook":
+        click.echo(f"Signing secret (shown once): {channel.secret}")
+
+
+@channel_cli.command("list")
+@json_option
+@handle_errors
+def list_channels(as_json):
+    """List alert channels and their routing."""
+    channels = channel_service.list_channels()
+    if as_json:
+        emit_json([channel_service.channel_to_dict(c) for c in channels])
+        return
+    print_table(
+        ["ID", "NAME", "KIND", "TARGET", "KINDS", "ENABLED"],
+        [[c.id, c.name, c.kind, c.target, ",".join(c.kinds or []) or "all", c.enabled] for c in channels],
+        empty="No alert channels. Add one with `flask alerts channel add`.",
+    )
+
+
+@channel_cli.command("delete")
+@click.argument("channel_id", type=CHANNEL_ID)
+@click.option("--yes", is_flag=True, help="Confirm: the channel and its delivery log are deleted.")
+@mutating
+@handle_errors
+def delete_channel(channel_id, yes):
+    """Delete an alert channel (needs --yes)."""
+    channel = channel_service.get_channel(channel_id)
+    if not yes:
+        raise click.ClickException(f"alert channel {channel.id} ({channel.name!r}) would be deleted; add --yes")
+    channel_service.delete_channel(channel_id, now=utcnow(), actor=ACTOR)
+    click.echo(f"Deleted alert channel {channel_id}")
+
+
+@channel_cli.command("test")
+@click.argument("channel_id", type=CHANNEL_ID)
+@json_option
+@mutating
+@handle_errors
+def test_channel(channel_id, as_json):
+    """Queue a test message to a channel (sent by the delivery loop within a second or two)."""
+    delivery = channel_service.send_test(channel_id, now=utcnow(), actor=ACTOR)
+    if as_json:
+        emit_json(channel_service.delivery_to_dict(delivery))
+        return
+    click.echo(f"Queued test delivery {delivery.id}; see it with: flask alerts deliveries --channel {channel_id}")
+
+
+@alerts_cli.command("deliveries")
+@click.option("--channel", "channel_id", type=CHANNEL_ID, help="Only this channel's deliveries.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@json_option
+@handle_errors
+def deliveries(channel_id, limit, as_json):
+    """The delivery log: each alert sent to each channel, with tries, status and last error."""
+    rows = channel_service.delivery_log(channel_id=channel_id, limit=limit)
+    if as_json:
+        emit_json([channel_service.delivery_to_dict(d) for d in rows])
+        return
+    print_table(
+        ["ID", "CHANNEL", "ALERT", "KIND", "STATUS", "TRIES", "HTTP", "LAST ERROR", "CREATED (UTC)"],
+        [
+            [
+                d.id,
+                d.channel_id,
+                d.alert_id,
+                d.kind,
+                d.status,
+                d.attempts,
+                d.response_status,
+                d.last_error,
+                fmt_utc(d.created_at),
+            ]
+            for d in rows
+        ],
+        empty="(no deliveries)",
+    )
+
+
+@alerts_cli.command("deliver")
+@click.option("--once", is_flag=True, help="One pass, then exit (default: loop until interrupted).")
+@handle_errors
+def deliver(once):
+    """Send pending alert deliveries (the scheduler process does this in a thread; this runs it alone)."""
+    loop = DeliveryLoop(db.engine, current_app.config)
+    if once:
+        counts = loop.run_once()
+        click.echo(" ".join(f"{key}={value}" for key, value in counts.items()))
+        return
+    stop = {"now": False}
+
+    def should_stop():
+        return stop["now"]
+
+    try:
+        loop.run_forever(should_stop)
+    except KeyboardInterrupt:
+        stop["now"] = True

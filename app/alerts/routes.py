@@ -78,3 +78,7 @@ def _resolve(ids: list[int], missing: list[str] = ()):
     flash(message, category)
     target = url_for("alerts.index", show="all") if request.args.get("show") == "all" else url_for("alerts.index")
     return redirect(target, code=303)
+
+
+# Alert channel pages (app/alerts/channels.py) register on this blueprint.
+from app.alerts import channels as _channels  # noqa: E402, F401

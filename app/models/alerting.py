@@ -18,6 +18,8 @@ from app.models.types import JSONType, UTCDateTime
 
 CHANNEL_KINDS = ("webhook", "email")
 DELIVERY_STATUSES = ("pending", "delivered", "failed")
+# The alert kinds a channel may be routed (dead letters from workers; the rest from the alert pass).
+ALERT_KINDS = ("dead_letter", "overdue", "consecutive_failures", "auto_paused", "queue_backlog", "worker_lost")
 
 
 class AlertChannel(db.Model):

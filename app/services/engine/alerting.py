@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 
 from app.domain.states import CLAIMABLE, ExecutionStatus
 from app.models import Alert, Event, Execution, Heartbeat, Job, Queue
+from app.services import audit_log
 from app.services.audit import insert_event
 from app.services.engine.heartbeats import not_stopped
 from app.store import store_for
@@ -64,6 +65,7 @@ def open_alert(
                     alerts_t.insert().values(
                         job_id=job_id,
                         queue_id=queue_id,
+                        project_id=_project_of(job_id, queue_id),
                         kind=kind,
                         message=message[:2000],
                         created_at=now,
@@ -74,6 +76,21 @@ def open_alert(
             return False
     log.error("ALERT " + message[:500], extra={"event": "ALERT", "alert_kind": kind, "job_id": job_id, "key": key})
     return True
+
+
+def _project_of(job_id: int | None, queue_id: int | None):
+    """The alert's project: its job's (through the job's queue), or its queue's; None for neither."""
+    queues_t = Queue.__table__
+    if job_id is not None:
+        return (
+            select(queues_t.c.project_id)
+            .join(jobs_t, jobs_t.c.queue_id == queues_t.c.id)
+            .where(jobs_t.c.id == job_id)
+            .scalar_subquery()
+        )
+    if queue_id is not None:
+        return select(queues_t.c.project_id).where(queues_t.c.id == queue_id).scalar_subquery()
+    return None
 
 
 def resolve_alert(conn: Connection, *, key: str, now: datetime) -> bool:
@@ -197,6 +214,19 @@ def _auto_pause(conn: Connection, job, failures: int, now: datetime, report: Ale
         cancelled=len(cancelled),
         reason=reason,
         next_run_at=job.next_run_at.isoformat() if job.next_run_at else None,
+    )
+    audit_log.record_change(
+        SYSTEM,
+        "disabled",
+        "job",
+        job.id,
+        {"enabled": True},
+        {"enabled": False},
+        now=now,
+        label=job.name,
+        job_id=job.id,
+        extra={"reason": reason},
+        conn=conn,
     )
     report.paused.append(job.id)
     key = f"auto_paused:job:{job.id}"

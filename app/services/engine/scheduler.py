@@ -30,8 +30,9 @@ from app.domain.run_limits import RunLimits
 from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.scheduling import Schedule, parse_schedule
+from app.services import audit_log
 from app.services.audit import insert_event
-from app.services.engine import alerting, callbacks, heartbeats, recovery, retention, wakeups
+from app.services.engine import alerting, callbacks, deliveries, heartbeats, recovery, retention, wakeups
 from app.store import occurrence_row, store_for
 
 log = logging.getLogger("cronwell.scheduler")
@@ -282,6 +283,18 @@ class Scheduler:
                 cancelled=0,
                 next_run_at=None,
             )
+            audit_log.record_change(
+                "system",
+                "disabled",
+                "job",
+                job_id,
+                {"enabled": True},
+                {"enabled": False},
+                now=now,
+                job_id=job_id,
+                extra={"reason": reason},
+                conn=conn,
+            )
         return {job_id for job_id, _ in finished}
 
     def _upkeep_due(self, now: datetime) -> bool:
@@ -382,6 +395,8 @@ class Scheduler:
     ) -> None:
         """Tick, then sleep until something is due, a job changes, or `tick_seconds` pass."""
         listener = wakeups.Listener.open(self.engine, [wakeups.JOBS_CHANNEL])
+        # Alert delivery runs beside the ticks, in its own thread: a slow webhook never delays one.
+        deliveries.DeliveryLoop(self.engine, self.app.config, clock=self.clock).start_thread(should_stop)
         failures = 0
         try:
             while not should_stop():

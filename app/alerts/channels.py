@@ -1,0 +1,104 @@
+"""Alert channel pages: list and create channels, a channel's delivery log, send test, delete.
+
+Routes on the alerts blueprint (imported by app/alerts/routes.py): reading needs a signed-in
+user, a test message an operator, creating and deleting a channel an admin.
+"""
+
+from __future__ import annotations
+
+from flask import flash, redirect, render_template, url_for
+
+from app.alerts.channel_forms import ChannelForm
+from app.alerts.routes import bp
+from app.clock import utcnow
+from app.domain.permissions import Action
+from app.services.errors import ServiceError, ValidationFailed
+from app.services.use_cases import alert_channels
+from app.web.access import current_actor, current_caller, requires
+
+LOG_LIMIT = 100
+
+
+def _list_page(form: ChannelForm, status: int = 200):
+    caller = current_caller()
+    channels = alert_channels.list_channels(caller)
+    names = {channel.id: channel.name for channel in channels}
+    return render_template(
+        "alerts/channels.html",
+        channels=channels,
+        deliveries=alert_channels.delivery_log(limit=LOG_LIMIT, caller=caller),
+        names=names,
+        form=form,
+    ), status
+
+
+@bp.get("/channels")
+@requires(Action.READ)
+def channels():
+    """Every channel of the caller's projects, the create form, and the latest deliveries."""
+    return _list_page(ChannelForm())
+
+
+@bp.post("/channels")
+@requires(Action.ADMINISTER)
+def create_channel():
+    form = ChannelForm()
+    if not form.validate_on_submit():
+        return _list_page(form, 400)
+    try:
+        channel = alert_channels.add_channel(
+            form.service_data(), now=utcnow(), actor=current_actor(), caller=current_caller()
+        )
+    except ValidationFailed as exc:
+        for key, message in exc.errors.items():
+            field = getattr(form, key, None)
+            if field is not None and hasattr(field, "errors"):
+                field.errors = [message]
+            else:
+                form.form_errors.append(message)
+        return _list_page(form, 400)
+    except ServiceError as exc:
+        form.form_errors.append(str(exc))
+        return _list_page(form, 409)
+    message = f"Channel {channel.name!r} created."
+    if channel.kind == "webhook":
+        message += f" Its signing secret (shown once): {channel.secret}"
+    flash(message, "success")
+    return redirect(url_for("alerts.channel_detail", channel_id=channel.id), code=303)
+
+
+@bp.get("/channels/<id:channel_id>")
+@requires(Action.READ)
+def channel_detail(channel_id: int):
+    """One channel with its delivery log."""
+    caller = current_caller()
+    channel = alert_channels.get_channel(channel_id, caller)
+    return render_template(
+        "alerts/channel.html",
+        channel=channel,
+        deliveries=alert_channels.delivery_log(channel_id=channel.id, limit=LOG_LIMIT, caller=caller),
+    )
+
+
+@bp.post("/channels/<id:channel_id>/test")
+@requires(Action.OPERATE)
+def test_channel(channel_id: int):
+    """Send test: queue a test message; the delivery loop sends it within a second or two."""
+    try:
+        delivery = alert_channels.send_test(channel_id, now=utcnow(), actor=current_actor(), caller=current_caller())
+        flash(f"Test message queued (delivery #{delivery.id}); its result appears in the log below.", "success")
+    except ServiceError as exc:
+        flash(str(exc), "error")
+    return redirect(url_for("alerts.channel_detail", channel_id=channel_id), code=303)
+
+
+@bp.post("/channels/<id:channel_id>/delete")
+@requires(Action.ADMINISTER)
+def delete_channel(channel_id: int):
+    try:
+        alert_channels.delete_channel(channel_id, now=utcnow(), actor=current_actor(), caller=current_caller())
+        flash("Channel deleted.", "success")
+    except ServiceError as exc:
+        flash(str(exc), "error")
+        return redirect(url_for("alerts.channel_detail", channel_id=channel_id), code=303)
+    return redirect(url_for("alerts.channels"), code=303)

@@ -1,0 +1,278 @@
+"""Alert delivery: signed webhooks and email, from rows, with retries.
+
+Delivery is an outbox. `fan_out` turns every recent alert into one `alert_deliveries` row per
+channel whose project and kinds route it there (dead letters raised by workers included: the
+pass reads the alerts table, so no code path has to remember to deliver). `send_due` sends
+the pending rows whose time has come and records each try: delivered, or retried after
+ALERT_DELIVERY_BACKOFF_SECONDS x 2^(attempt-1), or failed for good after
+ALERT_DELIVERY_MAX_ATTEMPTS. A row is taken by moving its next_attempt_at past the send's timeout
+in a short transaction (SKIP LOCKED on PostgreSQL), and no transaction is open while the request
+runs, so a slow receiver never holds a lock and a crash mid-send only retries it. The loop
+(`DeliveryLoop`) runs in its own thread of the scheduler process (or `flask alerts deliver`), so
+delivery never blocks a tick or a worker turn, and survives restarts: what is pending is in the table.
+
+Webhook: POST of the JSON payload with `X-Cronwell-Timestamp` (Unix seconds) and
+`X-Cronwell-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" keyed by the channel's
+secret>`; any 2xx answer is delivered. Email: one plain-text message through SMTP_HOST:SMTP_PORT.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import smtplib
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from email.message import EmailMessage
+
+from sqlalchemy import and_, select, update
+from sqlalchemy.engine import Connection, Engine
+
+from app.clock import iso_z, utcnow
+from app.database import write_transaction
+from app.models import Alert, AlertChannel, AlertDelivery, Job, Queue
+
+log = logging.getLogger("cronwell.deliveries")
+
+channels_t, deliveries_t, alerts_t = AlertChannel.__table__, AlertDelivery.__table__, Alert.__table__
+FAN_OUT_WINDOW = timedelta(hours=24)
+BATCH = 50
+
+
+def sign(secret: str, timestamp: str, body: bytes) -> str:
+    """The X-Cronwell-Signature value: `sha256=` + hex HMAC-SHA256 of `<timestamp>.<body>`."""
+    digest = hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+    return f"sha256={digest}"
+
+
+def alert_payload(alert, *, project_id: int | None) -> dict:
+    """The JSON document a channel receives for an alert."""
+    return {
+        "type": "alert",
+        "alert": {
+            "id": alert.id,
+            "kind": alert.kind,
+            "message": alert.message,
+            "job_id": alert.job_id,
+            "execution_id": alert.execution_id,
+            "queue_id": alert.queue_id,
+            "project_id": project_id,
+            "created_at": iso_z(alert.created_at),
+        },
+    }
+
+
+def retry_delay(backoff_seconds: int, attempt: int) -> timedelta:
+    """Delay before try `attempt + 1`: backoff x 2^(attempt-1), capped at an hour."""
+    return timedelta(seconds=min(3600, backoff_seconds * 2 ** max(0, attempt - 1)))
+
+
+# --- fan-out --------------------------------------------------------------------------------
+
+
+def fan_out(conn: Connection, *, now: datetime) -> int:
+    """Create the missing delivery rows for recent alerts; returns how many were created."""
+    channels = conn.execute(select(channels_t).where(channels_t.c.enabled)).fetchall()
+    if not channels:
+        return 0
+    queues_t, jobs_t = Queue.__table__, Job.__table__
+    job_queue = queues_t.alias("job_queue")
+    alert_queue = queues_t.alias("alert_queue")
+    oldest = min(c.created_at for c in channels)
+    alerts = conn.execute(
+        select(alerts_t, job_queue.c.project_id.label("job_project"), alert_queue.c.project_id.label("queue_project"))
+        .select_from(
+            alerts_t.outerjoin(jobs_t, jobs_t.c.id == alerts_t.c.job_id)
+            .outerjoin(job_queue, job_queue.c.id == jobs_t.c.queue_id)
+            .outerjoin(alert_queue, alert_queue.c.id == alerts_t.c.queue_id)
+        )
+        .where(alerts_t.c.created_at >= max(oldest, now - FAN_OUT_WINDOW))
+        .order_by(alerts_t.c.id)
+        .limit(1000)
+    ).fetchall()
+    if not alerts:
+        return 0
+    done = set(
+        conn.execute(
+            select(deliveries_t.c.alert_id, deliveries_t.c.channel_id).where(
+                deliveries_t.c.alert_id.in_([a.id for a in alerts])
+            )
+        ).all()
+    )
+    rows = []
+    for alert in alerts:
+        project_id = getattr(alert, "project_id", None) or alert.job_project or alert.queue_project
+        for channel in channels:
+            if (alert.id, channel.id) in done or alert.created_at < channel.created_at:
+                continue
+            if project_id is not None and channel.project_id != project_id:
+                continue  # routing per project; alerts of no project (a lost worker) go to every project
+            if channel.kinds and alert.kind not in channel.kinds:
+                continue
+            rows.append(
+                dict(
+                    channel_id=channel.id,
+                    alert_id=alert.id,
+                    kind=alert.kind,
+                    payload=alert_payload(alert, project_id=project_id),
+                    status="pending",
+                    attempts=0,
+                    next_attempt_at=now,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+    if rows:
+        conn.execute(deliveries_t.insert(), rows)
+    return len(rows)
+
+
+# --- sending --------------------------------------------------------------------------------
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    status: int | None = None
+    error: str | None = None
+
+
+def send_webhook(url: str, secret: str | None, payload: dict, *, now: datetime, timeout: float) -> Outcome:
+    body = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
+    timestamp = str(int(now.timestamp()))
+    headers = {"Content-Type": "application/json", "User-Agent": "Cronwell-Alerts", "X-Cronwell-Timestamp": timestamp}
+    if secret:
+        headers["X-Cronwell-Signature"] = sign(secret, timestamp, body)
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) checked on save
+            return Outcome(200 <= response.status < 300, response.status)
+    except urllib.error.HTTPError as exc:
+        return Outcome(False, exc.code, f"HTTP {exc.code}")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        return Outcome(False, None, str(getattr(exc, "reason", exc))[:500])
+
+
+def send_email(address: str, payload: dict, *, settings: dict, timeout: float) -> Outcome:
+    alert = payload.get("alert") or {}
+    message = EmailMessage()
+    message["From"] = settings.get("SMTP_FROM", "cronwell@localhost")
+    message["To"] = address
+    message["Subject"] = f"[Cronwell] {alert.get('kind', payload.get('type'))}: {str(alert.get('message', ''))[:120]}"
+    message.set_content(json.dumps(payload, indent=2, sort_keys=True))
+    try:
+        with smtplib.SMTP(
+            settings.get("SMTP_HOST", "localhost"), settings.get("SMTP_PORT", 25), timeout=timeout
+        ) as smtp:
+            smtp.send_message(message)
+        return Outcome(True, 250)
+    except (smtplib.SMTPException, OSError) as exc:
+        return Outcome(False, None, str(exc)[:500])
+
+
+def _take_due(engine: Engine, now: datetime, limit: int, timeout: float) -> list:
+    """Take up to `limit` due rows: each one's next_attempt_at moves past the send's timeout, so
+    another loop leaves it alone while this one sends (and retries it if this one dies)."""
+    with write_transaction(engine) as conn:
+        query = (
+            select(deliveries_t.c.id)
+            .where(deliveries_t.c.status == "pending", deliveries_t.c.next_attempt_at <= now)
+            .order_by(deliveries_t.c.next_attempt_at, deliveries_t.c.id)
+            .limit(limit)
+        )
+        if conn.dialect.name == "postgresql":
+            query = query.with_for_update(skip_locked=True)
+        ids = list(conn.execute(query).scalars())
+        if not ids:
+            return []
+        conn.execute(
+            update(deliveries_t)
+            .where(deliveries_t.c.id.in_(ids))
+            .values(next_attempt_at=now + timedelta(seconds=timeout * 2 + 5))
+        )
+        return conn.execute(
+            select(deliveries_t, channels_t.c.kind.label("channel_kind"), channels_t.c.target, channels_t.c.secret)
+            .join(channels_t, channels_t.c.id == deliveries_t.c.channel_id)
+            .where(deliveries_t.c.id.in_(ids))
+            .order_by(deliveries_t.c.id)
+        ).fetchall()
+
+
+def send_due(engine: Engine, *, now: datetime, settings: dict, limit: int = BATCH) -> dict[str, int]:
+    """Send the due pending deliveries; returns counts of delivered, retrying and failed."""
+    timeout = float(settings.get("ALERT_DELIVERY_TIMEOUT_SECONDS", 10))
+    max_attempts = int(settings.get("ALERT_DELIVERY_MAX_ATTEMPTS", 8))
+    backoff = int(settings.get("ALERT_DELIVERY_BACKOFF_SECONDS", 10))
+    counts = {"delivered": 0, "retrying": 0, "failed": 0}
+    for row in _take_due(engine, now, limit, timeout):
+        if row.channel_kind == "webhook":
+            outcome = send_webhook(row.target, row.secret, row.payload, now=now, timeout=timeout)
+        else:
+            outcome = send_email(row.target, row.payload, settings=settings, timeout=timeout)
+        attempts = row.attempts + 1
+        values = {"attempts": attempts, "response_status": outcome.status, "updated_at": now}
+        if outcome.ok:
+            values.update(status="delivered", delivered_at=now, last_error=None)
+            counts["delivered"] += 1
+        elif attempts >= max_attempts:
+            values.update(status="failed", last_error=outcome.error)
+            counts["failed"] += 1
+            log.error(
+                "alert delivery failed for good",
+                extra={"event": "alert_delivery_failed", "delivery_id": row.id, "error": outcome.error},
+            )
+        else:
+            values.update(last_error=outcome.error, next_attempt_at=now + retry_delay(backoff, attempts))
+            counts["retrying"] += 1
+        with write_transaction(engine) as conn:
+            conn.execute(
+                update(deliveries_t)
+                .where(and_(deliveries_t.c.id == row.id, deliveries_t.c.status == "pending"))
+                .values(**values)
+            )
+    return counts
+
+
+# --- the loop -------------------------------------------------------------------------------
+
+
+class DeliveryLoop:
+    """fan_out + send_due, once (`run_once(now)`, what tests call) or until told to stop."""
+
+    def __init__(self, engine: Engine, settings: dict, *, clock: Callable[[], datetime] = utcnow) -> None:
+        self.engine = engine
+        self.settings = settings
+        self.clock = clock
+
+    def run_once(self, now: datetime | None = None) -> dict[str, int]:
+        now = now or self.clock()
+        with write_transaction(self.engine) as conn:
+            created = fan_out(conn, now=now)
+        counts = send_due(self.engine, now=now, settings=self.settings)
+        return {"queued": created, **counts}
+
+    def run_forever(self, should_stop: Callable[[], bool], *, interval: float = 1.0) -> None:
+        while not should_stop():
+            try:
+                self.run_once()
+            except Exception as exc:  # noqa: BLE001 - the database may be away; try again later
+                log.warning(
+                    "alert delivery pass failed", extra={"event": "delivery_pass_failed", "error": str(exc)[:300]}
+                )
+            stop = threading.Event()
+            for _ in range(int(interval * 10)):
+                if should_stop():
+                    return
+                stop.wait(0.1)
+
+    def start_thread(self, should_stop: Callable[[], bool]) -> threading.Thread:
+        """Run the loop in a daemon thread (the scheduler process does this)."""
+        thread = threading.Thread(target=self.run_forever, args=(should_stop,), name="alert-deliveries", daemon=True)
+        thread.start()
+        return thread

@@ -1,0 +1,197 @@
+"""Alert channels: where a project's alerts go (signed webhooks, email), routed by alert kind.
+
+The CLI (`flask alerts channel ...`), the web pages (app/alerts) and the API call these. A
+channel's webhook secret is generated when none is given and shown once, at creation.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from datetime import datetime
+from urllib.parse import urlsplit
+
+from sqlalchemy import select
+
+from app.clock import iso_z
+from app.database import begin_write
+from app.domain.permissions import Action
+from app.extensions import db
+from app.models import AlertChannel, AlertDelivery
+from app.models.alerting import ALERT_KINDS, CHANNEL_KINDS
+from app.services import scoping
+from app.services.audit import record_event
+from app.services.caller import Caller
+from app.services.errors import NotFound, ValidationFailed
+from app.services.use_cases import tenancy
+
+NAME_MAX, TARGET_MAX, SECRET_MAX = 100, 500, 200
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+
+
+def _require(caller: Caller | None, action: Action) -> None:
+    if caller is not None:
+        caller.require(action)
+
+
+def list_channels(caller: Caller | None = None) -> list[AlertChannel]:
+    query = select(AlertChannel).order_by(AlertChannel.id)
+    projects = scoping.project_ids(caller)
+    if projects is not None:
+        query = query.where(AlertChannel.project_id.in_(projects))
+    return list(db.session.scalars(query))
+
+
+def get_channel(channel_id: int, caller: Caller | None = None) -> AlertChannel:
+    query = select(AlertChannel).where(AlertChannel.id == channel_id)
+    projects = scoping.project_ids(caller)
+    if projects is not None:
+        query = query.where(AlertChannel.project_id.in_(projects))
+    channel = db.session.scalar(query)
+    if channel is None:
+        raise NotFound(f"alert channel {channel_id} does not exist")
+    return channel
+
+
+def check_channel(data: dict) -> dict:
+    """Validate a channel's fields; returns them cleaned. Errors are keyed by field."""
+    errors: dict[str, str] = {}
+    name = str(data.get("name") or "").strip()
+    kind = str(data.get("kind") or "").strip()
+    target = str(data.get("target") or "").strip()
+    secret = data.get("secret")
+    kinds = data.get("kinds") or []
+    if isinstance(kinds, str):
+        kinds = [k.strip() for k in kinds.split(",") if k.strip()]
+    if not name or len(name) > NAME_MAX or not name.isprintable():
+        errors["name"] = f"must be 1-{NAME_MAX} printable characters"
+    if kind not in CHANNEL_KINDS:
+        errors["kind"] = "must be webhook or email"
+    if not target or len(target) > TARGET_MAX or "\x00" in target:
+        errors["target"] = f"is required (at most {TARGET_MAX} characters)"
+    elif kind == "webhook":
+        parts = urlsplit(target)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            errors["target"] = "a webhook needs an http:// or https:// URL"
+    elif kind == "email" and not _EMAIL.match(target):
+        errors["target"] = "must be an email address"
+    unknown = [k for k in kinds if k not in ALERT_KINDS]
+    if unknown:
+        errors["kinds"] = f"unknown alert kind(s) {', '.join(unknown)}; known: {', '.join(ALERT_KINDS)}"
+    if secret is not None and (len(str(secret)) > SECRET_MAX or "\x00" in str(secret)):
+        errors["secret"] = f"must be at most {SECRET_MAX} characters"
+    if errors:
+        raise ValidationFailed(errors)
+    if kind == "webhook" and not secret:
+        secret = secrets.token_urlsafe(32)
+    return {"name": name, "kind": kind, "target": target, "secret": secret or None, "kinds": list(dict.fromkeys(kinds))}
+
+
+def add_channel(
+    data: dict, *, now: datetime, actor: str, project: str | None = None, caller: Caller | None = None
+) -> AlertChannel:
+    """Create a channel in `project` (ORG/PROJECT; default: the caller's working project)."""
+    _require(caller, Action.ADMINISTER)
+    cleaned = check_channel(data)
+    target_project = tenancy.find_project(project, caller) if project else tenancy.working_project(caller)
+    begin_write(db.session)
+    if db.session.scalar(
+        select(AlertChannel.id).where(
+            AlertChannel.project_id == target_project.id, AlertChannel.name == cleaned["name"]
+        )
+    ):
+        raise ValidationFailed({"name": f"a channel named {cleaned['name']!r} already exists in this project"})
+    channel = AlertChannel(**cleaned, project_id=target_project.id, enabled=True, created_at=now, updated_at=now)
+    db.session.add(channel)
+    db.session.flush()
+    record_event(
+        "alert_channel_created", now=now, actor=actor, channel_id=channel.id, kind=channel.kind, kinds=channel.kinds
+    )
+    db.session.commit()
+    return channel
+
+
+def delete_channel(channel_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> None:
+    _require(caller, Action.ADMINISTER)
+    begin_write(db.session)
+    channel = get_channel(channel_id, caller)
+    record_event("alert_channel_deleted", now=now, actor=actor, channel_id=channel.id, name=channel.name)
+    db.session.delete(channel)
+    db.session.commit()
+
+
+def send_test(channel_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> AlertDelivery:
+    """Queue a test message to the channel (the delivery loop sends it, like any alert)."""
+    _require(caller, Action.OPERATE)
+    begin_write(db.session)
+    channel = get_channel(channel_id, caller)
+    delivery = AlertDelivery(
+        channel_id=channel.id,
+        alert_id=None,
+        kind="test",
+        payload={
+            "type": "test",
+            "message": f"Test message for channel {channel.name!r}, sent by {actor}",
+            "channel_id": channel.id,
+            "created_at": iso_z(now),
+        },
+        status="pending",
+        attempts=0,
+        next_attempt_at=now,
+        created_at=now,
+        updated_at=now,
+    )
+    db.session.add(delivery)
+    db.session.flush()
+    record_event("alert_channel_tested", now=now, actor=actor, channel_id=channel.id, delivery_id=delivery.id)
+    db.session.commit()
+    return delivery
+
+
+def delivery_log(
+    *, channel_id: int | None = None, limit: int = 100, caller: Caller | None = None
+) -> list[AlertDelivery]:
+    """The newest deliveries (of one channel, or of every channel the caller may see)."""
+    ids = [channel_id] if channel_id is not None else [c.id for c in list_channels(caller)]
+    if channel_id is not None:
+        get_channel(channel_id, caller)
+    if not ids:
+        return []
+    return list(
+        db.session.scalars(
+            select(AlertDelivery)
+            .where(AlertDelivery.channel_id.in_(ids))
+            .order_by(AlertDelivery.id.desc())
+            .limit(limit)
+        )
+    )
+
+
+def channel_to_dict(channel: AlertChannel, *, show_secret: bool = False) -> dict:
+    return {
+        "id": channel.id,
+        "project_id": channel.project_id,
+        "name": channel.name,
+        "kind": channel.kind,
+        "target": channel.target,
+        "kinds": list(channel.kinds or []),
+        "enabled": channel.enabled,
+        "created_at": iso_z(channel.created_at),
+        **({"secret": channel.secret} if show_secret else {}),
+    }
+
+
+def delivery_to_dict(delivery: AlertDelivery) -> dict:
+    return {
+        "id": delivery.id,
+        "channel_id": delivery.channel_id,
+        "alert_id": delivery.alert_id,
+        "kind": delivery.kind,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "response_status": delivery.response_status,
+        "last_error": delivery.last_error,
+        "next_attempt_at": iso_z(delivery.next_attempt_at),
+        "created_at": iso_z(delivery.created_at),
+        "delivered_at": iso_z(delivery.delivered_at),
+    }
