@@ -51,7 +51,7 @@ def source_of(actor: str) -> str:
 def jsonable(value: Any) -> Any:
     """A value as the `changes` JSON stores it: datetimes as ISO 8601 UTC with Z, enums by value."""
     if isinstance(value, datetime):
-        return iso_z(value, "microseconds") if value.tzinfo else value.isoformat()
+        return iso_z(value) if value.tzinfo else value.isoformat()
     if isinstance(value, date):
         return value.isoformat()
     if isinstance(value, Enum):

@@ -261,3 +261,52 @@ def test_filters(app, clock):
     since = clock() - timedelta(minutes=30)
     assert [r.object_label for r in rows(since=since)] == ["two"]
     assert [r.object_label for r in rows(until=since)] == ["one", "one"]
+
+
+def test_organizations_projects_and_tokens_are_audited(app, clock):
+    from app.services.use_cases import tenancy, tokens
+    from tests.factories import make_user
+
+    cli = Caller.cli()
+    org = tenancy.add_organization("acme", now=clock(), caller=cli)
+    project = tenancy.add_project("acme", "web", now=clock(), caller=cli, description="the site")
+    created = only("created", "project")
+    assert (created.object_label, created.organization_id, created.project_id) == ("acme/web", org.id, project.id)
+    assert created.changes["description"] == {"before": None, "after": "the site"}
+    assert only("created", "organization").organization_id == org.id
+    owner = make_user("owner", role="admin", organization="acme")
+    new = tokens.create_token(cli, name="deploy", project="acme/web", role="operator", now=clock(), user_id=owner.id)
+    tokens.revoke_token(new.token.id, cli, now=clock())
+    token_row = only("created", "token")
+    assert token_row.changes["role"] == {"before": None, "after": "operator"}
+    assert new.secret not in str(token_row.changes)
+    assert only("revoked", "token").changes == {"revoked_at": {"before": None, "after": "2026-06-01T12:00:00Z"}}
+
+
+def test_the_system_disabling_a_job_is_audited(app, clock):
+    from app.models import Job
+    from app.services.engine.scheduler import Scheduler
+
+    job = make_job("flaky", now=clock(), every="1h", pause_after_failures=1)
+    make_execution(db.session.get(Job, job.id), "failed", now=clock() + timedelta(minutes=1))
+    later = clock() + timedelta(minutes=2)
+    assert Scheduler(app, scheduler_id="audit-test", clock=lambda: later).evaluate_alerts(later).paused == [job.id]
+    row = only("disabled", "job")
+    assert (row.actor, row.source, row.object_label, row.job_id) == ("system", "system", "flaky", job.id)
+    assert row.changes["enabled"] == {"before": True, "after": False}
+    assert "auto-paused" in row.changes["reason"]["after"]
+    assert row.organization_id is not None
+
+
+def test_a_job_reaching_its_run_limit_is_audited(app, clock):
+    from app.services.engine.scheduler import Scheduler
+    from app.services.engine.worker import Worker
+
+    job = make_job("limited", now=clock(), every="1s", max_runs=1)
+    for _ in range(3):
+        clock.advance(seconds=1)
+        Scheduler(app, scheduler_id="audit-test", clock=clock).tick(clock())
+        Worker(app, worker_id="audit-worker", clock=clock).run(burst=True)
+    row = only("disabled", "job")
+    assert (row.source, row.job_id) == ("system", job.id)
+    assert row.changes["reason"]["after"].startswith("max_runs reached")

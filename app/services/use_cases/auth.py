@@ -24,6 +24,7 @@ from app.domain.permissions import at_most
 from app.domain.states import Role, values
 from app.extensions import db
 from app.models import Membership, Organization, RevokedToken, User
+from app.services import audit_log
 from app.services.audit import record_event
 from app.services.caller import Caller
 from app.services.errors import Conflict, Forbidden, ValidationFailed
@@ -125,6 +126,17 @@ def change_password(user_id: int, current: str, new: str, *, now: datetime, acto
         raise ValidationFailed({"current_password": "is not your current password"})
     user.set_password(new)
     record_event("password_changed", now=now, actor=actor, user_id=user.id)
+    # The hash itself is never shown (audit_log hides secret-looking fields): only that it changed.
+    audit_log.record_change(
+        actor,
+        "password_changed",
+        "user",
+        user.id,
+        {"password": "old"},
+        {"password": "new"},
+        now=now,
+        label=user.username,
+    )
     db.session.commit()
 
 
@@ -204,6 +216,17 @@ def register(
             )
         )
     record_event("user_registered", now=now, actor=f"api:{username}", username=username, invited=grant is not None)
+    audit_log.record_change(
+        f"api:{username}",
+        "created",
+        "user",
+        user.id,
+        None,
+        {"username": username, "role": grant["role"] if grant else None, "invited": grant is not None},
+        now=now,
+        label=username,
+        organization_id=grant["org"] if grant else None,
+    )
     try:
         db.session.commit()
     except IntegrityError:

@@ -22,6 +22,7 @@ from app.domain.permissions import Action, at_most
 from app.domain.states import Role, values
 from app.extensions import db
 from app.models import ApiToken, Project, User
+from app.services import audit_log
 from app.services.audit import record_event
 from app.services.caller import Caller
 from app.services.errors import Conflict, Forbidden, NotFound, ValidationFailed
@@ -96,6 +97,18 @@ def create_token(
     record_event(
         "api_token_created", now=now, actor=caller.actor, token_id=token.id, project=target.full_name, role=role
     )
+    audit_log.record_change(
+        caller,
+        "created",
+        "token",
+        token.id,
+        None,
+        {"name": name, "prefix": token.prefix, "role": role, "user_id": owner.id, "expires_at": token.expires_at},
+        now=now,
+        label=name,
+        project_id=target.id,
+        organization_id=target.organization_id,
+    )
     db.session.commit()
     return NewToken(token, secret)
 
@@ -143,6 +156,17 @@ def revoke_token(token_id: int, caller: Caller, *, now: datetime) -> ApiToken:
     if token.revoked_at is None:
         token.revoked_at, token.revoked_by = now, caller.actor
         record_event("api_token_revoked", now=now, actor=caller.actor, token_id=token.id)
+        audit_log.record_change(
+            caller,
+            "revoked",
+            "token",
+            token.id,
+            {"revoked_at": None},
+            {"revoked_at": now},
+            now=now,
+            label=token.name,
+            project_id=token.project_id,
+        )
         db.session.commit()
     return token
 
