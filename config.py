@@ -54,11 +54,24 @@ def _optional_int(env: Mapping[str, str], name: str, default: int | None, minimu
 
 
 def normalise_database_url(url: str) -> str:
-    """Accept postgres:// and postgresql:// as given and point them at psycopg 3."""
+    """Accept postgres:// and postgresql:// as given and point them at psycopg 3. A libpq
+    multi-host URL (`postgresql://u@a:5432,b:5432/db?target_session_attrs=read-write`, for a
+    primary and its standbys) becomes SQLAlchemy's spelling (`...@/db?host=a:5432&host=b:5432&...`)."""
     for prefix in ("postgres://", "postgresql://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
+            return "postgresql+psycopg://" + _multi_host(url[len(prefix) :])
     return url
+
+
+def _multi_host(rest: str) -> str:
+    """`user@a:1,b:2/db?x=y` -> `user@/db?host=a:1&host=b:2&x=y`; anything else unchanged."""
+    netloc, slash, tail = rest.partition("/")
+    user, at, hosts = netloc.rpartition("@")
+    if "," not in hosts:
+        return rest
+    path, question, query = tail.partition("?")
+    params = "&".join(f"host={host}" for host in hosts.split(",") if host)
+    return f"{user}{at}/{path}?{params}" + (f"&{query}" if query else "")
 
 
 def default_sqlite_url(instance_dir: Path) -> str:

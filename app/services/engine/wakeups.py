@@ -55,9 +55,11 @@ class Listener:
             return cls(None)
         import psycopg
 
-        url = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        # The engine's own connect arguments, so a multi-host URL (a primary and its standbys,
+        # target_session_attrs=read-write) finds the current primary here too.
+        args, kwargs = engine.dialect.create_connect_args(engine.url)
         try:
-            conn = psycopg.connect(url, autocommit=True, connect_timeout=5)
+            conn = psycopg.connect(*args, **{**kwargs, "autocommit": True, "connect_timeout": 5})
             # One statement for every channel: one round trip, and what pg_stat_activity shows
             # for the session names them all (the fault tests read it).
             conn.execute("; ".join(f"LISTEN {channel}" for channel in channels))
