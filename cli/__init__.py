@@ -25,6 +25,10 @@ _COMMANDS: list[tuple[str, str]] = [
     ("deploy", "check_deploy_cli"),
     ("deploy", "check_heartbeat_cli"),
     ("db", "db_cli"),
+    ("token", "token_cli"),
+    ("org", "org_cli"),
+    ("project", "project_cli"),
+    ("user", "user_cli"),
 ]
 
 

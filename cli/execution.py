@@ -26,6 +26,7 @@ from cli.common import (
     print_fields,
     print_table,
 )
+from cli.org import cli_caller, project_option
 
 execution_cli = AppGroup("execution", help="List, inspect, retry and cancel executions.")
 
@@ -34,9 +35,10 @@ execution_cli = AppGroup("execution", help="List, inspect, retry and cancel exec
 @click.option("--status", type=click.Choice(values(ExecutionStatus)), help="Only executions in this status.")
 @click.option("--job", "job_id", type=JOB_ID, metavar="JOB_ID", help="Only executions of this job.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@project_option
 @json_option
 @handle_errors
-def list_executions(status, job_id, limit, as_json):
+def list_executions(status, job_id, limit, project_name, as_json):
     """List executions, newest first (output and error are left out; see `inspect`).
 
     \b
@@ -44,7 +46,9 @@ def list_executions(status, job_id, limit, as_json):
       flask execution list --status failed --limit 25
       flask execution list --job 3 --json
     """
-    rows = execution_service.list_executions(status=status, job_id=job_id, limit=limit)
+    rows = execution_service.list_executions(
+        status=status, job_id=job_id, limit=limit, caller=cli_caller(project_name) if project_name else None
+    )
     if as_json:
         emit_json([execution_to_dict(e, include_output=False) for e in rows])
         return

@@ -32,6 +32,7 @@ from cli.common import (
     warn,
 )
 from cli.job_fields import job_arguments, job_data, job_options, schedule_given
+from cli.org import cli_caller, project_option
 
 job_cli = AppGroup("job", help="Create, change, inspect, run and remove jobs.")
 
@@ -60,10 +61,11 @@ def schedule_summary(job) -> str:
 @job_arguments()
 @job_options(edit=False)
 @click.option("--disabled", is_flag=True, help="Create the job disabled (enable it later).")
+@project_option
 @json_option
 @mutating
 @handle_errors
-def add_job(disabled, as_json, **options):
+def add_job(disabled, project_name, as_json, **options):
     """Create a job running TASK on a schedule.
 
     \b
@@ -72,10 +74,11 @@ def add_job(disabled, as_json, **options):
       flask job add heartbeat always_succeed interval --every 30s --json
       flask job add once always_succeed one_time --run-at 2026-01-01T12:00:00Z
       flask job add nap sleep_for_seconds interval --schedule-value '{"every": "5m"}' --config '{"seconds": 2}'
+      flask job add sync always_succeed interval --every 5m --project acme/web --queue default
     """
     data = {**job_data(options, schedule_type=options["schedule_type"]), "enabled": not disabled}
     now = utcnow()
-    job = job_service.create_job(data, now=now, actor=ACTOR)
+    job = job_service.create_job(data, now=now, actor=ACTOR, caller=cli_caller(project_name))
     _echo_lint(job, now)
     if as_json:
         emit_json(job_to_dict(job))
@@ -124,9 +127,10 @@ def edit_job(job_id, enable, disable, as_json, **options):
 
 
 @job_cli.command("list")
+@project_option
 @json_option
 @handle_errors
-def list_jobs(as_json):
+def list_jobs(project_name, as_json):
     """List every job with its schedule and next run (UTC and the job's local time).
 
     \b
@@ -134,7 +138,7 @@ def list_jobs(as_json):
       flask job list
       flask job list --json | jq '.[] | select(.enabled) | .name'
     """
-    jobs = job_service.list_jobs()
+    jobs = job_service.list_jobs(cli_caller(project_name) if project_name else None)
     if as_json:
         emit_json([job_to_dict(job) for job in jobs])
         return
@@ -155,6 +159,10 @@ def list_jobs(as_json):
         ],
         empty="No jobs yet. Add one with `flask job add` (see `flask job add --help`).",
     )
+    for job in jobs:
+        if job.disabled_reason:  # why the system stopped it (a run limit reached, auto-pause)
+            state = "disabled" if not job.enabled else "finishing its last runs"
+            click.echo(f"Job {job.id} {job.name!r} {state}: {job.disabled_reason}")
 
 
 @job_cli.command("catalog")

@@ -19,6 +19,7 @@ from cli.common import (
     print_fields,
     print_table,
 )
+from cli.org import cli_caller, project_option
 
 queue_cli = AppGroup("queue", help="Create, tune, pause and inspect queues.")
 
@@ -42,10 +43,11 @@ def _limit_text(queue) -> str:
 @click.option("--concurrency-limit", type=LIMIT, metavar="N", help="At most N running at once, across all workers.")
 @click.option("--priority", type=PRIORITY, metavar="N", help="Default priority of its jobs (lower runs first).")
 @click.option("--description", metavar="TEXT")
+@project_option
 @json_option
 @mutating
 @handle_errors
-def add_queue(name, concurrency_limit, priority, description, as_json):
+def add_queue(name, concurrency_limit, priority, description, project_name, as_json):
     """Create queue NAME.
 
     \b
@@ -57,6 +59,7 @@ def add_queue(name, concurrency_limit, priority, description, as_json):
         {"name": name, "concurrency_limit": concurrency_limit, "priority": priority, "description": description},
         now=utcnow(),
         actor=ACTOR,
+        caller=cli_caller(project_name),
     )
     _emit(queue, as_json, f"Created queue {queue.name!r} (limit {_limit_text(queue)}, priority {queue.priority})")
 
@@ -67,26 +70,28 @@ def add_queue(name, concurrency_limit, priority, description, as_json):
 @click.option("--no-limit", is_flag=True, help="Remove the concurrency limit.")
 @click.option("--priority", type=PRIORITY, metavar="N", help="Default priority of jobs created in it.")
 @click.option("--description", metavar="TEXT")
+@project_option
 @json_option
 @mutating
 @handle_errors
-def edit_queue(name, concurrency_limit, no_limit, priority, description, as_json):
+def edit_queue(name, concurrency_limit, no_limit, priority, description, project_name, as_json):
     """Change queue NAME's limit, priority or description."""
     if no_limit and concurrency_limit is not None:
         raise click.UsageError("give --concurrency-limit N or --no-limit, not both")
     data = {"priority": priority, "description": description, "no_limit": no_limit}
     if concurrency_limit is not None:
         data["concurrency_limit"] = concurrency_limit
-    queue = queue_service.edit_queue(name, data, now=utcnow(), actor=ACTOR)
+    queue = queue_service.edit_queue(name, data, now=utcnow(), actor=ACTOR, caller=cli_caller(project_name))
     _emit(queue, as_json, f"Queue {queue.name!r}: limit {_limit_text(queue)}, priority {queue.priority}")
 
 
 @queue_cli.command("list")
+@project_option
 @json_option
 @handle_errors
-def list_queues(as_json):
-    """Every queue with its live statistics."""
-    queues = queue_service.list_queues()
+def list_queues(project_name, as_json):
+    """Every queue with its live statistics (of every project, or of --project ORG/PROJECT)."""
+    queues = queue_service.list_queues(cli_caller(project_name) if project_name else None)
     stats = queue_stats(utcnow(), queues)
     if as_json:
         emit_json([queue_to_dict(queue, stats.get(queue.id)) for queue in queues])
@@ -115,11 +120,12 @@ def list_queues(as_json):
 
 @queue_cli.command("stats")
 @click.argument("name")
+@project_option
 @json_option
 @handle_errors
-def queue_statistics(name, as_json):
+def queue_statistics(name, project_name, as_json):
     """Live statistics of queue NAME."""
-    queue = queue_service.get_queue(name)
+    queue = queue_service.get_queue(name, cli_caller(project_name))
     stats = queue_stats(utcnow(), [queue])[queue.id]
     if as_json:
         emit_json(queue_to_dict(queue, stats))
@@ -158,32 +164,35 @@ def _seconds(value: float | None) -> str:
 @queue_cli.command("pause")
 @click.argument("name")
 @click.option("--reason", metavar="TEXT", help="Why, shown to other operators.")
+@project_option
 @mutating
 @handle_errors
-def pause_queue(name, reason):
+def pause_queue(name, reason, project_name):
     """Stop workers from starting work from queue NAME (running work finishes)."""
-    queue = queue_service.pause_queue(name, now=utcnow(), actor=ACTOR, reason=reason)
+    queue = queue_service.pause_queue(name, now=utcnow(), actor=ACTOR, reason=reason, caller=cli_caller(project_name))
     click.echo(f"Queue {queue.name!r} paused" + (f": {queue.paused_reason}" if queue.paused_reason else ""))
 
 
 @queue_cli.command("resume")
 @click.argument("name")
+@project_option
 @mutating
 @handle_errors
-def resume_queue(name):
+def resume_queue(name, project_name):
     """Let workers start work from queue NAME again (they are woken at once)."""
-    queue = queue_service.resume_queue(name, now=utcnow(), actor=ACTOR)
+    queue = queue_service.resume_queue(name, now=utcnow(), actor=ACTOR, caller=cli_caller(project_name))
     click.echo(f"Queue {queue.name!r} resumed")
 
 
 @queue_cli.command("delete")
 @click.argument("name")
 @click.option("--yes", is_flag=True, help="Confirm the deletion.")
+@project_option
 @mutating
 @handle_errors
-def delete_queue(name, yes):
+def delete_queue(name, yes, project_name):
     """Delete queue NAME (refused while jobs use it or work waits in it)."""
     if not yes:
         raise click.UsageError("deleting a queue needs --yes")
-    queue_service.delete_queue(name, now=utcnow(), actor=ACTOR)
+    queue_service.delete_queue(name, now=utcnow(), actor=ACTOR, caller=cli_caller(project_name))
     click.echo(f"Deleted queue {name!r}")

@@ -16,13 +16,17 @@ from app.services.caller import Caller
 
 
 def _narrowed(caller: Caller | None) -> bool:
-    return caller is not None and (caller.organization_id is not None or not caller.sees_everything)
+    return caller is not None and (
+        caller.organization_id is not None or caller.project_id is not None or not caller.sees_everything
+    )
 
 
 def project_ids(caller: Caller | None):
     """A SELECT of the project ids the caller may see, or None when it sees every project."""
     if not _narrowed(caller):
         return None
+    if caller.organization_id is None and caller.project_id is not None:  # the CLI's --project
+        return select(Project.id).where(Project.id == caller.project_id)
     if caller.organization_id is None:
         return select(Project.id).where(false())
     query = select(Project.id).where(Project.organization_id == caller.organization_id)
@@ -80,7 +84,7 @@ def cache_scope(caller: Caller | None) -> str:
     if not _narrowed(caller):
         return "all"
     if caller.organization_id is None:
-        return "none"
+        return f"project:{caller.project_id}" if caller.project_id is not None else "none"
     if caller.project_id is None:
         return f"org:{caller.organization_id}"
     return f"org:{caller.organization_id}:project:{caller.project_id}"

@@ -1,0 +1,64 @@
+"""`flask org ...`: the organizations of the installation; `--project ORG/PROJECT` for other commands.
+
+The CLI is the host operator's tool and acts as a superuser (`Caller.cli()`).
+"""
+
+from __future__ import annotations
+
+import click
+from flask.cli import AppGroup
+
+from app.clock import utcnow
+from app.services.caller import Caller
+from app.services.use_cases import tenancy
+from cli.common import emit_json, handle_errors, json_option, mutating, print_table
+
+org_cli = AppGroup("org", help="Create and list organizations.")
+
+
+def project_option(func):
+    """`--project ORG/PROJECT`: the project a command acts in (default: the default project)."""
+    return click.option(
+        "--project",
+        "project_name",
+        metavar="ORG/PROJECT",
+        default=None,
+        help="The project to act in (default: default/default).",
+    )(func)
+
+
+def cli_caller(project_name: str | None) -> Caller:
+    """The host operator, narrowed to `ORG/PROJECT` when one is named."""
+    if not project_name:
+        return Caller.cli()
+    return Caller.cli(project_id=tenancy.find_project(project_name, Caller.cli()).id)
+
+
+@org_cli.command("add")
+@click.argument("name")
+@json_option
+@mutating
+@handle_errors
+def add_org(name, as_json):
+    """Create organization NAME (lower-case letters, digits, '_', '-', '.'); add projects with
+    `flask project add NAME PROJECT` and people with `flask user create USER --org NAME`."""
+    org = tenancy.add_organization(name, now=utcnow(), caller=Caller.cli())
+    if as_json:
+        emit_json(tenancy.organization_to_dict(org))
+    else:
+        click.echo(f"Created organization {org.name!r} (id {org.id})")
+
+
+@org_cli.command("list")
+@json_option
+@handle_errors
+def list_orgs(as_json):
+    """Every organization with its numbers of projects and members."""
+    documents = [tenancy.organization_to_dict(org) for org in tenancy.list_organizations(Caller.cli())]
+    if as_json:
+        emit_json(documents)
+        return
+    print_table(
+        ["ID", "NAME", "PROJECTS", "MEMBERS", "CREATED"],
+        [[d["id"], d["name"], d["projects"], d["members"], d["created_at"]] for d in documents],
+    )
