@@ -143,8 +143,8 @@ class JobSchema(Schema):
                 "every": {
                     "label": "Every",
                     "metavar": "DURATION",
-                    "cli_help": "interval: 30s, 5m, 2h, 1d, 1h30m.",
-                    "form_help": "Interval schedules: a number and a unit (s, m, h, d); runs are anchored, "
+                    "cli_help": "interval: 30s, 5m, 2h, 1d, 2w, 1h30m.",
+                    "form_help": "Interval schedules: a number and a unit (s, m, h, d, w); runs are anchored, "
                     "so they never drift.",
                     "placeholder": "30s, 5m, 2h or 1d",
                 },

@@ -71,6 +71,8 @@ def _control(field: fields.Field, name: str | None = None):
         return StringField(label, default=default, render_kw={**_NUMBER, **attrs}, description=help_text)
     if field.kind == "json":
         default = None  # the form shows an empty box for `{}`
+    elif field.kind == "fraction":
+        default = _text(default)  # "0.0", not the float (which reads as an empty field)
     widget = TextAreaField if meta.get("form_widget") == "textarea" else StringField
     return widget(label, default=default, render_kw=attrs or None, description=help_text)
 

@@ -3,11 +3,11 @@
 Accepted forms (all positive, whole seconds, at most ``MAX_INTERVAL``):
 
 * a number of seconds: ``30``, ``1.5e3``, ``"30"``;
-* a string with units: ``"45s"``, ``"2m"``, ``"1h"``, ``"1d"``, ``"1.5h"``,
+* a string with units: ``"45s"``, ``"2m"``, ``"1h"``, ``"1d"``, ``"2w"``, ``"1.5h"``,
   ``"90 seconds"``, ``"5 minutes"``, and compounds such as ``"1h30m"`` (the
   form ``format_interval`` writes, so display and storage round-trip);
 * a mapping: ``{"minutes": 5}``, ``{"seconds": 10, "minutes": 1}`` with keys
-  seconds, minutes, hours, days.
+  seconds, minutes, hours, days, weeks.
 """
 
 from __future__ import annotations
@@ -24,17 +24,18 @@ from app.scheduling.errors import ScheduleError
 # anchor + k * every far away from datetime's year-9999 overflow.
 MAX_INTERVAL = timedelta(days=3650)
 
-_UNIT_SECONDS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400}
+_UNIT_SECONDS = {"seconds": 1, "minutes": 60, "hours": 3600, "days": 86400, "weeks": 604800}
 _UNIT_ALIASES = {
     **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), "seconds"),
     **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), "minutes"),
     **dict.fromkeys(("h", "hr", "hrs", "hour", "hours"), "hours"),
     **dict.fromkeys(("d", "day", "days"), "days"),
+    **dict.fromkeys(("w", "wk", "wks", "week", "weeks"), "weeks"),
 }
 _NUMBER = r"\d+(?:\.\d+)?|\.\d+"
 _PART = re.compile(rf"\s*({_NUMBER})\s*([a-z]+)\s*")
 _BARE_NUMBER = re.compile(rf"\s*({_NUMBER})\s*")
-_SHOWN_UNITS = (("d", 86400), ("h", 3600), ("m", 60))
+_SHOWN_UNITS = (("w", 604800), ("d", 86400), ("h", 3600), ("m", 60))
 
 
 def parse_interval(value: Any) -> timedelta:
@@ -100,7 +101,7 @@ def _seconds_from_text(text: str, shown: str) -> float:
         unit = _UNIT_ALIASES.get(unit_text)
         if unit is None:
             raise ScheduleError(
-                f'unknown interval unit "{unit_text}" in {shown}; use s, m, h or d (or seconds, minutes, hours, days)'
+                f'unknown interval unit "{unit_text}" in {shown}; use s, m, h, d or w (or seconds, minutes, hours, days, weeks)'
             )
         if unit in seen:
             raise ScheduleError(f"interval {shown} gives {unit} more than once")
@@ -118,7 +119,7 @@ def _seconds_from_mapping(mapping: dict, shown: str) -> float:
     if unknown:
         names = ", ".join(f"'{key}'" for key in unknown)
         raise ScheduleError(
-            f"unknown interval key{'s' if len(unknown) > 1 else ''} {names}; use seconds, minutes, hours or days"
+            f"unknown interval key{'s' if len(unknown) > 1 else ''} {names}; use seconds, minutes, hours, days or weeks"
         )
     total = 0.0
     for unit, amount in mapping.items():

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from sqlalchemy import func, select
+from sqlalchemy import func, null, select
 
 from app import cache
 from app.clock import iso_z
@@ -119,6 +119,12 @@ def create_job(data: dict, *, now: datetime, actor: str, caller: Caller | None =
     queue = queues.resolve_for_job(cleaned.pop("queue"), caller=caller)
     if data.get("priority") in (None, ""):
         cleaned["priority"] = queue.priority  # a job without its own priority takes its queue's
+    # None is a value for some fields (no timeout): NULL, not the column's default.
+    columns = Job.__table__.columns
+    cleaned = {
+        key: null() if value is None and key in columns and columns[key].default is not None else value
+        for key, value in cleaned.items()
+    }
     job = Job(**cleaned, queue_id=queue.id, created_at=now, updated_at=now)
     job.queue_row = queue
     job.next_run_at = _first_run(schedule, now, job.misfire_grace_seconds, job.schedule_type, job.start_at)
