@@ -310,3 +310,22 @@ def test_a_job_reaching_its_run_limit_is_audited(app, clock):
     row = only("disabled", "job")
     assert (row.source, row.job_id) == ("system", job.id)
     assert row.changes["reason"]["after"].startswith("max_runs reached")
+
+
+def test_user_management_is_audited(app, clock):
+    from app.services.use_cases import tenancy
+
+    org_id = tenancy.default_organization().id
+    admin = Caller(actor="web:boss", source="web", role="admin", organization_id=org_id, address="10.1.1.1")
+    users.create_user("frank", password="a long password", role="viewer", now=clock(), caller=admin)
+    users.set_role("frank", "operator", now=clock(), caller=admin)
+    users.set_active("frank", False, now=clock(), caller=admin)
+    users.reset_password("frank", "another long password", now=clock(), caller=admin)
+    found = rows(object_kind="user")
+    assert [row.action for row in found] == ["created", "role_changed", "disabled", "password_reset"]
+    assert found[1].changes == {"role": {"before": "viewer", "after": "operator"}}
+    assert found[2].changes == {"active": {"before": True, "after": False}}
+    assert {(row.actor, row.source, row.address, row.object_label) for row in found} == {
+        ("web:boss", "web", "10.1.1.1", "frank")
+    }
+    assert "password" not in str([row.changes for row in found]).replace("password_reset", "")
