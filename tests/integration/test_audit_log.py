@@ -329,3 +329,17 @@ def test_user_management_is_audited(app, clock):
         ("web:boss", "web", "10.1.1.1", "frank")
     }
     assert "password" not in str([row.changes for row in found]).replace("password_reset", "")
+
+
+def test_alert_channels_are_audited_without_their_secret(app, clock):
+    from app.services.use_cases import alert_channels
+
+    data = {"name": "ops", "kind": "webhook", "target": "http://127.0.0.1:9/hook", "secret": "hush-hush-123"}
+    channel = alert_channels.add_channel(data, now=clock(), actor="cli")
+    alert_channels.delete_channel(channel.id, now=clock(), actor="cli")
+    created, deleted = rows(object_kind="channel")
+    assert (created.action, deleted.action, created.object_label) == ("created", "deleted", "ops")
+    assert created.changes["target"] == {"before": None, "after": "http://127.0.0.1:9/hook"}
+    assert created.changes["secret"] == {"before": None, "after": audit_log.REDACTED}
+    assert "hush-hush" not in str(created.changes) + str(deleted.changes)
+    assert created.organization_id is not None

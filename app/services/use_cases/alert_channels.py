@@ -19,7 +19,7 @@ from app.domain.permissions import Action
 from app.extensions import db
 from app.models import AlertChannel, AlertDelivery
 from app.models.alerting import ALERT_KINDS, CHANNEL_KINDS
-from app.services import scoping
+from app.services import audit_log, scoping
 from app.services.audit import record_event
 from app.services.caller import Caller
 from app.services.errors import NotFound, ValidationFailed
@@ -107,6 +107,9 @@ def add_channel(
     record_event(
         "alert_channel_created", now=now, actor=actor, channel_id=channel.id, kind=channel.kind, kinds=channel.kinds
     )
+    audit_log.record_change(
+        caller or actor, "created", "channel", channel.id, None, _audited(channel), now=now, **_about(channel)
+    )
     db.session.commit()
     return channel
 
@@ -116,6 +119,9 @@ def delete_channel(channel_id: int, *, now: datetime, actor: str, caller: Caller
     begin_write(db.session)
     channel = get_channel(channel_id, caller)
     record_event("alert_channel_deleted", now=now, actor=actor, channel_id=channel.id, name=channel.name)
+    audit_log.record_change(
+        caller or actor, "deleted", "channel", channel.id, _audited(channel), None, now=now, **_about(channel)
+    )
     db.session.delete(channel)
     db.session.commit()
 
@@ -165,6 +171,15 @@ def delivery_log(
             .limit(limit)
         )
     )
+
+
+def _audited(channel: AlertChannel) -> dict:
+    """A channel's settings as its audit before/after (the secret only as "(hidden)")."""
+    return {k: v for k, v in channel_to_dict(channel, show_secret=True).items() if k not in ("id", "created_at")}
+
+
+def _about(channel: AlertChannel) -> dict:
+    return {"label": channel.name, "project_id": channel.project_id}
 
 
 def channel_to_dict(channel: AlertChannel, *, show_secret: bool = False) -> dict:
