@@ -2,7 +2,7 @@
 only in ways `ALLOWED` permits, creates rows only in INITIAL statuses and deletes only terminal
 ones. Checked from the outside: a snapshot of the executions table before and after each step."""
 
-from sqlalchemy import select, text
+from sqlalchemy import Integer, bindparam, select, text
 
 from app.database import write_transaction
 from app.domain.policies import lease_duration
@@ -69,14 +69,16 @@ def test_a_guard_refuses_a_move_the_table_forbids(app):
 
 
 def test_the_postgres_lease_expression_agrees_with_lease_duration(pg_app):
-    cases = [(0, 60, 30), (30, 60, 30), (45, 60, 30), (600, 120, 30), (86_400, 60, 0), (5, 1, 1)]
+    # None: a job with no timeout, whose lease is LEASE_SECONDS alone (its worker renews it).
+    cases = [(0, 60, 30), (30, 60, 30), (45, 60, 30), (600, 120, 30), (86_400, 60, 0), (5, 1, 1), (None, 60, 30)]
     with db.engine.connect() as conn:
         for timeout, lease, buffer in cases:
             expression = lease_expires_at_sql(
                 now="CAST(:now AS timestamptz)", timeout=":timeout", lease_seconds=":lease", buffer_seconds=":buffer"
             )
             got = conn.execute(
-                text(f"SELECT {expression}"), {"now": T0, "timeout": timeout, "lease": lease, "buffer": buffer}
+                text(f"SELECT {expression}").bindparams(bindparam("timeout", type_=Integer)),
+                {"now": T0, "timeout": timeout, "lease": lease, "buffer": buffer},
             ).scalar_one()
             assert got == T0 + lease_duration(timeout, lease, buffer), (timeout, lease, buffer)
             assert got - T0 >= lease_duration(timeout, 0, 0)  # the lease outlives the hard timeout
