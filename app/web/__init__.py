@@ -38,12 +38,16 @@ def register_blueprints(app: Flask) -> None:
     from app.jobs.routes import bp as jobs_bp
     from app.metrics_routes import bp as metrics_bp
     from app.queues.routes import bp as queues_bp
+    from app.users.routes import bp as users_bp
+    from app.users.routes import context_bp
     from app.workers.routes import bp as workers_bp
 
     for blueprint in (health_bp, auth_bp, dashboard_bp, jobs_bp, executions_bp, queues_bp, workers_bp, alerts_bp):
         app.register_blueprint(blueprint)
     app.register_blueprint(audit_bp)
     app.register_blueprint(batches_bp)
+    app.register_blueprint(users_bp)
+    app.register_blueprint(context_bp)
     app.register_blueprint(metrics_bp)
     register_request_metrics(app)
 

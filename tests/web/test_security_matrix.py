@@ -82,6 +82,7 @@ MATRIX: dict[str, Row] = {
     "dashboard.panel": row("GET", SIGN_IN, OK),
     "health.page": row("GET", SIGN_IN, OK),
     "alerts.index": row("GET", SIGN_IN, OK),
+    "audit.index": row("GET", SIGN_IN, OK),
     "queues.index": row("GET", SIGN_IN, OK),
     "queues.detail": row("GET", SIGN_IN, OK),
     "workers.index": row("GET", SIGN_IN, OK),
@@ -105,6 +106,16 @@ MATRIX: dict[str, Row] = {
     "queues.resume": row("POST", **ACTION),
     "workers.drain": row("POST", **ACTION),
     "workers.stop": row("POST", **ACTION),
+    # user management: admins only (an empty form is refused inline)
+    "users.index": row("GET", SIGN_IN, OK, operator=True, admin=True),
+    "users.detail": row("GET", SIGN_IN, OK, operator=True, admin=True),
+    "users.create": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
+    "users.set_role": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
+    "users.reset_password": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
+    "users.disable": row("POST", **{**ACTION, "admin": True}),
+    "users.enable": row("POST", **{**ACTION, "admin": True}),
+    # the header's organization / project switcher: any signed-in member
+    "context.switch": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, DONE),
 }
 
 
@@ -116,8 +127,9 @@ def world(app) -> dict:
     execution = make_execution(job, "failed", output="matrix output", error="matrix error")
     alert = make_alert(job, execution)
     make_user("matrix-operator", role="operator")
-    make_user("matrix-viewer", role="viewer")
+    viewer = make_user("matrix-viewer", role="viewer")
     return {
+        "user_id": viewer.id,
         "job_id": job.id,
         "execution_id": execution.id,
         "alert_id": alert.id,

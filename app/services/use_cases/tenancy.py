@@ -113,6 +113,13 @@ def list_projects(caller: Caller | None = None, *, organization: Organization | 
     return list(db.session.scalars(scoping.projects(query, caller)))
 
 
+def projects_of(organization_id: int) -> list[Project]:
+    """The organization's projects, by name (for the header's switcher)."""
+    return list(
+        db.session.scalars(select(Project).where(Project.organization_id == organization_id).order_by(Project.name))
+    )
+
+
 def get_project(project_id: int, caller: Caller | None = None) -> Project:
     project = db.session.scalar(scoping.projects(select(Project).where(Project.id == project_id), caller))
     if project is None:
