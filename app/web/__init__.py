@@ -38,6 +38,7 @@ def register_blueprints(app: Flask) -> None:
     from app.jobs.routes import bp as jobs_bp
     from app.metrics_routes import bp as metrics_bp
     from app.queues.routes import bp as queues_bp
+    from app.tokens.routes import bp as tokens_bp
     from app.users.routes import bp as users_bp
     from app.users.routes import context_bp
     from app.workers.routes import bp as workers_bp
@@ -46,6 +47,7 @@ def register_blueprints(app: Flask) -> None:
         app.register_blueprint(blueprint)
     app.register_blueprint(audit_bp)
     app.register_blueprint(batches_bp)
+    app.register_blueprint(tokens_bp)
     app.register_blueprint(users_bp)
     app.register_blueprint(context_bp)
     app.register_blueprint(metrics_bp)

@@ -28,3 +28,14 @@ def people(app):
 @pytest.fixture
 def api(app):
     return ApiClient(app)
+
+
+@pytest.fixture
+def cli(app):
+    """Run `flask ARGS...` in-process with Click's runner; stdout and stderr come apart."""
+    runner = app.test_cli_runner()
+
+    def invoke(*args, **kwargs):
+        return runner.invoke(args=[str(a) for a in args], **kwargs)
+
+    return invoke

@@ -17,7 +17,13 @@ class ApiClient:
         credential = token if token is not None else self.token
         if credential:
             headers["Authorization"] = f"Bearer {credential}"
-        return self.client.open(path, method=method, json=json, headers=headers)
+        response = self.client.open(path, method=method, json=json, headers=headers)
+        # Requests here share the test's app context (and its session); a server ends each
+        # request's transaction, so end it here too, or SQLite would keep reading an old snapshot.
+        from app.extensions import db
+
+        db.session.rollback()
+        return response
 
     def get(self, path, **kw):
         return self.request("GET", path, **kw)

@@ -1,0 +1,1 @@
+"""The API tokens page: create (the secret shown once), list and revoke your tokens."""
