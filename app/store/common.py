@@ -198,9 +198,12 @@ class CommonStore:
         retry_of_id: int | None = None,
         available_at: datetime | None = None,
         config_override: dict | None = None,
+        callback_task: str | None = None,
+        parent_id: int | None = None,
     ) -> int:
         """Create a manual (or operator retry) execution, runnable now or from `available_at` (a
-        delayed ad-hoc run), with an optional config override; returns its id."""
+        delayed ad-hoc run), with an optional config override (a retried callback: its task and
+        parent too); returns its id."""
         row = manual_row(
             job,
             now=now,
@@ -208,6 +211,8 @@ class CommonStore:
             retry_of_id=retry_of_id,
             available_at=available_at,
             config_override=config_override,
+            callback_task=callback_task,
+            parent_id=parent_id,
         )
         return conn.execute(insert(executions).values(**row).returning(executions.c.id)).scalar_one()
 

@@ -37,9 +37,11 @@ class Store(Protocol):
         retry_of_id: int | None = None,
         available_at: datetime | None = None,
         config_override: dict | None = None,
+        callback_task: str | None = None,
+        parent_id: int | None = None,
     ) -> int:
         """Create a manual run (now, or delayed to `available_at`, with an optional config override)
-        or an operator retry: its id."""
+        or an operator retry (of a callback: with its task and parent): its id."""
 
     def insert_executions(self, conn: Connection, rows: Sequence[dict], *, chunk: int = 500) -> list[int]:
         """Create batch items or callbacks, skipping existing idempotency keys: the ids created."""

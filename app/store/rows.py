@@ -118,14 +118,19 @@ def manual_row(
     retry_of_id: int | None = None,
     available_at: datetime | None = None,
     config_override: dict | None = None,
+    callback_task: str | None = None,
+    parent_id: int | None = None,
 ) -> dict:
     """A manual (or operator retry) execution, runnable now or, with `available_at`, not before then
-    (a delayed ad-hoc run: its scheduled_for is that instant too)."""
+    (a delayed ad-hoc run: its scheduled_for is that instant too). An operator's retry of a
+    callback keeps what makes it one (`callback_task`, its parent): one attempt, not exclusive."""
     key = f"job:{job.id}:{trigger}:{uuid.uuid4().hex}"
     at = max(now, available_at) if available_at is not None else now
     row = _new_row(job, scheduled_for=at, trigger=trigger, key=key, status=S.PENDING, now=now)
     row["retry_of_id"] = retry_of_id
     row["config_override"] = config_override
+    if callback_task is not None:
+        row.update(callback_task=callback_task, parent_id=parent_id, max_attempts=1, exclusive=False)
     return row
 
 
@@ -137,7 +142,9 @@ def batch_item_row(job, *, batch_id: int, index: int, config_override: dict, now
     """Item `index` of a batch: a run of `job` with its own config override, runnable now. Items
     of a batch run side by side (not exclusive): the job's overlap policy is about its scheduled
     runs; a queue's concurrency limit is how to throttle a batch."""
-    row = _new_row(job, scheduled_for=now, trigger="batch", key=batch_item_key(batch_id, index), status=S.PENDING, now=now)
+    row = _new_row(
+        job, scheduled_for=now, trigger="batch", key=batch_item_key(batch_id, index), status=S.PENDING, now=now
+    )
     row.update(batch_id=batch_id, config_override=config_override, exclusive=False)
     return row
 

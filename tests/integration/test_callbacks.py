@@ -194,3 +194,38 @@ def test_the_ledger_stays_clean_with_callbacks(app, clock):
     assert len(db.session.scalars(select(Execution).where(Execution.trigger == "callback")).all()) == 2
     report = verify(now=clock())
     assert report.ok, report.violations
+
+
+def test_an_operator_retry_of_a_callback_runs_its_task_again_and_still_fires_nothing(app, clock):
+    from app.services.use_cases import executions
+
+    job = make_job(
+        now=clock(),
+        task="echo",
+        every="1h",
+        on_success="echo",
+        on_success_config={"fail": True, "message": "cb"},
+        on_failure="always_fail",
+    )
+    parent = runs.trigger_run(job.id, {}, now=clock(), actor="test")
+    drain(app, clock)
+    [callback] = children(parent.id)
+    assert callback.status == "failed"
+    again = executions.retry_execution(callback.id, now=clock(), actor="ops")
+    assert (again.trigger, again.callback_task, again.parent_id) == ("retry", "echo", parent.id)
+    assert (again.max_attempts, again.config_override) == (1, callback.config_override)
+    drain(app, clock)
+    retried = fresh(again.id)
+    assert retried.status == "failed" and json.loads(retried.output.splitlines()[0])["parent"]["id"] == parent.id
+    assert children(again.id) == [] and children(callback.id) == []  # no on_failure of a callback
+
+
+def test_an_operator_retry_of_an_ad_hoc_run_keeps_its_override(app, clock):
+    from app.services.use_cases import executions
+
+    job = make_job(now=clock(), task="echo", every="1h", max_attempts=1)
+    first = runs.trigger_run(job.id, {"config_override": {"fail": True, "message": "x"}}, now=clock(), actor="t")
+    drain(app, clock)
+    db.session.rollback()
+    again = executions.retry_execution(first.id, now=clock(), actor="ops")
+    assert again.config_override == {"fail": True, "message": "x"} and again.callback_task is None

@@ -59,9 +59,10 @@ class FollowUps:
     job_ids: set[int] = field(default_factory=set)
 
 
-def callback_kind(trigger: str, status: str) -> str | None:
-    """Which of its job's callbacks a run ending in `status` fires: on_success, on_failure or none."""
-    if trigger == "callback":
+def callback_kind(is_callback: bool, status: str) -> str | None:
+    """Which of its job's callbacks a run ending in `status` fires: on_success, on_failure or none.
+    A callback (or an operator's retry of one: it keeps its `callback_task`) fires none."""
+    if is_callback:
         return None  # callbacks never trigger callbacks
     if status in SUCCESS:
         return "on_success"
@@ -71,13 +72,13 @@ def callback_kind(trigger: str, status: str) -> str | None:
 
 
 def may_follow(
-    *, trigger: str, batch_id: int | None, status: str, on_success: str | None, on_failure: str | None
+    *, is_callback: bool, batch_id: int | None, status: str, on_success: str | None, on_failure: str | None
 ) -> bool:
     """Whether a run ending in `status` may need a follow-up (a cheap test on what the worker
     already holds, so a turn with nothing to follow stays one statement)."""
     if batch_id is not None:
         return True
-    kind = callback_kind(trigger, status)
+    kind = callback_kind(is_callback, status)
     return (kind == "on_success" and bool(on_success)) or (kind == "on_failure" and bool(on_failure))
 
 
@@ -98,6 +99,7 @@ def after_final(conn: Connection, execution_ids: Iterable[int], *, now: datetime
             e.c.exit_code,
             e.c.error,
             e.c.batch_id,
+            e.c.callback_task,
             e.c.attempts,
             e.c.finished_at,
             j.c.name.label("job_name"),
@@ -115,7 +117,7 @@ def after_final(conn: Connection, execution_ids: Iterable[int], *, now: datetime
     ).fetchall()
     new_rows = []
     for row in rows:
-        kind = callback_kind(row.trigger, row.status)
+        kind = callback_kind(row.callback_task is not None, row.status)
         task = getattr(row, kind) if kind else None
         if not task:
             continue

@@ -68,7 +68,7 @@ class Running:
     retry_backoff_seconds: int
     alert_mode: str
     # What decides whether its final outcome needs a follow-up (app/services/engine/callbacks.py).
-    trigger: str = "schedule"
+    is_callback: bool = False
     batch_id: int | None = None
     on_success: str | None = None
     on_failure: str | None = None
@@ -429,11 +429,13 @@ class Worker:
             now,
             item.retry_backoff_seconds,
             item.alert_mode,
-            trigger=item.trigger,
+            is_callback=item.callback_task is not None,
             batch_id=item.batch_id,
             on_success=item.on_success,
             on_failure=item.on_failure,
-            retry=RetryPolicy(item.retry_kind, item.retry_backoff_seconds, item.retry_max_delay_seconds, item.retry_jitter),
+            retry=RetryPolicy(
+                item.retry_kind, item.retry_backoff_seconds, item.retry_max_delay_seconds, item.retry_jitter
+            ),
         )
         context = dict(
             self._context_base,
@@ -508,7 +510,7 @@ class Worker:
     def _may_follow(self, item: Finished) -> bool:
         run = self.running[item.execution_id]
         return callbacks.may_follow(
-            trigger=run.trigger,
+            is_callback=run.is_callback,
             batch_id=run.batch_id,
             status=item.target.value,
             on_success=run.on_success,

@@ -76,7 +76,17 @@ def retry_execution(execution_id: int, *, now: datetime, actor: str, caller: Cal
     if not job.enabled:
         raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before retrying its executions")
     conn = db.session.connection()
-    new_id = store_for(conn).insert_manual(conn, job, now=now, trigger="retry", retry_of_id=original.id)
+    # The retry does the same work: the same override, and a callback's own task and parent.
+    new_id = store_for(conn).insert_manual(
+        conn,
+        job,
+        now=now,
+        trigger="retry",
+        retry_of_id=original.id,
+        config_override=original.config_override,
+        callback_task=original.callback_task,
+        parent_id=original.parent_id,
+    )
     record_event("execution_retried", now=now, actor=actor, job_id=job.id, execution_id=new_id, retry_of=original.id)
     audit_log.record_change(
         actor,
