@@ -229,3 +229,20 @@ def test_an_operator_retry_of_an_ad_hoc_run_keeps_its_override(app, clock):
     db.session.rollback()
     again = executions.retry_execution(first.id, now=clock(), actor="ops")
     assert again.config_override == {"fail": True, "message": "x"} and again.callback_task is None
+
+
+def test_a_callback_gets_callback_timeout_seconds_not_its_jobs_timeout(app, clock):
+    app.config["CALLBACK_TIMEOUT_SECONDS"] = 1
+    job = make_job(
+        now=clock(),
+        task="echo",
+        every="1h",
+        timeout_seconds=300,
+        on_success="sleep_for_seconds",
+        on_success_config={"seconds": 30},
+    )
+    parent = runs.trigger_run(job.id, {}, now=clock(), actor="test")
+    drain(app, clock)
+    [callback] = children(parent.id)
+    assert callback.status == "timed_out" and fresh(parent.id).status == "succeeded"
+    assert callback.duration_seconds is None or callback.duration_seconds < 10
