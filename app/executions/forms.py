@@ -5,7 +5,7 @@ from __future__ import annotations
 from flask_wtf import FlaskForm
 from wtforms import Form, SelectChoice, SelectField, StringField
 
-from app.domain.states import ExecutionStatus, values
+from app.domain.states import ExecutionStatus, Trigger, values
 
 
 class ExecutionFilterForm(Form):
@@ -17,8 +17,15 @@ class ExecutionFilterForm(Form):
         choices=[SelectChoice("", "any status")]
         + [SelectChoice(s, s.replace("_", " ")) for s in values(ExecutionStatus)],
     )
-    job = StringField("Job ID", render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "any job"})
+    job = StringField("Job", render_kw={"placeholder": "name or ID", "spellcheck": "false"})
     queue = StringField("Queue", render_kw={"placeholder": "any queue", "spellcheck": "false"})
+    trigger = SelectField(
+        "Trigger",
+        validate_choice=False,
+        choices=[SelectChoice("", "any trigger")] + [SelectChoice(t, t.replace("_", " ")) for t in values(Trigger)],
+    )
+    created_from = StringField("From (UTC)", render_kw={"placeholder": "2026-06-01 or 2026-06-01T12:00"})
+    created_to = StringField("Until (UTC)", render_kw={"placeholder": "2026-06-02"})
 
 
 class ExecutionActionForm(FlaskForm):

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from flask import Blueprint, current_app, flash, redirect, render_template, request, url_for
 
 from app.clock import utcnow
 from app.domain.permissions import Action
-from app.domain.states import CANCELLABLE, RETRYABLE, ExecutionStatus
+from app.domain.states import CANCELLABLE, RETRYABLE, ExecutionStatus, Trigger, values
 from app.executions.forms import ExecutionActionForm, ExecutionFilterForm
 from app.models import Job
 from app.models.ids import id_in_range, is_whole_number, key_max
-from app.services.errors import NotFound, ServiceError, ValidationFailed
-from app.services.read import execution_rows
+from app.services.errors import NotFound, ServiceError
+from app.services.read import console_lists, execution_rows
 from app.services.use_cases import executions as execution_service
 from app.services.use_cases import jobs as job_service
 from app.services.use_cases import queues as queue_service
@@ -27,57 +29,99 @@ PER_PAGE = 50
 @bp.get("/")
 @requires(Action.READ, public=True)
 def index():
-    """Executions, newest first, filtered by status, job and queue, 50 per page."""
+    """Executions, newest first, 50 per page, filtered by status, job (id or name), queue, trigger
+    and creation date; the filters live in the URL. An HTMX poll gets just the table."""
+    caller = current_caller()
     filters = ExecutionFilterForm(request.args)
     status = (filters.status.data or "").strip() or None
-    job_text = (filters.job.data or "").strip()
+    job_text = (filters.job.data or "").strip()[:200].replace("\x00", "")
     queue_text = (filters.queue.data or "").strip()
+    trigger = (filters.trigger.data or "").strip() or None
     errors: list[str] = []
     job = None
-    job_id = None
+    job_ids = None
+    matched_jobs: list = []
     queue = None
     if queue_text:
         if not queue_service.NAME_PATTERN.match(queue_text):  # no queue can have it: not looked up
-            errors.append(queue_service.unknown_queue_message(queue_text[:100], current_caller()))
+            errors.append(queue_service.unknown_queue_message(queue_text[:100], caller))
         else:
             try:
-                queue = queue_service.get_queue(queue_text, current_caller())
+                queue = queue_service.get_queue(queue_text, caller)
             except NotFound as exc:
                 errors.append(str(exc))
     if job_text:
-        if not is_whole_number(job_text):  # ASCII digits only: not "²", which int() refuses
-            errors.append(f"Job ID must be a whole number, got {job_text!r}.")
-        elif (job_id := id_in_range(job_text, key_max(Job))) is None:
-            errors.append(f"job {job_text} does not exist")  # beyond the column: no row can have it
-        else:
-            try:
-                job = job_service.get_job(job_id, current_caller())
-            except NotFound as exc:
-                errors.append(str(exc))
+        if is_whole_number(job_text):  # ASCII digits only: not "²", which int() refuses
+            if (job_id := id_in_range(job_text, key_max(Job))) is None:
+                errors.append(f"job {job_text} does not exist")  # beyond the column: no row can have it
+            else:
+                try:
+                    job = job_service.get_job(job_id, caller)
+                    job_ids = (job.id,)
+                except NotFound as exc:
+                    errors.append(str(exc))
+        else:  # a name: the job of that name, else every job whose name contains it
+            matched_jobs = console_lists.jobs_named(job_text, caller)
+            if not matched_jobs:
+                errors.append(f"no job is named {job_text!r} or has it in its name")
+            elif len(matched_jobs) == 1:
+                job = matched_jobs[0]
+            job_ids = tuple(j.id for j in matched_jobs)
+    if trigger and trigger not in values(Trigger):
+        errors.append(f"trigger must be one of {', '.join(values(Trigger))}, got {trigger[:40]!r}")
+    created_from = _instant(filters.created_from.data, "From", errors)
+    created_to = _instant(filters.created_to.data, "Until", errors, end_of_day=True)
+    if created_from and created_to and created_to <= created_from:
+        errors.append("Until must be after From.")
+    if status is not None and status not in values(ExecutionStatus):
+        errors.append(f"status must be one of {', '.join(values(ExecutionStatus))}, got {status[:40]!r}")
     per_page = current_app.config.get("EXECUTIONS_PER_PAGE", PER_PAGE)
     page = Page(items=[], page=1, per_page=per_page, total=0)
     if not errors:
-        try:
-            page = paginate(
-                execution_service.list_query(
-                    status=status, job_id=job_id, queue_id=queue.id if queue else None, caller=current_caller()
-                ),
-                page=page_number(),
-                per_page=per_page,
-            )
-        except ValidationFailed as exc:
-            errors.extend(exc.errors.values())
-    query = {k: v for k, v in (("status", status or ""), ("job", job_text), ("queue", queue_text)) if v}
-    return render_template(
-        "executions/list.html",
-        page=page,
-        times=execution_rows.row_times(page.items),
-        filters=filters,
-        filter_errors=errors,
-        job=job,
-        queue=queue,
-        query=query,
-    ), (400 if errors else 200)
+        wanted = console_lists.ExecutionFilters(
+            status, job_ids, queue.id if queue else None, trigger, created_from, created_to
+        )
+        page = paginate(console_lists.executions_query(wanted, caller), page=page_number(), per_page=per_page)
+    pairs = (
+        ("status", status or ""),
+        ("job", job_text),
+        ("queue", queue_text),
+        ("trigger", trigger or ""),
+        ("created_from", (filters.created_from.data or "").strip()),
+        ("created_to", (filters.created_to.data or "").strip()),
+    )
+    query = {k: v for k, v in pairs if v}
+    context = {
+        "page": page,
+        "times": execution_rows.row_times(page.items),
+        "filters": filters,
+        "filter_errors": errors,
+        "job": job,
+        "matched_jobs": matched_jobs,
+        "queue": queue,
+        "query": query,
+    }
+    if is_htmx() and request.headers.get("HX-Target") == "executions-list":
+        return render_template("executions/_list.html", **context)
+    return render_template("executions/list.html", **context), (400 if errors else 200)
+
+
+def _instant(text: str | None, label: str, errors: list[str], *, end_of_day: bool = False):
+    """A UTC instant from a date (`2026-06-01`) or date-time typed into a filter; None when empty.
+    A bare date as the end of a range means the end of that day."""
+    text = (text or "").strip()
+    if not text:
+        return None
+    try:
+        moment = datetime.fromisoformat(text[:40].replace("Z", "+00:00"))
+    except ValueError:
+        errors.append(f"{label} must be a date like 2026-06-01 or a time like 2026-06-01T12:00, got {text[:40]!r}")
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    if end_of_day and len(text) <= 10:
+        moment += timedelta(days=1)
+    return moment.astimezone(UTC)
 
 
 @bp.get("/<id:execution_id>")

@@ -45,9 +45,10 @@ def _see_job(job_id: int, status: int = 303):
 @bp.get("/")
 @requires(Action.READ, public=True)
 def index():
-    """All jobs, 50 per page."""
-    page = paginate(job_service.list_query(current_caller()), page=page_number(), per_page=JOBS_PER_PAGE)
-    return render_template("jobs/list.html", page=page)
+    """Jobs, 50 per page: search, filters in the URL, last run and outcome (app/jobs/list_view.py)."""
+    from app.jobs.list_view import jobs_list_page
+
+    return jobs_list_page()
 
 
 @bp.get("/<id:job_id>")

@@ -48,7 +48,7 @@ def test_filters_by_status_and_job_and_keeps_them_in_page_links(app):
     "query,message",
     [
         ("status=exploded", "must be one of"),
-        ("job=abc", "whole number"),
+        ("job=abc", "no job is named"),  # a name is searched (issue 18); none matches
         ("job=999", "does not exist"),
         ("job=99999999999999999999999", "job 99999999999999999999999 does not exist"),  # beyond the column
     ],
@@ -61,7 +61,7 @@ def test_bad_filters_are_explained_not_500(app, query, message):
 
 def test_filter_controls_have_labels(app):
     body = WebClient(app).get("/executions/").get_data(as_text=True)
-    assert '<label for="status">Status</label>' in body and '<label for="job">Job ID</label>' in body
+    assert '<label for="status">Status</label>' in body and '<label for="job">Job</label>' in body
 
 
 def test_detail_shows_attempts_output_and_error(app):

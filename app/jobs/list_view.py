@@ -1,0 +1,69 @@
+"""The jobs list: search, filters in the URL, last run / last outcome / 24 h success rate, 50 per
+page. A thin adapter over `app.services.read.console_lists`; `jobs.index` renders it."""
+
+from __future__ import annotations
+
+from flask import render_template, request
+
+from app.clock import utcnow
+from app.jobs.list_forms import JobFilterForm
+from app.services.errors import NotFound
+from app.services.read import console_lists, dashboard
+from app.services.use_cases import queues as queue_service
+from app.web.access import current_caller, is_htmx
+from app.web.pagination import Page, page_number, paginate
+
+JOBS_PER_PAGE = 50
+SEARCH_MAX = 200
+
+
+def jobs_list_page():
+    """The page (or, for an HTMX poll, just its table) for the filters in the query string."""
+    caller = current_caller()
+    form = JobFilterForm(request.args)
+    task_names = [t["name"] for t in dashboard.task_catalog()]
+    form.set_choices(console_lists.queue_names(caller), task_names)
+    errors: list[str] = []
+    search = (form.q.data or "").strip()[:SEARCH_MAX].replace("\x00", "")
+    enabled = {"yes": True, "no": False}.get(form.enabled.data or "")
+    queue_id = None
+    if form.queue.data:
+        try:
+            queue_id = queue_service.get_queue(form.queue.data[:100]).id
+        except NotFound as exc:
+            errors.append(str(exc))
+    task = (form.task.data or "")[:100]
+    if task and task not in task_names:
+        errors.append(f"no task is called {task!r}")
+    outcome = form.outcome.data or ""
+    if outcome and outcome not in console_lists.OUTCOMES:
+        errors.append(f"last outcome must be one of {', '.join(console_lists.OUTCOMES)}")
+        outcome = ""
+    filters = console_lists.JobFilters(search, enabled, queue_id, task, outcome)
+    page = Page(items=[], page=1, per_page=JOBS_PER_PAGE, total=0)
+    if not errors:
+        page = paginate(console_lists.jobs_query(filters, caller), page=page_number(), per_page=JOBS_PER_PAGE)
+    now = utcnow()
+    query = {
+        k: v
+        for k, v in (
+            ("q", search),
+            ("enabled", form.enabled.data or ""),
+            ("queue", form.queue.data or ""),
+            ("task", task),
+            ("outcome", outcome),
+        )
+        if v
+    }
+    context = {
+        "page": page,
+        "job_rows": console_lists.job_rows(page.items, now),
+        "filters": form,
+        "filter_errors": errors,
+        "query": query,
+        "filtered": bool(query),
+        "now": now,
+    }
+    if is_htmx() and request.headers.get("HX-Target") == "jobs-list":
+        return render_template("jobs/_list.html", **context)
+    return render_template("jobs/list.html", **context), (400 if errors else 200)

@@ -1,0 +1,191 @@
+"""Finding things on the console's lists: the jobs list (search, filters, last run, last outcome,
+success rate over 24 h) and the executions list (job by name, trigger, queue, date range).
+
+Every filter is a WHERE on an indexed path so the lists stay within the page budget at a million
+executions (`python -m bench console`):
+- a job's last outcome is its newest finished execution, found through `(job_id, id)` backwards;
+- the success rate counts the runs *created* in the last 24 h, from the first id created in that
+  window: a range of `(job_id, id)` per job instead of a scan of a day of `finished_at`;
+- the executions date range is on `created_at` (indexed), which is when a run was scheduled or
+  requested.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from sqlalchemy import and_, case, func, or_, select
+from sqlalchemy.orm import defer
+
+from app.domain.states import TERMINAL, ExecutionStatus, values
+from app.extensions import db
+from app.models import Execution, Job, Queue
+from app.services import scoping
+from app.services.caller import Caller
+
+NEVER = "never"
+# What "last outcome" can be filtered by: each final status, or no finished run yet.
+OUTCOMES = tuple(sorted(s.value for s in TERMINAL)) + (NEVER,)
+SUCCESS_WINDOW = timedelta(hours=24)
+# At most this many jobs match a name typed into the executions list's job filter.
+JOB_MATCH_LIMIT = 200
+
+
+def _like(text: str) -> str:
+    """`text` as a LIKE pattern matching it anywhere, with LIKE's own characters taken literally."""
+    escaped = text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+@dataclass(frozen=True)
+class JobFilters:
+    search: str = ""  # in name, task or description, any case
+    enabled: bool | None = None
+    queue_id: int | None = None
+    task: str = ""
+    outcome: str = ""  # one of OUTCOMES, or "" for any
+
+
+def _last_finished_status():
+    """The status of the job's newest finished execution (NULL when none)."""
+    return (
+        select(Execution.status)
+        .where(Execution.job_id == Job.id, Execution.finished_at.is_not(None))
+        .order_by(Execution.id.desc())
+        .limit(1)
+        .correlate(Job)
+        .scalar_subquery()
+    )
+
+
+def jobs_query(filters: JobFilters, caller: Caller | None = None):
+    """The jobs matching `filters`, oldest first (for `app.web.pagination.paginate`)."""
+    query = select(Job).order_by(Job.id)
+    if filters.search:
+        pattern = _like(filters.search)
+        query = query.where(
+            or_(
+                Job.name.ilike(pattern, escape="\\"),
+                Job.task.ilike(pattern, escape="\\"),
+                Job.description.ilike(pattern, escape="\\"),
+            )
+        )
+    if filters.enabled is not None:
+        query = query.where(Job.enabled.is_(filters.enabled))
+    if filters.queue_id is not None:
+        query = query.where(Job.queue_id == filters.queue_id)
+    if filters.task:
+        query = query.where(Job.task == filters.task)
+    if filters.outcome == NEVER:
+        query = query.where(_last_finished_status().is_(None))
+    elif filters.outcome:
+        query = query.where(_last_finished_status() == filters.outcome)
+    return scoping.jobs(query, caller)
+
+
+@dataclass(frozen=True)
+class JobRow:
+    last_run_at: datetime | None  # when its newest finished execution finished
+    last_outcome: str | None  # that execution's status
+    last_execution_id: int | None
+    finished_24h: int  # runs created in the last 24 h that have finished
+    succeeded_24h: int
+
+    @property
+    def success_rate(self) -> float | None:
+        return self.succeeded_24h / self.finished_24h if self.finished_24h else None
+
+
+def job_rows(jobs: list[Job], now: datetime) -> dict[int, JobRow]:
+    """Last run, last outcome and the 24 h success rate of each job on a page (three queries)."""
+    ids = [job.id for job in jobs]
+    if not ids:
+        return {}
+    newest = (
+        select(func.max(Execution.id))
+        .where(Execution.job_id == Job.id, Execution.finished_at.is_not(None))
+        .correlate(Job)
+        .scalar_subquery()
+    )
+    last = {
+        job_id: (execution_id, status, finished)
+        for job_id, execution_id, status, finished in db.session.execute(
+            select(Job.id, Execution.id, Execution.status, Execution.finished_at)
+            .select_from(Job)
+            .join(Execution, Execution.id == newest)
+            .where(Job.id.in_(ids))
+        )
+    }
+    window_start = db.session.scalar(
+        select(Execution.id).where(Execution.created_at >= now - SUCCESS_WINDOW).order_by(Execution.created_at).limit(1)
+    )
+    counts: dict[int, tuple[int, int]] = {}
+    if window_start is not None:
+        succeeded = func.count(case((Execution.status == ExecutionStatus.SUCCEEDED.value, 1)))
+        for job_id, finished, ok in db.session.execute(
+            select(Execution.job_id, func.count(), succeeded)
+            .where(
+                Execution.job_id.in_(ids),
+                Execution.id >= window_start,
+                Execution.created_at >= now - SUCCESS_WINDOW,
+                Execution.finished_at.is_not(None),
+            )
+            .group_by(Execution.job_id)
+        ):
+            counts[job_id] = (finished, ok)
+    rows = {}
+    for job_id in ids:
+        execution_id, status, finished = last.get(job_id, (None, None, None))
+        total, ok = counts.get(job_id, (0, 0))
+        rows[job_id] = JobRow(finished, status, execution_id, total, ok)
+    return rows
+
+
+@dataclass(frozen=True)
+class ExecutionFilters:
+    status: str | None = None
+    job_ids: tuple[int, ...] | None = None  # None: any job
+    queue_id: int | None = None
+    trigger: str | None = None
+    created_from: datetime | None = None
+    created_to: datetime | None = None  # exclusive
+
+
+def jobs_named(text: str, caller: Caller | None = None) -> list[Job]:
+    """Jobs whose name is `text` (any case), else those whose name contains it, oldest first."""
+    exact = list(db.session.scalars(scoping.jobs(select(Job).where(func.lower(Job.name) == func.lower(text)), caller)))
+    if exact:
+        return exact
+    query = scoping.jobs(select(Job).where(Job.name.ilike(_like(text), escape="\\")), caller)
+    return list(db.session.scalars(query.order_by(Job.id).limit(JOB_MATCH_LIMIT)))
+
+
+def executions_query(filters: ExecutionFilters, caller: Caller | None = None):
+    """The executions matching `filters`, newest first, output and error left unloaded."""
+    query = select(Execution).options(defer(Execution.output), defer(Execution.error)).order_by(Execution.id.desc())
+    if filters.status:
+        query = query.where(Execution.status == filters.status)
+    if filters.job_ids is not None:
+        query = query.where(Execution.job_id.in_(filters.job_ids))
+    if filters.queue_id is not None:
+        query = query.where(Execution.queue_id == filters.queue_id)
+    if filters.trigger:
+        query = query.where(Execution.trigger == filters.trigger)
+    window = []
+    if filters.created_from is not None:
+        window.append(Execution.created_at >= filters.created_from)
+    if filters.created_to is not None:
+        window.append(Execution.created_at < filters.created_to)
+    if window:
+        query = query.where(and_(*window))
+    return scoping.executions(query, caller)
+
+
+def queue_names(caller: Caller | None = None) -> list[str]:
+    """The queue names a filter may offer."""
+    return sorted(set(db.session.scalars(scoping.queues(select(Queue.name), caller))))
+
+
+def statuses() -> list[str]:
+    return values(ExecutionStatus)
