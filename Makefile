@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 export FLASK_APP := app
 
-.PHONY: run test lint bench install install-dev clean
+.PHONY: run test lint bench faults install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,6 +37,11 @@ test: install-dev
 
 bench: install-dev
 	$(BIN)/python -m bench
+
+# The fault scenarios (private PostgreSQL clusters, real processes) with their figures in one
+# table (docs/reliability.md); narrow with FAULTS_ARGS="-k failover".
+faults: install-dev
+	$(BIN)/python -m tests.faults.report $(FAULTS_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts

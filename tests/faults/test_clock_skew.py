@@ -145,8 +145,8 @@ def test_hosts_30_s_apart_change_nothing_observable(hosts, fault_app, fault_db):
         "long_runs": [tuple(r) for r in long_attempts],
         "leases_recovered": recovered,
     }
-    ledger = check_ledger("clock skew +-30 s")
-    print(f"\n[clock skew +-30 s] {figures} ledger={ledger.line()}")
+    check_ledger("clock skew +-30 s")
+    print("\n[clock skew +-30 s] " + " ".join(f"{key}={value}" for key, value in figures.items()))
 
     # Every process found its clock 30 s off and followed the database's.
     for process_id, seen in corrections.items():
@@ -159,4 +159,4 @@ def test_hosts_30_s_apart_change_nothing_observable(hosts, fault_app, fault_db):
     assert recovered == 0 and [r[1:] for r in long_attempts if r[1] != 1] == [], figures
     assert all(status == "succeeded" for *_, status in long_attempts), figures
     # Heartbeats: fresh and never from the future.
-    assert -1.0 < min(gaps) and max(gaps) < 6.0, figures
+    assert -1.0 < min(gaps) and max(gaps) < 10.0, figures  # a skew would show as +-30 s

@@ -132,8 +132,11 @@ def run_partition(hosts, *, watchdog: bool) -> dict:
         "attempts": [(number, worker, status) for number, worker, status, _ in attempts_of(execution_id)],
         "owner": owner,
     }
-    ledger = check_ledger(f"partitioned worker, watchdog {'on' if watchdog else 'off'}")
-    print(f"\n[partitioned worker, watchdog {'on' if watchdog else 'off'}] {figures} ledger={ledger.line()}")
+    check_ledger(f"partitioned worker, watchdog {'on' if watchdog else 'off'}")
+    print(
+        f"\n[partitioned worker, watchdog {'on' if watchdog else 'off'}] "
+        + " ".join(f"{key}={value}" for key, value in figures.items())
+    )
     return figures
 
 
