@@ -174,6 +174,8 @@ def observe_tick(report) -> None:
     scheduler.created.labels("pending").inc(report.created)
     scheduler.created.labels("missed").inc(report.missed)
     scheduler.coalesced.inc(report.coalesced)
+    if getattr(report, "expired", 0):  # queued TTL passed: terminal without running
+        _get("engine").finished.labels("expired").inc(report.expired)
 
 
 def observe_recovery(report) -> None:
