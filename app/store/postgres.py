@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from functools import lru_cache
 
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
@@ -57,7 +58,7 @@ CANDIDATES = f"""
          FROM queues AS q0 LEFT JOIN released AS r ON r.queue_id = q0.id) AS q
     WHERE {CANDIDATE_WHERE}
     ORDER BY {CANDIDATE_ORDER}
-    LIMIT :limit
+    LIMIT {{limit}}
     FOR UPDATE OF e SKIP LOCKED"""
 
 _CLAIMED = claimed_sql_list(execution_alias="x", job_alias="j")
@@ -169,10 +170,31 @@ UNION ALL SELECT 'started' AS kind, * FROM started
 UNION ALL SELECT 'disabled' AS kind, * FROM cancelled
 """
 
-_TURN = {
-    False: text(TURN_SQL.format(queue_filter="")),
-    True: text(TURN_SQL.format(queue_filter="AND e.queue_id = ANY(CAST(:queues AS integer[]))")),
-}
+
+@lru_cache(maxsize=64)
+def _turn_statement(filtered: bool, limit: int):
+    """The turn statement for a batch of `limit` (a literal, so that its plan knows it).
+
+    Each text is prepared once per connection (psycopg prepares a statement on its fifth use)
+    and the worker's connection plans it once (`GENERIC_TURN_PLANS`): planning this statement
+    costs more than running it, and it is the same for every turn. With the limit a literal, the
+    one plan is the plan of a small batch (walk the claimable index in order, stop after
+    `limit`), never one guessed for an unknown limit. A worker has at most `slots` texts.
+    """
+    queue_filter = "AND e.queue_id = ANY(CAST(:queues AS integer[]))" if filtered else ""
+    return text(TURN_SQL.format(queue_filter=queue_filter, limit=int(limit)))
+
+
+# Plan the turn once per connection instead of once per turn (see `_turn_statement`). Session
+# state on the worker's kept connection; measured in docs/performance.md ("plan once").
+GENERIC_TURN_PLANS = "SET plan_cache_mode = force_generic_plan"
+
+
+def _plan_turns_once(conn: Connection) -> None:
+    info = conn.connection.info  # the DBAPI connection's: it lives as long as the session does
+    if not info.get("generic_turn_plans"):
+        conn.exec_driver_sql(GENERIC_TURN_PLANS)
+        info["generic_turn_plans"] = True
 
 
 def _finished_params(finished: Sequence[Finished]) -> dict:
@@ -209,11 +231,11 @@ class PostgresStore(CommonStore):
         """A worker's turn in one statement (`TURN_SQL`): record `finished`, then start up to
         `limit` due executions (cancelling those whose job was disabled)."""
         check_recordable(finished)
+        _plan_turns_once(conn)
         params = dict(
             _finished_params(finished),
             worker_id=worker_id,
             now=now,
-            limit=max(0, limit),
             lease_seconds=lease_seconds,
             buffer_seconds=buffer_seconds,
             disabled_reason=DISABLED_BEFORE_RUN,
@@ -223,7 +245,7 @@ class PostgresStore(CommonStore):
         recorded: set[int] = set()
         started: list[tuple[ClaimedExecution, int]] = []
         cancelled: list[ClaimedExecution] = []
-        for row in conn.execute(_TURN[bool(queue_ids)], params):
+        for row in conn.execute(_turn_statement(bool(queue_ids), max(0, limit)), params):
             mapping = row._mapping
             kind = mapping["kind"]
             if kind == "recorded":
