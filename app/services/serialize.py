@@ -119,7 +119,7 @@ def dead_letter_to_dict(dead_letter: DeadLetter) -> dict[str, Any]:
 
 
 def heartbeat_to_dict(heartbeat: Heartbeat, now: datetime, *, stale_after_seconds: int | None = None) -> dict[str, Any]:
-    """A process heartbeat with its age at `now`; `stale` is added when a threshold is given."""
+    """A process heartbeat with its age at `now`; `stopped` and `stale` are added when a threshold is given."""
     age = max(0.0, (now - heartbeat.last_seen).total_seconds())
     data: dict[str, Any] = {
         "id": heartbeat.id,
@@ -132,5 +132,7 @@ def heartbeat_to_dict(heartbeat: Heartbeat, now: datetime, *, stale_after_second
         "info": heartbeat.info or {},
     }
     if stale_after_seconds is not None:
-        data["stale"] = age > stale_after_seconds
+        # A worker that said it stopped is not stale: it left, it did not die or hang.
+        data["stopped"] = (heartbeat.info or {}).get("state") == "stopped"
+        data["stale"] = not data["stopped"] and age > stale_after_seconds
     return data

@@ -9,7 +9,7 @@ import pytest
 from app.clock import utcnow
 from app.extensions import db
 from app.models import Heartbeat
-from tests.factories import make_alert, make_execution, make_job
+from tests.factories import make_alert, make_execution, make_heartbeat, make_job
 from tests.helpers.web import signed_in_client
 
 PANELS = ("summary", "queue", "upcoming", "activity", "alerts", "heartbeats", "jobs")
@@ -70,6 +70,17 @@ def test_dashboard_content(app, client):
     assert "alive" in body and "stale" in body
     assert "Due now (queue depth)" in body
     assert "Upcoming runs" in body and "Resolve alert" in body
+
+
+def test_a_worker_that_stopped_reads_stopped_not_stale(app, client):
+    beat = make_heartbeat("worker-gone", "worker", age_seconds=3600)
+    beat.info = {"state": "stopped", "busy": 0}
+    make_heartbeat("worker-hung", "worker", age_seconds=3600)
+    db.session.commit()
+    body = client.get("/dashboard/panels/heartbeats", htmx=True).get_data(as_text=True)
+    gone, hung = body.split("worker-gone")[1].split("</tr>")[0], body.split("worker-hung")[1].split("</tr>")[0]
+    assert "stopped" in gone and "stale" not in gone
+    assert "stale" in hung and "stopped" not in hung
 
 
 def test_missing_heartbeats_are_called_out(app, client):
