@@ -64,6 +64,14 @@ def seed_before_tenancy(url: str) -> None:
                     "finished": None if status == "pending" else NOW,
                 },
             )
+        for alert_id, job_id in ((1, 2), (2, None)):  # one of a job, one whose job was deleted
+            conn.execute(
+                text(
+                    "INSERT INTO alerts (id, job_id, execution_id, kind, message, created_at)"
+                    " VALUES (:id, :job, NULL, 'dead_letter', 'x', :now)"
+                ),
+                {"id": alert_id, "job": job_id, "now": NOW},
+            )
     engine.dispose()
 
 
@@ -96,6 +104,10 @@ def test_an_installation_moves_into_the_default_organization_and_back(fresh_url,
         (3, "default", "default"),
     ]
     assert rows(fresh_url, "SELECT count(*) FROM jobs") == [(2,)]
+    # Alerts keep their project (their job's; the default one when the job is gone).
+    assert rows(
+        fresh_url, "SELECT a.id, p.name FROM alerts AS a JOIN projects AS p ON p.id = a.project_id ORDER BY a.id"
+    ) == [(1, "default"), (2, "default")]
 
     # The rest of the chain applies on top (the audit log and later revisions).
     flask_db(fresh_url, tmp_path, "upgrade")
