@@ -87,21 +87,32 @@ MATRIX: dict[str, Row] = {
     "queues.detail": row("GET", SIGN_IN, OK),
     "workers.index": row("GET", SIGN_IN, OK),
     "executions.detail": row("GET", SIGN_IN, OK),
+    "batches.index": row("GET", SIGN_IN, OK),
+    "batches.detail": row("GET", SIGN_IN, OK),
     "jobs.schedule_preview": row("GET", SIGN_IN, OK),
+    "jobs.explain": row("GET", SIGN_IN, OK),
+    "alerts.channels": row("GET", SIGN_IN, OK),
+    "alerts.channel_detail": row("GET", SIGN_IN, OK),
     # operator pages with forms (an empty POST is refused inline)
     "jobs.create": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
     "jobs.edit": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
     "jobs.delete": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
+    "jobs.submit_batch": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True),
+    "jobs.backfill": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
+    "alerts.create_channel": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
     "queues.create": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
     "queues.edit": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
     # operator actions (POST only)
     "jobs.enable": row("POST", **ACTION),
     "jobs.disable": row("POST", **ACTION),
     "jobs.trigger": row("POST", **ACTION),
+    "batches.cancel": row("POST", **ACTION),
     "executions.retry": row("POST", **ACTION),
     "executions.cancel": row("POST", **ACTION),
     "alerts.resolve_one": row("POST", **ACTION),
     "alerts.resolve_selected": row("POST", **ACTION),
+    "alerts.test_channel": row("POST", **ACTION),
+    "alerts.delete_channel": row("POST", **{**ACTION, "admin": True}),
     "queues.pause": row("POST", **ACTION),
     "queues.resume": row("POST", **ACTION),
     "workers.drain": row("POST", **ACTION),
@@ -127,12 +138,23 @@ def world(app) -> dict:
     execution = make_execution(job, "failed", output="matrix output", error="matrix error")
     alert = make_alert(job, execution)
     make_user("matrix-operator", role="operator")
+    from app.clock import utcnow
+    from app.services.use_cases import batches
+
+    batch = batches.submit_batch(job.id, {"items": "[{}]"}, now=utcnow(), actor="test")
     viewer = make_user("matrix-viewer", role="viewer")
+    from app.services.use_cases import alert_channels
+
+    channel = alert_channels.add_channel(
+        {"name": "matrix", "kind": "email", "target": "ops@example.com"}, now=utcnow(), actor="test"
+    )
     return {
         "user_id": viewer.id,
         "job_id": job.id,
         "execution_id": execution.id,
+        "batch_id": batch.id,
         "alert_id": alert.id,
+        "channel_id": channel.id,
         "name": "summary",
         "queue_name": job.queue,
         "worker_id": make_heartbeat("worker-matrix-1", "worker", age_seconds=0).id,
