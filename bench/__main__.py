@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [options]`: run benchmarks, print a table, write JSON.
 
-Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues (default: all, in
-that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
+Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console (default:
+all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ BENCHMARKS = {
     "memory": "bench.memory",
     "degradation": "bench.degradation",
     "queues": "bench.queues",
+    "console": "bench.console",
 }
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 

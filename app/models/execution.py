@@ -119,6 +119,8 @@ class Execution(db.Model):
         Index("ix_executions_queue_id", "queue_id", "id"),
         Index("ix_executions_job_status", "job_id", "status"),
         Index("ix_executions_status_id", "status", "id"),
+        # The list filtered by trigger (manual runs, retries: few among many scheduled ones).
+        Index("ix_executions_trigger_id", "trigger", "id"),
         Index("ix_executions_created", "created_at"),
         # What finished lately, per queue: the queue statistics' last hour and 15 minutes.
         Index("ix_executions_finished_at", "finished_at"),

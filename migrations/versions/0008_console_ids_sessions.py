@@ -13,6 +13,7 @@ Create Date: 2026-12-01 01:00:00
   indexes (partial ones included) are put back from their exact stored SQL.
 - `web_sessions`: one row per signed-in browser (the sha256 of the token its cookie carries), so
   sign-out, a password change, a disabled account or a role change can end sessions server-side.
+- `ix_executions_trigger_id`: the executions list filtered by trigger at a million rows.
 """
 
 import sqlalchemy as sa
@@ -73,9 +74,12 @@ def upgrade():
         sqlite_autoincrement=True,
     )
     op.create_index(op.f("ix_web_sessions_user_id"), "web_sessions", ["user_id"], unique=False)
+    # The executions list filtered by trigger, newest first (few manual runs among many scheduled).
+    op.create_index("ix_executions_trigger_id", "executions", ["trigger", "id"])
 
 
 def downgrade():
+    op.drop_index("ix_executions_trigger_id", table_name="executions")
     op.drop_index(op.f("ix_web_sessions_user_id"), table_name="web_sessions")
     op.drop_table("web_sessions")
     bind = op.get_bind()
