@@ -6,7 +6,7 @@ user, a test message an operator, creating and deleting a channel an admin.
 
 from __future__ import annotations
 
-from flask import flash, redirect, render_template, url_for
+from flask import flash, redirect, render_template, request, url_for
 
 from app.alerts.channel_forms import ChannelForm
 from app.alerts.routes import bp
@@ -19,32 +19,29 @@ from app.web.access import current_actor, current_caller, requires
 LOG_LIMIT = 100
 
 
-def _list_page(form: ChannelForm, status: int = 200):
-    caller = current_caller()
-    channels = alert_channels.list_channels(caller)
-    names = {channel.id: channel.name for channel in channels}
-    return render_template(
-        "alerts/channels.html",
-        channels=channels,
-        deliveries=alert_channels.delivery_log(limit=LOG_LIMIT, caller=caller),
-        names=names,
-        form=form,
-    ), status
-
-
 @bp.get("/channels")
 @requires(Action.READ)
 def channels():
-    """Every channel of the caller's projects, the create form, and the latest deliveries."""
-    return _list_page(ChannelForm())
+    """Every channel of the caller's projects and the latest deliveries."""
+    caller = current_caller()
+    listed = alert_channels.list_channels(caller)
+    return render_template(
+        "alerts/channels.html",
+        channels=listed,
+        deliveries=alert_channels.delivery_log(limit=LOG_LIMIT, caller=caller),
+        names={channel.id: channel.name for channel in listed},
+    )
 
 
-@bp.post("/channels")
+@bp.route("/channels/new", methods=["GET", "POST"])
 @requires(Action.ADMINISTER)
 def create_channel():
+    """The new-channel form; errors are shown next to their fields."""
     form = ChannelForm()
+    if request.method == "GET":
+        return render_template("alerts/channel_form.html", form=form)
     if not form.validate_on_submit():
-        return _list_page(form, 400)
+        return render_template("alerts/channel_form.html", form=form), 400
     try:
         channel = alert_channels.add_channel(
             form.service_data(), now=utcnow(), actor=current_actor(), caller=current_caller()
@@ -56,10 +53,10 @@ def create_channel():
                 field.errors = [message]
             else:
                 form.form_errors.append(message)
-        return _list_page(form, 400)
+        return render_template("alerts/channel_form.html", form=form), 400
     except ServiceError as exc:
         form.form_errors.append(str(exc))
-        return _list_page(form, 409)
+        return render_template("alerts/channel_form.html", form=form), 409
     message = f"Channel {channel.name!r} created."
     if channel.kind == "webhook":
         message += f" Its signing secret (shown once): {channel.secret}"

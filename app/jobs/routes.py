@@ -177,7 +177,7 @@ def schedule_preview():
             schedule = parse_schedule(schedule_type, value, zone, anchor=now.replace(microsecond=0))
             items = preview(schedule, now, 5)
             warnings = lint_schedule(schedule, now=now, timeout_seconds=_whole(args.get("timeout_seconds")))
-            if not items and not warnings:
+            if not items:
                 error = "This schedule has no future fire times."
         except (ScheduleError, ValueError) as exc:
             error = str(exc)

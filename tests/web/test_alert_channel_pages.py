@@ -14,10 +14,10 @@ from tests.helpers.web import signed_in_client
 
 def test_create_send_test_and_log(app):
     client = signed_in_client(app, role="admin")
-    bad = client.post("/alerts/channels", {"name": "ops", "kind": "webhook", "target": "ftp://x", "kinds": ""})
+    bad = client.post("/alerts/channels/new", {"name": "ops", "kind": "webhook", "target": "ftp://x", "kinds": ""})
     assert bad.status_code == 400 and "http:// or https://" in bad.get_data(as_text=True)
     created = client.post(
-        "/alerts/channels",
+        "/alerts/channels/new",
         {"name": "ops", "kind": "webhook", "target": "http://127.0.0.1:9/hook", "kinds": "overdue, dead_letter"},
         follow_redirects=True,
     )
@@ -38,7 +38,7 @@ def test_create_send_test_and_log(app):
 def test_viewer_reads_but_cannot_create(app):
     client = signed_in_client(app, role="viewer")
     assert client.get("/alerts/channels").status_code == 200
-    refused = client.post("/alerts/channels", {"name": "x", "kind": "email", "target": "a@example.com"})
+    refused = client.post("/alerts/channels/new", {"name": "x", "kind": "email", "target": "a@example.com"})
     assert refused.status_code == 403
 
 
