@@ -20,6 +20,7 @@ bp = Blueprint("audit", __name__, url_prefix="/audit")
 
 PER_PAGE = 50
 FILTER_MAX = 200  # longer than any actor, object id or action can be
+ALIASES = {"object_kind": "kind", "object_id": "object", "job_id": "job"}
 
 
 @bp.before_app_request
@@ -37,7 +38,11 @@ def forget_client_address(_exc=None) -> None:
 @requires(Action.READ)
 def index():
     """Audit events, newest first, filtered by actor, object, job, action and time, 50 per page."""
-    filters = AuditFilterForm(request.args)
+    args = request.args.copy()
+    for alias, name in ALIASES.items():  # the API's and the JSON's names work in the URL too
+        if alias in args and name not in args:
+            args[name] = args[alias]
+    filters = AuditFilterForm(args)
     text = {name: (getattr(filters, name).data or "").strip() for name in filters._fields}
     errors: list[str] = []
     for name, value in text.items():

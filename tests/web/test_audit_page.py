@@ -66,6 +66,8 @@ def test_filters(app, viewer, clock):
     count, body = listed(f"kind=job&object={second.id}")
     assert count == 1 and "second-job" in body
     assert listed("action=disabled")[0] == 1
+    assert listed(f"object_kind=job&object_id={second.id}")[0] == 1  # the JSON's names work too
+    assert listed(f"job_id={first.id}")[0] == 2
     since = (clock() - timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
     count, body = listed(f"since={since}")
     assert count == 1 and "second-job" in body
