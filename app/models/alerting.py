@@ -88,5 +88,7 @@ class AlertDelivery(db.Model):
             postgresql_where=text("status = 'pending'"),
             sqlite_where=text("status = 'pending'"),
         ),
+        # One delivery per alert per channel, even with several schedulers fanning out at once.
+        Index("uq_alert_deliveries_alert_channel", "alert_id", "channel_id", unique=True),
         {"sqlite_autoincrement": True},
     )

@@ -143,6 +143,7 @@ def upgrade():
     )
     op.create_index(op.f("ix_alert_deliveries_channel_id"), "alert_deliveries", ["channel_id"])
     op.create_index(op.f("ix_alert_deliveries_alert_id"), "alert_deliveries", ["alert_id"])
+    op.create_index("uq_alert_deliveries_alert_channel", "alert_deliveries", ["alert_id", "channel_id"], unique=True)
     op.create_index(
         "ix_alert_deliveries_due",
         "alert_deliveries",

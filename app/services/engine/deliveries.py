@@ -32,6 +32,7 @@ from datetime import datetime, timedelta
 from email.message import EmailMessage
 
 from sqlalchemy import and_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
 from app.clock import iso_z, utcnow
@@ -78,9 +79,14 @@ def retry_delay(backoff_seconds: int, attempt: int) -> timedelta:
 
 def fan_out(conn: Connection, *, now: datetime) -> int:
     """Create the missing delivery rows for recent alerts; returns how many were created."""
+    return insert_deliveries(conn, missing_deliveries(conn, now=now))
+
+
+def missing_deliveries(conn: Connection, *, now: datetime) -> list[dict]:
+    """The delivery rows recent alerts still need (a read: the loop writes only when there are some)."""
     channels = conn.execute(select(channels_t).where(channels_t.c.enabled)).fetchall()
     if not channels:
-        return 0
+        return []
     queues_t, jobs_t = Queue.__table__, Job.__table__
     job_queue = queues_t.alias("job_queue")
     alert_queue = queues_t.alias("alert_queue")
@@ -97,7 +103,7 @@ def fan_out(conn: Connection, *, now: datetime) -> int:
         .limit(1000)
     ).fetchall()
     if not alerts:
-        return 0
+        return []
     done = set(
         conn.execute(
             select(deliveries_t.c.alert_id, deliveries_t.c.channel_id).where(
@@ -128,9 +134,22 @@ def fan_out(conn: Connection, *, now: datetime) -> int:
                     updated_at=now,
                 )
             )
-    if rows:
-        conn.execute(deliveries_t.insert(), rows)
-    return len(rows)
+    return rows
+
+
+def insert_deliveries(conn: Connection, rows: list[dict]) -> int:
+    """Insert delivery rows, skipping any another loop inserted first; returns how many went in."""
+    if not rows:
+        return 0
+    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
+    # ON CONFLICT: another scheduler's loop may fan out the same alert at the same moment.
+    result = conn.execute(
+        insert(deliveries_t)
+        .on_conflict_do_nothing(index_elements=["alert_id", "channel_id"])
+        .returning(deliveries_t.c.id),
+        rows,
+    )
+    return len(result.fetchall())
 
 
 # --- sending --------------------------------------------------------------------------------
@@ -252,8 +271,24 @@ class DeliveryLoop:
 
     def run_once(self, now: datetime | None = None) -> dict[str, int]:
         now = now or self.clock()
-        with write_transaction(self.engine) as conn:
-            created = fan_out(conn, now=now)
+        # Look first with a plain read, so an installation without channels (or with nothing
+        # due) never takes the write lock for this (SQLite has one for the whole database).
+        with self.engine.connect() as conn:
+            has_channels = conn.execute(select(channels_t.c.id).where(channels_t.c.enabled).limit(1)).first()
+            has_due = conn.execute(
+                select(deliveries_t.c.id)
+                .where(deliveries_t.c.status == "pending", deliveries_t.c.next_attempt_at <= now)
+                .limit(1)
+            ).first()
+        created = 0
+        if has_channels:
+            with self.engine.connect() as conn:
+                rows = missing_deliveries(conn, now=now)
+            if rows:
+                with write_transaction(self.engine) as conn:
+                    created = insert_deliveries(conn, rows)
+        if not (has_due or created):
+            return {"queued": 0, "delivered": 0, "retrying": 0, "failed": 0}
         counts = send_due(self.engine, now=now, settings=self.settings)
         return {"queued": created, **counts}
 
