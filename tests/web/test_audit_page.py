@@ -132,3 +132,22 @@ def test_changes_made_on_the_web_record_source_and_address(app, clock):
 def test_the_nav_links_to_the_log_for_signed_in_users(app, viewer):
     assert 'href="/audit/"' in viewer.get("/dashboard/").get_data(as_text=True)
     assert 'href="/audit/"' not in WebClient(app).get("/").get_data(as_text=True)
+
+
+def test_changes_made_through_the_api_record_source_api_and_are_listed_there(app, clock):
+    from tests.factories import make_user
+    from tests.helpers.api import PASSWORD, ApiClient, job_body
+
+    make_user("robot", PASSWORD, role="operator")
+    api = ApiClient(app)
+    api.login("robot")
+    response = api.post("/api/v1/jobs", job_body("from-the-api"))
+    assert response.status_code == 201, response.get_data(as_text=True)
+    job_id = response.get_json()["id"]
+    row = db.session.query(AuditEvent).filter_by(object_kind="job", object_id=str(job_id)).one()
+    assert (row.source, row.address, row.action) == ("api", "127.0.0.1", "created")
+    assert "robot" in row.actor
+    listed = api.get(f"/api/v1/audit-events?job={job_id}")
+    assert listed.status_code == 200, listed.get_data(as_text=True)
+    items = listed.get_json()["items"]
+    assert [(item["action"], item["object_id"]) for item in items] == [("created", str(job_id))]
