@@ -31,7 +31,7 @@ def verify_command(as_json: bool) -> None:
         click.echo(
             f"jobs={report.jobs} occurrences={report.occurrences} executions={report.executions} "
             f"coalesced_or_skipped={report.coalesced_or_skipped} excused_disabled={report.excused_disabled} "
-            f"in_flight={report.in_flight} violations={len(report.violations)}"
+            f"in_flight={report.in_flight} expired={report.expired} violations={len(report.violations)}"
         )
         for warning in report.warnings:
             click.echo(f"warning: {warning}")
