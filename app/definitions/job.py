@@ -444,9 +444,6 @@ class JobSchema(Schema):
             "A consecutive_failures alert after this many failed runs in a row (0: never).",
         ),
     )
-    disabled_reason = fields.String(
-        dump_only=True, allow_none=True, metadata={"description": "Why the system disabled the job (auto-pause)."}
-    )
     created_at = Instant(dump_only=True)
     updated_at = Instant(dump_only=True)
 
