@@ -162,3 +162,25 @@ def test_bad_policy_values_are_shown_inline(app, operator, field, value, message
     body = response.get_data(as_text=True)
     assert message in [e.replace("&#39;", "'") for e in errors(body)]
     assert job_named("web-bad") is None
+
+
+def test_the_executions_list_filters_expired_runs_with_their_badge(app, operator):
+    job = make_job("ttl-web")
+    expired = make_execution(job, "expired", reason="queued TTL passed: not started within 30s of becoming available")
+    make_execution(job, "succeeded")
+    body = operator.get("/executions/?status=expired").get_data(as_text=True)
+    assert f"/executions/{expired.id}" in body and "status-expired" in body
+    assert body.count("status-succeeded") == 0
+
+
+def test_the_job_page_says_a_finished_job_is_running_its_last_runs(app, operator):
+    job = make_job("finishing")
+    database.session.execute(
+        Job.__table__.update()
+        .where(Job.id == job.id)
+        .values(next_run_at=None, disabled_reason="end_at reached: no run after 2030-01-01T00:00:00Z")
+    )
+    database.session.commit()
+    body = operator.get(f"/jobs/{job.id}").get_data(as_text=True)
+    assert "Finished: end_at reached: no run after 2030-01-01T00:00:00Z" in body
+    assert "end_at reached" in operator.get("/jobs/").get_data(as_text=True)
