@@ -151,3 +151,20 @@ def test_changes_made_through_the_api_record_source_api_and_are_listed_there(app
     assert listed.status_code == 200, listed.get_data(as_text=True)
     items = listed.get_json()["items"]
     assert [(item["action"], item["object_id"]) for item in items] == [("created", str(job_id))]
+
+
+def test_editing_two_fields_in_the_web_form_records_only_those_two(app, clock):
+    from tests.helpers.web import job_form
+
+    operator = signed_in_client(app, role="operator")
+    job = make_job("edited-on-the-web", every="5m")
+    data = job_form(name="edited-on-the-web", every="5m", description="now described", max_attempts="5")
+    response = operator.post(f"/jobs/{job.id}/edit", data)
+    assert response.status_code in (302, 303), response.get_data(as_text=True)
+    db.session.rollback()
+    row = db.session.query(AuditEvent).filter_by(action="updated").one()
+    assert row.changes == {
+        "description": {"before": "", "after": "now described"},
+        "max_attempts": {"before": 3, "after": 5},
+    }
+    assert (row.source, row.address) == ("web", "127.0.0.1")
