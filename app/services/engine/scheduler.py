@@ -210,7 +210,8 @@ class Scheduler:
                     trigger="schedule",
                     status=S.MISSED,
                     now=now,
-                    reason=f"misfire: more than {job.misfire_grace_seconds}s late and the misfire policy is skip",
+                    reason=f"misfire: {int((now - scheduled_for).total_seconds())}s late (grace "
+                    f"{job.misfire_grace_seconds}s) and the misfire policy is skip",
                 )
             )
         if plan.coalesced:
@@ -224,6 +225,7 @@ class Scheduler:
                 at_least=plan.lower_bound,
                 first=_iso(job.next_run_at),
                 into=_iso(plan.fire[0][0]),
+                late_seconds=round((now - job.next_run_at).total_seconds(), 3),  # for explain and the logs
             )
         if plan.unrecorded:
             insert_event(
@@ -234,6 +236,7 @@ class Scheduler:
                 occurrences=plan.unrecorded,
                 at_least=plan.lower_bound,
                 **{"from": _iso(plan.unrecorded_range[0]), "until": _iso(plan.unrecorded_range[1])},
+                late_seconds=round((now - plan.unrecorded_range[0]).total_seconds(), 3),
                 note="late occurrences beyond MISFIRE_CATCH_UP_CAP are counted here, not recorded one by one",
             )
         report.job_ids.add(job.id)
