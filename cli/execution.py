@@ -114,7 +114,7 @@ def inspect(execution_id, as_json):
             ("exit code", execution.exit_code),
             ("key", execution.idempotency_key),
             ("task", f"{execution.callback_task} (callback)" if execution.callback_task else None),
-            ("config override", json.dumps(execution.config_override) if execution.config_override else None),
+            ("override", json.dumps(execution.config_override) if execution.config_override else None),
             ("batch", execution.batch_id),
             ("callback of", f"execution {execution.parent_id}" if execution.parent_id else None),
             ("callbacks", ", ".join(f"execution {c.id} ({c.status})" for c in callbacks) or None),

@@ -31,7 +31,7 @@ def test_trigger_later_with_an_override(cli):
     text = ok(cli("job", "trigger", job.id, "--at", "2030-01-01T00:00:00Z"))
     assert "scheduled for 2030-01-01" in text
     inspected = ok(cli("execution", "inspect", document["id"]))
-    assert 'config override: {"message": "x"}' in " ".join(inspected.split())
+    assert 'override: {"message": "x"}' in " ".join(inspected.split())
 
 
 @pytest.mark.parametrize(
