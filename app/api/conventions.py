@@ -64,6 +64,14 @@ def page_headers(page: dict) -> dict:
     return {"Link": f'<{page["next"]}>; rel="next"'} if page.get("next") else {}
 
 
+def json_object_body() -> dict:
+    """The request's JSON object body, or 422 (checked before any precondition)."""
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict):
+        raise ApiError(422, "the body must be a JSON object", errors={"_schema": "must be a JSON object"})
+    return data
+
+
 # --- ETag --------------------------------------------------------------------------------------
 
 
@@ -74,8 +82,8 @@ def etag_of(document: dict) -> str:
 
 def check_if_match(current: dict) -> None:
     """412 when the request's If-Match names another version than `current`."""
-    wanted = request.headers.get("If-Match")
-    if wanted is None:
+    wanted = (request.headers.get("If-Match") or "").strip()
+    if not wanted:  # absent (or blank): an unconditional update
         return
     candidates = {value.strip() for value in wanted.split(",")}
     if "*" in candidates:

@@ -125,7 +125,7 @@ def retry_execution(execution_id):
 
 @blp.post("/<int:execution_id>/cancel")
 @authenticated(Action.OPERATE)
-@blp.arguments(CancelSchema, example={"reason": "wrong input"})
+@blp.arguments(CancelSchema, required=False, example={"reason": "wrong input"})
 @blp.response(200, ExecutionSchema)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")

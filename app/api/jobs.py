@@ -7,12 +7,20 @@ same jobs with the same messages.
 
 from __future__ import annotations
 
-from flask import request, url_for
+from flask import url_for
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
 from app.api import scope
-from app.api.conventions import IDEMPOTENCY_HEADER, IF_MATCH_HEADER, check_if_match, idempotent, paginate, with_etag
+from app.api.conventions import (
+    IDEMPOTENCY_HEADER,
+    IF_MATCH_HEADER,
+    check_if_match,
+    idempotent,
+    json_object_body,
+    paginate,
+    with_etag,
+)
 from app.api.errors import ApiError
 from app.api.schemas import ExecutionSchema, PageQuery, PreviewQuery, PreviewSchema, page_schema
 from app.api.security import authenticated, current_caller
@@ -41,10 +49,17 @@ JobPage = page_schema(JobSchema, "JobPage")
 ERRORS_READ = (401, 403, 404)
 
 
+READ_ONLY = frozenset(name for name, field in JobSchema().fields.items() if field.dump_only)
+
+
 def _body() -> dict:
-    data = request.get_json(silent=True)
-    if not isinstance(data, dict):
-        raise ApiError(422, "the body must be a JSON object", errors={"_schema": "must be a JSON object"})
+    """The job fields sent: a JSON object without the fields only the server sets."""
+    data = json_object_body()
+    given = sorted(READ_ONLY & data.keys())
+    if given:
+        raise ApiError(
+            422, "read-only fields were sent: " + ", ".join(given), errors=dict.fromkeys(given, "is read-only")
+        )
     return data
 
 
@@ -154,8 +169,8 @@ def edit_job(job_id):
     Roles: operator, admin. Errors: 401, 403, 404, 412 (stale If-Match), 422 (field errors).
     """
     job = scope.job(current_caller(), job_id)
-    check_if_match(dump_job(job))
     data = _body()
+    check_if_match(dump_job(job))
     if "queue" in data:
         _check_queue_in_project(data)
     job = jobs.update_job(job_id, data, now=utcnow(), actor=current_caller().actor)

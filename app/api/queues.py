@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from flask import request, url_for
+from flask import url_for
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
 from app.api import scope
-from app.api.conventions import IF_MATCH_HEADER, check_if_match, paginate, with_etag
+from app.api.conventions import IF_MATCH_HEADER, check_if_match, json_object_body, paginate, with_etag
 from app.api.schemas import (
     PageQuery,
     PauseSchema,
@@ -30,8 +30,9 @@ blp = Blueprint("api_queues", __name__, url_prefix="/api/v1/queues", description
 QueuePage = page_schema(QueueSchema, "QueuePage")
 
 
-def _document(queue: Queue, *, with_stats: bool = True) -> dict:
-    stats = queue_stats(utcnow(), [queue]).get(queue.id) if with_stats else None
+def _document(queue: Queue, *, with_stats: bool = True, stats=None) -> dict:
+    if stats is None and with_stats:
+        stats = queue_stats(utcnow(), [queue]).get(queue.id)
     document = queue_to_dict(queue, stats)
     project = getattr(queue, "project", None)
     if project is not None:
@@ -51,7 +52,10 @@ def list_queues(args):
     Roles: viewer, operator, admin. Errors: 401, 403, 422.
     """
     query = scoping.queues(select(Queue), current_caller()).order_by(Queue.id)
-    return paginate(query, Queue.id, args, _document, descending=False)
+    page = paginate(query, Queue.id, args, lambda queue: queue, descending=False)
+    stats = queue_stats(utcnow(), page["items"]) if page["items"] else {}  # one read for the whole page
+    page["items"] = [_document(queue, stats=stats.get(queue.id)) for queue in page["items"]]
+    return page
 
 
 @blp.post("")
@@ -103,10 +107,10 @@ def edit_queue(body, queue_id):
     """
     caller = current_caller()
     queue = scope.queue(caller, queue_id)
+    raw = json_object_body()
     check_if_match(_document(queue, with_stats=False))
     data = dict(body)
-    raw = request.get_json(silent=True)
-    if isinstance(raw, dict) and "concurrency_limit" in raw and raw["concurrency_limit"] is None:
+    if "concurrency_limit" in raw and raw["concurrency_limit"] is None:
         data.pop("concurrency_limit", None)
         data["no_limit"] = True
     queue = queues.edit_queue(queue.name, data, now=utcnow(), actor=caller.actor, caller=caller)
@@ -133,7 +137,7 @@ def delete_queue(queue_id):
 
 @blp.post("/<int:queue_id>/pause")
 @authenticated(Action.OPERATE)
-@blp.arguments(PauseSchema, example={"reason": "deploying"})
+@blp.arguments(PauseSchema, required=False, example={"reason": "deploying"})
 @blp.response(200, QueueSchema)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")

@@ -189,7 +189,7 @@ class ApiTokenCreateSchema(StrictSchema):
     role = fields.String(
         required=True, validate=validate.OneOf(["viewer", "operator", "admin"]), metadata={"example": "operator"}
     )
-    expires_in_days = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(1, 3650))
+    expires_in_days = fields.Integer(strict=True, load_default=None, allow_none=True, validate=validate.Range(1, 3650))
 
 
 # --- queues ------------------------------------------------------------------------------------
@@ -227,14 +227,16 @@ class QueueSchema(Schema):
 class QueueCreateSchema(StrictSchema):
     name = fields.String(required=True, metadata={"example": "reports"})
     description = fields.String(load_default=None)
-    concurrency_limit = fields.Integer(load_default=None, allow_none=True, validate=validate.Range(1, 100000))
-    priority = fields.Integer(load_default=None, validate=validate.Range(-1000, 1000))
+    concurrency_limit = fields.Integer(
+        strict=True, load_default=None, allow_none=True, validate=validate.Range(1, 100000)
+    )
+    priority = fields.Integer(strict=True, load_default=None, validate=validate.Range(-1000, 1000))
 
 
 class QueueEditSchema(StrictSchema):
     description = fields.String()
-    concurrency_limit = fields.Integer(allow_none=True, validate=validate.Range(1, 100000))
-    priority = fields.Integer(validate=validate.Range(-1000, 1000))
+    concurrency_limit = fields.Integer(strict=True, allow_none=True, validate=validate.Range(1, 100000))
+    priority = fields.Integer(strict=True, validate=validate.Range(-1000, 1000))
 
 
 class PauseSchema(StrictSchema):
@@ -364,7 +366,7 @@ class SchedulePreviewSchema(StrictSchema):
     )
     schedule = fields.Dict(required=True, metadata={"example": {"expression": "0 9 * * 1-5"}})
     timezone = fields.String(load_default="UTC", validate=validate.Length(1, 64), metadata={"example": "Europe/Paris"})
-    count = fields.Integer(load_default=5, validate=validate.Range(1, 100))
+    count = fields.Integer(strict=True, load_default=5, validate=validate.Range(1, 100))
     after = fields.AwareDateTime(load_default=None)
 
 

@@ -43,7 +43,7 @@ def get_one(worker_id):
 
 @blp.post("/<string:worker_id>/stop")
 @authenticated(Action.OPERATE)
-@blp.arguments(WorkerStopSchema, example={"now": False})
+@blp.arguments(WorkerStopSchema, required=False, example={"now": False})
 @blp.response(200, WorkerSchema)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
