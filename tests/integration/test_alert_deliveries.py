@@ -3,12 +3,8 @@ a 500 is retried with backoff, the delivery log is right, nothing is lost across
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import json
-import threading
 from datetime import timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from sqlalchemy import select
@@ -19,40 +15,9 @@ from app.services.engine import deliveries
 from app.services.engine.deliveries import DeliveryLoop
 from app.services.use_cases import alert_channels
 from tests.factories import make_alert, make_job, utc
+from tests.helpers.webhooks import Receiver, signature_ok
 
 NOW = utc(2026, 6, 1, 12, 0)
-
-
-class Receiver:
-    """A loopback HTTP server answering each POST with the next scripted status (then 200)."""
-
-    def __init__(self, statuses=()):
-        self.statuses = list(statuses)
-        self.requests: list[tuple[dict, bytes]] = []
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):  # noqa: N802 - the stdlib's name
-                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
-                receiver.requests.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                status = receiver.statuses.pop(0) if receiver.statuses else 200
-                self.send_response(status)
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/hook"
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -99,8 +64,8 @@ def test_signed_delivery_retried_after_a_500(app, receiver):
     assert len(receiver.requests) == 2
     headers, body = receiver.requests[-1]
     timestamp = headers["x-cronwell-timestamp"]
-    expected = "sha256=" + hmac.new(b"s3cret", timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
-    assert hmac.compare_digest(headers["x-cronwell-signature"], expected)
+    assert signature_ok("s3cret", headers, body)
+    assert not signature_ok("another secret", headers, body)
     assert timestamp == str(int((NOW + timedelta(seconds=11)).timestamp()))
     document = json.loads(body)
     assert document["alert"]["id"] == alert.id and document["alert"]["message"] == "it broke"
