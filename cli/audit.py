@@ -8,6 +8,7 @@ import click
 from flask.cli import AppGroup
 
 from app.services import audit_log
+from app.services.use_cases import tenancy
 from cli.common import JOB_ID, emit_json, fmt_utc, handle_errors, json_option, print_table
 
 audit_cli = AppGroup("audit", help="Read the audit log: every change, who made it, when and from where.")
@@ -34,10 +35,11 @@ CHANGES_WIDTH = 80
 )
 @click.option("--object", "object_id", metavar="ID", help="Only changes to the object with this id (with --kind).")
 @click.option("--action", metavar="ACTION", help="Only this action (created, updated, deleted, paused, ...).")
+@click.option("--project", "project_name", metavar="ORG/PROJECT", help="Only changes in this project.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @json_option
 @handle_errors
-def list_audit(since, until, actor, job_id, object_kind, object_id, action, limit, as_json):
+def list_audit(since, until, actor, job_id, object_kind, object_id, action, project_name, limit, as_json):
     """List audit events, newest first: who, when, the object, the action and the before/after of
     each field it changed.
 
@@ -55,6 +57,7 @@ def list_audit(since, until, actor, job_id, object_kind, object_id, action, limi
         object_kind=object_kind,
         object_id=object_id,
         action=action,
+        project_id=tenancy.find_project(project_name).id if project_name else None,
     )
     if as_json:
         emit_json([audit_log.to_dict(row) for row in rows])

@@ -215,6 +215,7 @@ def list_query(
     action: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
+    project_id: int | None = None,
     caller: Any = None,
 ):
     """Audit events, newest first, filtered. `job_id` matches the job itself and everything done
@@ -240,6 +241,8 @@ def list_query(
         query = query.where(AuditEvent.job_id == job_id)
     if action:
         query = query.where(AuditEvent.action == action)
+    if project_id is not None:
+        query = query.where(AuditEvent.project_id == project_id)
     if since is not None:
         query = query.where(AuditEvent.created_at >= since)
     if until is not None:

@@ -99,3 +99,18 @@ def test_changes_made_with_the_cli_are_audited_as_cli(cli, clock):
     assert row["changes"] == {"enabled": {"before": True, "after": False}}
     since = (clock() - timedelta(days=1)).strftime("%Y-%m-%d")
     assert len(ok_json(cli("audit", "list", "--since", since, "--json"))) == 2
+
+
+def test_project_filter(cli, clock):
+    from app.services.caller import Caller
+    from app.services.use_cases import tenancy
+
+    make_job("in-default", now=clock())
+    tenancy.add_organization("acme", now=clock(), caller=Caller.cli())
+    tenancy.add_project("acme", "web", now=clock(), caller=Caller.cli())
+    labels = [row["object_label"] for row in ok_json(cli("audit", "list", "--project", "default/default", "--json"))]
+    assert labels == ["in-default"]
+    assert [row["object_label"] for row in ok_json(cli("audit", "list", "--project", "acme/web", "--json"))] == [
+        "acme/web"
+    ]
+    assert_error(cli("audit", "list", "--project", "acme/nope"), "does not exist")
