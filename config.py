@@ -113,6 +113,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         # long (0: off); how often the scheduler evaluates alerts; webhook/email delivery.
         "ALERT_QUEUE_BACKLOG_SECONDS": _int(env, "ALERT_QUEUE_BACKLOG_SECONDS", 900, 0),
         "ALERT_EVALUATE_SECONDS": _int(env, "ALERT_EVALUATE_SECONDS", 10, 1),
+        # A job's open dead-letter alert is resolved (by `system`) once the job succeeds again.
+        "ALERT_RESOLVE_ON_SUCCESS": _bool(env.get("ALERT_RESOLVE_ON_SUCCESS"), True),
         "ALERT_DELIVERY_MAX_ATTEMPTS": _int(env, "ALERT_DELIVERY_MAX_ATTEMPTS", 8, 1),
         "ALERT_DELIVERY_BACKOFF_SECONDS": _int(env, "ALERT_DELIVERY_BACKOFF_SECONDS", 10, 0),
         "ALERT_DELIVERY_TIMEOUT_SECONDS": _int(env, "ALERT_DELIVERY_TIMEOUT_SECONDS", 10, 1),

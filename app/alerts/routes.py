@@ -12,6 +12,7 @@ from app.clock import utcnow
 from app.domain.permissions import Action
 from app.services.errors import NotFound, ServiceError, ValidationFailed
 from app.services.read import dashboard
+from app.services.use_cases import alert_mutes
 from app.services.use_cases import alerts as alert_service
 from app.web.access import current_actor, current_caller, is_htmx, requires
 
@@ -82,3 +83,37 @@ def _resolve(ids: list[int], missing: list[str] = ()):
 
 # Alert channel pages (app/alerts/channels.py) register on this blueprint.
 from app.alerts import channels as _channels  # noqa: E402, F401
+
+
+@bp.post("/jobs/<id:job_id>/mute")
+@requires(Action.OPERATE)
+def mute_job(job_id: int):
+    """Mute a job's alerts for `hours` (1 h, 4 h, 24 h, a week): nothing is opened or counted."""
+    raw = (request.form.get("hours") or "").strip()
+    try:
+        hours = int(raw) if raw.isdigit() and len(raw) < 5 else -1
+        until = alert_mutes.mute(job_id, hours=hours, now=utcnow(), actor=current_actor(), caller=current_caller())
+    except ValidationFailed as exc:
+        flash(" ".join(exc.errors.values()), "error")
+    except NotFound:
+        raise
+    except ServiceError as exc:
+        flash(str(exc), "error")
+    else:
+        flash(f"Alerts of job #{job_id} muted until {until.strftime('%Y-%m-%d %H:%M UTC')}.", "success")
+    return redirect(url_for("jobs.detail", job_id=job_id), code=303)
+
+
+@bp.post("/jobs/<id:job_id>/unmute")
+@requires(Action.OPERATE)
+def unmute_job(job_id: int):
+    """End a job's alert mute."""
+    try:
+        was = alert_mutes.unmute(job_id, now=utcnow(), actor=current_actor(), caller=current_caller())
+    except NotFound:
+        raise
+    except ServiceError as exc:
+        flash(str(exc), "error")
+    else:
+        flash(f"Alerts of job #{job_id} " + ("unmuted." if was else "were not muted."), "success")
+    return redirect(url_for("jobs.detail", job_id=job_id), code=303)

@@ -19,6 +19,7 @@ from app.scheduling.timezones import parse_instant, resolve_timezone
 from app.services.errors import ServiceError, ValidationFailed
 from app.services.read import dashboard, execution_rows
 from app.services.read import explain as explain_read
+from app.services.use_cases import alert_mutes
 from app.services.use_cases import backfill as backfill_service
 from app.services.use_cases import batches as batch_service
 from app.services.use_cases import executions
@@ -69,6 +70,7 @@ def _detail_page(job, *, run_form: RunForm | None = None, batch_form: BatchForm 
         upcoming=dashboard.job_upcoming(job, now),
         runs=runs,
         run_times=execution_rows.row_times(runs.items),
+        alerts_muted_until=alert_mutes.muted_until(job.id, now),
         schedule_text=_describe(job),
         action_form=ConfirmForm(),
         now=now,

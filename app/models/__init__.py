@@ -4,10 +4,11 @@ Invariants live in the database (unique keys, CHECK constraints, partial indexes
 Python, so that several schedulers and workers cannot break them between them.
 """
 
+from app.models.alert_mute import AlertMute
+from app.models.alerting import AlertChannel, AlertDelivery
 from app.models.api import ApiToken, IdempotencyKey, RevokedToken
 from app.models.audit import AuditEvent
 from app.models.batch import Batch
-from app.models.alerting import AlertChannel, AlertDelivery
 from app.models.execution import Attempt, Execution
 from app.models.job import Job
 from app.models.operations import Alert, DeadLetter, Event, Heartbeat, WorkerCommand
@@ -19,6 +20,7 @@ from app.models.web_session import WebSession
 __all__ = [
     "Alert",
     "AlertChannel",
+    "AlertMute",
     "AlertDelivery",
     "ApiToken",
     "Attempt",

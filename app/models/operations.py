@@ -45,6 +45,10 @@ class Alert(db.Model):
     dedup_key: Mapped[str | None] = mapped_column(String(200))
     # The queue a queue_backlog alert is about (routes it to the queue's project).
     queue_id: Mapped[int | None] = mapped_column(ForeignKey("queues.id", ondelete="SET NULL"))
+    # Grouping (app/services/engine/alert_grouping.py): how often the same thing happened while
+    # the alert stayed open, and when it last did ("failed 12 times since 20:42").
+    occurrences: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    last_seen_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     job = relationship("Job")
 

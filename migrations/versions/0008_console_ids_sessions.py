@@ -14,6 +14,8 @@ Create Date: 2026-12-01 01:00:00
 - `web_sessions`: one row per signed-in browser (the sha256 of the token its cookie carries), so
   sign-out, a password change, a disabled account or a role change can end sessions server-side.
 - `ix_executions_trigger_id`: the executions list filtered by trigger at a million rows.
+- alert grouping: alerts count `occurrences` and keep `last_seen_at`; `alert_mutes` holds a job's
+  "no alerts until" instant.
 """
 
 import sqlalchemy as sa
@@ -77,8 +79,26 @@ def upgrade():
     # The executions list filtered by trigger, newest first (few manual runs among many scheduled).
     op.create_index("ix_executions_trigger_id", "executions", ["trigger", "id"])
 
+    # Alert grouping: repeats counted on the open alert; per-job mutes.
+    op.add_column("alerts", sa.Column("occurrences", sa.Integer(), server_default="1", nullable=False))
+    op.add_column("alerts", sa.Column("last_seen_at", sa.DateTime(timezone=True), nullable=True))
+    op.execute("UPDATE alerts SET last_seen_at = created_at")
+    op.create_table(
+        "alert_mutes",
+        sa.Column("job_id", sa.Integer(), nullable=False),
+        sa.Column("until", sa.DateTime(timezone=True), nullable=False),
+        sa.Column("muted_by", sa.String(length=200), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(["job_id"], ["jobs.id"], name=op.f("fk_alert_mutes_job_id_jobs"), ondelete="CASCADE"),
+        sa.PrimaryKeyConstraint("job_id", name=op.f("pk_alert_mutes")),
+    )
+
 
 def downgrade():
+    op.drop_table("alert_mutes")
+    # Plain DROP COLUMN on both databases (SQLite >= 3.35): no rebuild, the indexes stay as they are.
+    op.execute("ALTER TABLE alerts DROP COLUMN last_seen_at")
+    op.execute("ALTER TABLE alerts DROP COLUMN occurrences")
     op.drop_index("ix_executions_trigger_id", table_name="executions")
     op.drop_index(op.f("ix_web_sessions_user_id"), table_name="web_sessions")
     op.drop_table("web_sessions")

@@ -22,6 +22,7 @@ from app.domain.states import CLAIMABLE, ExecutionStatus
 from app.models import Alert, Event, Execution, Heartbeat, Job, Queue
 from app.services import audit_log
 from app.services.audit import insert_event
+from app.services.engine import alert_grouping
 from app.services.engine.heartbeats import not_stopped
 from app.store import store_for
 
@@ -106,6 +107,9 @@ def resolve_alert(conn: Connection, *, key: str, now: datetime) -> bool:
 def evaluate_alerts(conn: Connection, *, now: datetime, settings: dict) -> AlertReport:
     """One pass over every alert kind the engine watches."""
     report = AlertReport()
+    if settings.get("ALERT_RESOLVE_ON_SUCCESS", True):  # a dead letter's alert closes on the next success
+        for alert_id in alert_grouping.resolve_after_success(conn, now=now):
+            report.resolved.append(f"alert:{alert_id}")
     _job_alerts(conn, now, report)
     _queue_backlog(conn, now, settings.get("ALERT_QUEUE_BACKLOG_SECONDS", 900), report)
     _workers_lost(conn, now, settings.get("HEARTBEAT_STALE_SECONDS", 60), report)

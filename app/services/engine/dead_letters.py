@@ -8,8 +8,9 @@ from datetime import datetime
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from app.models import Alert, DeadLetter, Job, Queue
+from app.models import DeadLetter, Job, Queue
 from app.services.audit import insert_event
+from app.services.engine import alert_grouping
 
 log = logging.getLogger("cronwell.alerts")
 
@@ -35,16 +36,17 @@ def dead_letter(
         DeadLetter.__table__.insert().values(execution_id=execution_id, job_id=job_id, reason=reason, created_at=now)
     )
     message = f"job {job_name!r} execution {execution_id} {status}: {reason}"
+    grouped = None
     if alert_mode == "web":
-        conn.execute(
-            Alert.__table__.insert().values(
-                job_id=job_id,
-                execution_id=execution_id,
-                project_id=project_of_job(job_id),
-                kind="dead_letter",
-                message=message[:2000],
-                created_at=now,
-            )
+        # One open alert per job: a repeat is counted on it (app/services/engine/alert_grouping.py).
+        grouped = alert_grouping.raise_job_alert(
+            conn,
+            kind="dead_letter",
+            job_id=job_id,
+            execution_id=execution_id,
+            project_id=project_of_job(job_id),
+            message=message,
+            now=now,
         )
     insert_event(
         conn, "dead_lettered", now=now, job_id=job_id, execution_id=execution_id, status=status, reason=reason[:500]
@@ -58,5 +60,6 @@ def dead_letter(
             "job_id": job_id,
             "execution_id": execution_id,
             "alert_mode": alert_mode,
+            "alert": grouped,
         },
     )

@@ -1,0 +1,112 @@
+"""Alerts that don't flood: one open alert per job and kind, repeats counted on it.
+
+A job that dead-letters every minute used to add an alert row each time, and the dashboard became
+a pile. Now the first dead letter opens an alert under the key `dead_letter:job:<id>` (the
+partial unique index `uq_alerts_open_dedup_key` allows one open alert per key) and each later one
+adds to its `occurrences` and moves `last_seen_at`, the message and the execution to the newest
+("failed 12 times since 20:42"). The alert closes when an operator resolves it or, with
+`ALERT_RESOLVE_ON_SUCCESS` (default on), when the job next succeeds (`resolve_after_success`, run
+by the scheduler's alert pass). While a job is muted (`alert_mutes`), nothing is opened or counted
+for it; the dead letter itself and the ALERT log line are still written.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import and_, exists, select, update
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import IntegrityError
+
+from app.models import Alert, AlertMute, Execution
+
+alerts_t, mutes_t, executions_t = Alert.__table__, AlertMute.__table__, Execution.__table__
+SYSTEM = "system"
+OPENED, REPEATED, MUTED = "opened", "repeated", "muted"
+
+
+def job_key(kind: str, job_id: int) -> str:
+    """The dedup key of a job's alert of `kind`."""
+    return f"{kind}:job:{job_id}"
+
+
+def is_muted(conn: Connection, job_id: int, now: datetime) -> bool:
+    until = conn.execute(select(mutes_t.c.until).where(mutes_t.c.job_id == job_id)).scalar()
+    return until is not None and until > now
+
+
+def raise_job_alert(
+    conn: Connection,
+    *,
+    kind: str,
+    job_id: int,
+    message: str,
+    now: datetime,
+    execution_id: int | None = None,
+    project_id=None,
+) -> str:
+    """Open the job's alert of `kind`, or count a repeat on the open one. Returns what happened:
+    OPENED, REPEATED or MUTED (nothing written)."""
+    if is_muted(conn, job_id, now):
+        return MUTED
+    key = job_key(kind, job_id)
+    if _count_repeat(conn, key, message, now, execution_id):
+        return REPEATED
+    try:
+        with conn.begin_nested():  # another worker may open the same key at the same moment
+            conn.execute(
+                alerts_t.insert().values(
+                    job_id=job_id,
+                    execution_id=execution_id,
+                    project_id=project_id,
+                    kind=kind,
+                    message=message[:2000],
+                    created_at=now,
+                    last_seen_at=now,
+                    occurrences=1,
+                    dedup_key=key,
+                )
+            )
+    except IntegrityError:  # it lost that race: the alert exists now, so this is a repeat
+        _count_repeat(conn, key, message, now, execution_id)
+        return REPEATED
+    return OPENED
+
+
+def _count_repeat(conn: Connection, key: str, message: str, now: datetime, execution_id: int | None) -> bool:
+    changed = conn.execute(
+        update(alerts_t)
+        .where(alerts_t.c.dedup_key == key, alerts_t.c.resolved_at.is_(None))
+        .values(
+            occurrences=alerts_t.c.occurrences + 1,
+            last_seen_at=now,
+            message=message[:2000],
+            execution_id=execution_id,
+        )
+    ).rowcount
+    return bool(changed)
+
+
+def resolve_after_success(conn: Connection, *, now: datetime, kinds: tuple[str, ...] = ("dead_letter",)) -> list[int]:
+    """Resolve (as `system`) each open job alert of `kinds` whose job succeeded after the alert's
+    last occurrence; returns the resolved alert ids."""
+    succeeded_since = exists().where(
+        executions_t.c.job_id == alerts_t.c.job_id,
+        executions_t.c.status == "succeeded",
+        executions_t.c.finished_at > alerts_t.c.last_seen_at,
+    )
+    candidates = and_(
+        alerts_t.c.resolved_at.is_(None),
+        alerts_t.c.kind.in_(kinds),
+        alerts_t.c.job_id.is_not(None),
+        alerts_t.c.last_seen_at.is_not(None),
+        succeeded_since,
+    )
+    ids = list(conn.execute(select(alerts_t.c.id).where(candidates)).scalars())
+    if ids:
+        conn.execute(
+            update(alerts_t)
+            .where(alerts_t.c.id.in_(ids), alerts_t.c.resolved_at.is_(None))
+            .values(resolved_at=now, resolved_by=SYSTEM)
+        )
+    return ids
