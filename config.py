@@ -93,6 +93,12 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "SECRET_KEY": env.get("SECRET_KEY") or DEV_SECRET_KEY,
         "SQLALCHEMY_DATABASE_URI": normalise_database_url(database_url),
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
+        # DATABASE_URL reaches PostgreSQL through a transaction-pooling PgBouncer: no prepared
+        # statements or session settings, and LISTEN on DATABASE_LISTEN_URL (docs/deployment.md).
+        "DATABASE_TRANSACTION_POOLING": _bool(env.get("DATABASE_TRANSACTION_POOLING"), False),
+        "DATABASE_LISTEN_URL": normalise_database_url(env["DATABASE_LISTEN_URL"])
+        if env.get("DATABASE_LISTEN_URL")
+        else None,
         "REDIS_URL": env.get("REDIS_URL") or None,
         "CACHE_KEY_PREFIX": env.get("CACHE_KEY_PREFIX", "cronwell:"),
         "WEBUI_AUTH": _bool(env.get("WEBUI_AUTH"), True),

@@ -5,11 +5,13 @@ worker write, with a busy timeout so writers queue on the lock instead of failin
 A transaction that will write starts with BEGIN IMMEDIATE (see `begin_write`,
 `write_transaction`): a deferred transaction that reads and then writes can fail when another
 process committed in between, and taking the lock up front is what serialises claims and ticks
-across processes on one machine. PostgreSQL needs none of this: row locks do the work there.
+across processes on one machine. PostgreSQL needs none of this: row locks do the work there;
+behind a transaction-pooling PgBouncer it only must not prepare statements (`configure_engine`).
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,12 +29,37 @@ def init_app(app: Flask) -> None:
     from app.extensions import db
 
     with app.app_context():
-        configure_engine(db.engine)
+        configure_engine(db.engine, transaction_pooling=app.config.get("DATABASE_TRANSACTION_POOLING", False))
 
 
-def configure_engine(engine: Engine) -> None:
-    """Install SQLite pragmas and explicit BEGIN handling; nothing to do for PostgreSQL."""
-    if engine.dialect.name != "sqlite" or getattr(engine, "_cronwell_configured", False):
+def transaction_pooling_from_environment() -> bool:
+    """DATABASE_TRANSACTION_POOLING as a process without an app (a task process) sees it."""
+    return os.environ.get("DATABASE_TRANSACTION_POOLING", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+def configure_engine(engine: Engine, *, transaction_pooling: bool | None = None) -> None:
+    """SQLite: pragmas and explicit BEGIN handling. PostgreSQL behind a transaction-pooling
+    PgBouncer (`transaction_pooling`, default from the environment): never prepare statements.
+
+    A prepared statement lives in one server session, and transaction pooling hands each
+    transaction whichever server session is free, so psycopg's automatic prepare (on a
+    statement's fifth use) would later name a statement that session never saw. PgBouncer 1.18
+    (Debian 12) cannot track them; without prepares every statement is planned where it runs.
+    """
+    if getattr(engine, "_cronwell_configured", False):
+        return
+    if engine.dialect.name == "postgresql":
+        if transaction_pooling is None:
+            transaction_pooling = transaction_pooling_from_environment()
+        if transaction_pooling:
+            engine._cronwell_configured = True  # type: ignore[attr-defined]
+
+            @event.listens_for(engine, "connect")
+            def _never_prepare(dbapi_connection, _record):
+                dbapi_connection.prepare_threshold = None
+
+        return
+    if engine.dialect.name != "sqlite":
         return
     engine._cronwell_configured = True  # type: ignore[attr-defined]
 

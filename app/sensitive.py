@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 # Settings whose whole value is a secret.
 SECRET_SETTINGS = ("SECRET_KEY", "SCHEDULER_CLI_SECRET", "METRICS_TOKEN", "DEV_ADMIN_PASSWORD")
 # Settings that are URLs which may carry a password (and name our databases).
-URL_SETTINGS = ("DATABASE_URL", "REDIS_URL")
+URL_SETTINGS = ("DATABASE_URL", "DATABASE_LISTEN_URL", "REDIS_URL")
 # Field or variable names that look secret: PGPASSWORD, API_TOKEN, X_API_KEY, SESSION_COOKIE...
 SECRET_NAME = re.compile(r"pass(word|wd)?$|secret|token|authori[sz]ation|cookie|api[_-]?key", re.IGNORECASE)
 # `scheme://user:password@`: credentials inside any URL.

@@ -193,7 +193,10 @@ GENERIC_TURN_PLANS = "SET plan_cache_mode = force_generic_plan"
 def _plan_turns_once(conn: Connection) -> None:
     info = conn.connection.info  # the DBAPI connection's: it lives as long as the session does
     if not info.get("generic_turn_plans"):
-        conn.exec_driver_sql(GENERIC_TURN_PLANS)
+        # Behind a transaction-pooling PgBouncer nothing is prepared (app.database.configure_engine)
+        # and a session setting would reach whoever gets the server session next: leave it.
+        if getattr(conn.connection.dbapi_connection, "prepare_threshold", 5) is not None:
+            conn.exec_driver_sql(GENERIC_TURN_PLANS)
         info["generic_turn_plans"] = True
 
 

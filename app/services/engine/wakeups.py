@@ -12,8 +12,12 @@ delays an order by about a second, never loses it).
 
 from __future__ import annotations
 
+import logging
+
 from sqlalchemy import text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, make_url
+
+log = logging.getLogger("cronwell.wakeups")
 
 JOBS_CHANNEL = "cronwell_jobs"
 WORK_CHANNEL = "cronwell_work"
@@ -25,6 +29,31 @@ def enabled() -> bool:
     from flask import current_app, has_app_context
 
     return not has_app_context() or current_app.config.get("LISTEN_NOTIFY", True)
+
+
+def listen_url() -> str | None:
+    from flask import current_app, has_app_context
+
+    return current_app.config.get("DATABASE_LISTEN_URL") if has_app_context() else None
+
+
+def transaction_pooling() -> bool:
+    from flask import current_app, has_app_context
+
+    return has_app_context() and bool(current_app.config.get("DATABASE_TRANSACTION_POOLING"))
+
+
+_warned = False
+
+
+def _warn_polling_only() -> None:
+    global _warned
+    if not _warned:
+        _warned = True
+        log.warning(
+            "DATABASE_TRANSACTION_POOLING without DATABASE_LISTEN_URL: no LISTEN through a pooler, polling only",
+            extra={"event": "listen_disabled"},
+        )
 
 
 def notify(conn: Connection, channel: str, payload: str = "") -> None:
@@ -56,8 +85,14 @@ class Listener:
         import psycopg
 
         # The engine's own connect arguments, so a multi-host URL (a primary and its standbys,
-        # target_session_attrs=read-write) finds the current primary here too.
-        args, kwargs = engine.dialect.create_connect_args(engine.url)
+        # target_session_attrs=read-write) finds the current primary here too; or, behind a
+        # transaction-pooling PgBouncer, DATABASE_LISTEN_URL straight to PostgreSQL: a pooled
+        # session is lent out after each statement, so its LISTEN would hear for someone else.
+        url = listen_url()
+        if url is None and transaction_pooling():
+            _warn_polling_only()
+            return cls(None)
+        args, kwargs = engine.dialect.create_connect_args(make_url(url) if url else engine.url)
         try:
             conn = psycopg.connect(*args, **{**kwargs, "autocommit": True, "connect_timeout": 5})
             # One statement for every channel: one round trip, and what pg_stat_activity shows
