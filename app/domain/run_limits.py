@@ -57,6 +57,11 @@ def end_at_reason(end_at: datetime) -> str:
     return f"end_at reached: no run after {end_at.isoformat().replace('+00:00', 'Z')}"
 
 
+def is_limit_reason(reason: str | None) -> bool:
+    """Whether a disabled_reason was written by a run limit (not, say, by auto-pause)."""
+    return bool(reason) and reason.startswith(("max_runs reached", "end_at reached"))
+
+
 def window_problem(
     start_at: datetime | None, end_at: datetime | None, *, one_time_at: datetime | None = None
 ) -> tuple[str, str] | None:

@@ -9,6 +9,7 @@ from app.domain.run_limits import (
     bound,
     end_at_reason,
     first_run,
+    is_limit_reason,
     max_runs_reason,
     queued_deadline,
     result_expired,
@@ -166,3 +167,8 @@ def test_result_ttl(succeeded, finished, success_ttl, failure_ttl, expired):
 def test_queued_deadline():
     assert queued_deadline(at(0), None) is None
     assert queued_deadline(at(0), 90) == at(90)
+
+
+def test_limit_reasons_are_told_apart_from_other_reasons():
+    assert is_limit_reason(max_runs_reason(3)) and is_limit_reason(end_at_reason(at(0)))
+    assert not is_limit_reason("auto-paused after 3 consecutive failures") and not is_limit_reason(None)

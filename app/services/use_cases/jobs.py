@@ -85,6 +85,8 @@ def _limited_next_run(job: Job, next_run_at: datetime | None, *, now: datetime) 
     limits = run_limits.RunLimits(job.max_runs, job.runs_created or 0, job.start_at, job.end_at)
     reason = limits.reached(next_run_at=next_run_at)
     if reason is None:
+        if run_limits.is_limit_reason(job.disabled_reason):
+            job.disabled_reason = None  # the new limits leave room: that reason no longer holds
         return next_run_at
     job.disabled_reason = reason
     record_event(
