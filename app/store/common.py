@@ -17,7 +17,7 @@ from sqlalchemy import and_, bindparam, case, func, insert, or_, select, text, u
 from sqlalchemy.engine import Connection, Row
 
 from app.domain.policies import TOP_PRIORITY
-from app.domain.run_limits import queued_deadline, result_expired
+from app.domain.run_limits import result_expired
 from app.domain.states import (
     CLAIMABLE,
     EXPIRABLE,
@@ -705,31 +705,30 @@ class CommonStore:
     def expire_queued(self, conn: Connection, *, now: datetime, limit: int = 1000) -> list[ExpiredRun]:
         """Queued TTL: waiting rows (pending, retry_scheduled) not started within their job's
         queued_ttl_seconds of becoming available (available_at) end `expired` with a reason.
-        Candidates are read past the most lenient cutoff any job could have and each is checked
-        against its own job's TTL in Python (no dialect-specific interval arithmetic); nothing is
-        read at all while no job has a queued TTL. Returns the rows expired."""
+        One guarded UPDATE per distinct TTL the jobs use (its cutoff is `now - ttl`, so no
+        dialect-specific interval arithmetic), at most `limit` rows each; nothing is written, and
+        one small read is made, while no job has a queued TTL. Returns the rows expired."""
         e, j = executions, jobs
-        shortest = conn.execute(select(func.min(j.c.queued_ttl_seconds))).scalar()
-        if shortest is None:
-            return []
-        rows = conn.execute(
-            select(e.c.id, e.c.job_id, e.c.available_at, j.c.queued_ttl_seconds)
-            .join_from(e, j, e.c.job_id == j.c.id)
-            .where(
-                e.c.status.in_(status_values(EXPIRABLE)),
-                e.c.available_at <= now - timedelta(seconds=shortest),
-                j.c.queued_ttl_seconds.is_not(None),
-            )
-            .order_by(e.c.available_at, e.c.id)
-            .limit(limit)
-        ).all()
-        by_ttl: dict[int, list[int]] = {}
-        for row in rows:
-            if queued_deadline(row.available_at, row.queued_ttl_seconds) <= now:
-                by_ttl.setdefault(row.queued_ttl_seconds, []).append(row.id)
+        ttls = conn.execute(
+            select(j.c.queued_ttl_seconds).distinct().where(j.c.queued_ttl_seconds.is_not(None))
+        ).scalars()
         expired: list[ExpiredRun] = []
-        for ttl, ids in sorted(by_ttl.items()):
+        for ttl in sorted(ttls):
             reason = f"queued TTL passed: not started within {ttl}s of becoming available"
+            due = (
+                select(e.c.id)
+                .join_from(e, j, e.c.job_id == j.c.id)
+                .where(
+                    e.c.status.in_(status_values(EXPIRABLE)),
+                    e.c.available_at <= now - timedelta(seconds=ttl),
+                    j.c.queued_ttl_seconds == ttl,
+                )
+                .order_by(e.c.available_at, e.c.id)
+                .limit(limit)
+            )
+            ids = list(conn.execute(due).scalars())
+            if not ids:
+                continue
             stmt = (
                 update(e)
                 .where(e.c.id.in_(ids), e.c.status.in_(status_values(EXPIRABLE)))

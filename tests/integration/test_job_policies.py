@@ -211,6 +211,20 @@ def test_queued_ttl_expires_work_while_no_worker_runs(app, clock):
     assert report.ok and report.expired == 1
 
 
+def test_each_job_expires_by_its_own_queued_ttl(app, clock):
+    short = make_job(now=clock(), queued_ttl_seconds=30)
+    long = make_job(now=clock(), queued_ttl_seconds=300)
+    for job in (short, long):
+        jobs.trigger_job(job.id, now=clock(), actor="test")
+    clock.advance(seconds=60)
+    tick(app, clock)
+    assert [r.status for r in executions_of(short.id)] == ["expired"]
+    assert [r.status for r in executions_of(long.id)] == ["pending"]
+    clock.advance(seconds=240)
+    tick(app, clock)
+    assert [r.status for r in executions_of(long.id)] == ["expired"]
+
+
 def test_work_started_in_time_is_not_expired(app, clock):
     job = make_job(now=clock(), queued_ttl_seconds=30)
     jobs.trigger_job(job.id, now=clock(), actor="test")
