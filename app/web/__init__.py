@@ -32,6 +32,7 @@ def register_blueprints(app: Flask) -> None:
     from app.audit.routes import bp as audit_bp
     from app.auth.routes import bp as auth_bp
     from app.batches.routes import bp as batches_bp
+    from app.bulk.routes import bp as bulk_bp
     from app.dashboard.routes import bp as dashboard_bp
     from app.executions.routes import bp as executions_bp
     from app.health.routes import bp as health_bp
@@ -43,7 +44,17 @@ def register_blueprints(app: Flask) -> None:
     from app.users.routes import context_bp
     from app.workers.routes import bp as workers_bp
 
-    for blueprint in (health_bp, auth_bp, dashboard_bp, jobs_bp, executions_bp, queues_bp, workers_bp, alerts_bp):
+    for blueprint in (
+        health_bp,
+        auth_bp,
+        dashboard_bp,
+        jobs_bp,
+        executions_bp,
+        queues_bp,
+        workers_bp,
+        alerts_bp,
+        bulk_bp,
+    ):
         app.register_blueprint(blueprint)
     app.register_blueprint(audit_bp)
     app.register_blueprint(batches_bp)

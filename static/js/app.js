@@ -23,8 +23,12 @@
 
   document.addEventListener("htmx:beforeRequest", function (evt) {
     var elt = evt.detail.elt;
-    if (document.hidden && elt && elt.hasAttribute && elt.hasAttribute("data-poll")) {
-      evt.preventDefault();
+    if (elt && elt.hasAttribute && elt.hasAttribute("data-poll")) {
+      // Hidden tab: no polling. Ticked rows (a bulk action being prepared): a refresh would
+      // untick them, so the list waits until nothing is ticked.
+      if (document.hidden || elt.querySelector('input[name="ids"]:checked')) {
+        evt.preventDefault();
+      }
     }
   });
 
@@ -69,7 +73,8 @@
       });
     }
     if (target.matches("[data-select-all]")) {
-      document.querySelectorAll('input[name="alert_ids"]').forEach(function (box) {
+      var table = target.closest("table");
+      (table || document).querySelectorAll('input[name="alert_ids"], input[name="ids"]').forEach(function (box) {
         box.checked = target.checked;
       });
     }

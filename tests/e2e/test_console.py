@@ -12,12 +12,18 @@ import json
 import pytest
 from playwright.sync_api import Page, expect
 
-from tests.e2e.test_browser import sign_in
-
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
 
 LONG_NAME = ("nightly warehouse reconciliation for the eastern region " * 4)[:196] + " end"
 assert len(LONG_NAME) == 200
+
+
+def sign_in(page: Page, stack) -> None:
+    page.goto(stack.base_url + "/auth/login")
+    page.get_by_label("Username", exact=True).fill("admin")
+    page.get_by_label("Password", exact=True).fill(stack.env["DEV_ADMIN_PASSWORD"])
+    page.get_by_role("button", name="Sign in").click()
+    expect(page).to_have_url(stack.base_url + "/dashboard/")
 
 
 def add_job(stack, name: str, *extra: str) -> dict:
