@@ -19,10 +19,9 @@ from app.scheduling.timezones import parse_instant, resolve_timezone
 from app.services.errors import ServiceError, ValidationFailed
 from app.services.read import dashboard, execution_rows
 from app.services.read import explain as explain_read
-from app.services.use_cases import alert_mutes
+from app.services.use_cases import alert_mutes, executions
 from app.services.use_cases import backfill as backfill_service
 from app.services.use_cases import batches as batch_service
-from app.services.use_cases import executions
 from app.services.use_cases import jobs as job_service
 from app.services.use_cases import runs as run_service
 from app.web.access import current_actor, current_caller, requires

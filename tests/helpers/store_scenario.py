@@ -546,7 +546,9 @@ def make_batch_job(run: Run):
     run.ids["batch"] = run.write(
         lambda c: c.execute(
             Batch.__table__.insert()
-            .values(job_id=job.id, item_count=2, on_complete="echo", on_complete_config={}, created_by="t", created_at=T0)
+            .values(
+                job_id=job.id, item_count=2, on_complete="echo", on_complete_config={}, created_by="t", created_at=T0
+            )
             .returning(Batch.__table__.c.id)
         ).scalar_one()
     )
