@@ -212,8 +212,8 @@ def test_queued_ttl_expires_work_while_no_worker_runs(app, clock):
 
 
 def test_each_job_expires_by_its_own_queued_ttl(app, clock):
-    short = make_job(now=clock(), queued_ttl_seconds=30)
-    long = make_job(now=clock(), queued_ttl_seconds=300)
+    short = make_job(now=clock(), every="1d", queued_ttl_seconds=30)
+    long = make_job(now=clock(), every="1d", queued_ttl_seconds=300)
     for job in (short, long):
         jobs.trigger_job(job.id, now=clock(), actor="test")
     clock.advance(seconds=60)
