@@ -190,6 +190,8 @@ def test_a_failover_to_the_replica_loses_nothing_acknowledged_or_measures_what_i
         "scheduler_failures": len(log_events(scheduler, "tick_failed")),
     }
     check_ledger(f"failover, {mode} replication")
+    verify = failover_processes.start("verify")  # the operator's check, through the multi-host URL
+    assert verify.wait_exit(60) == 0, verify.describe()
     print(f"\n[failover, {mode} replication] " + " ".join(f"{key}={value}" for key, value in figures.items()))
     if replicated.synchronous:
         assert lost_probes == [] and lost_starts == [], figures  # nothing acknowledged is lost

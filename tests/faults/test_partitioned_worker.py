@@ -133,6 +133,8 @@ def run_partition(hosts, *, watchdog: bool) -> dict:
         "owner": owner,
     }
     check_ledger(f"partitioned worker, watchdog {'on' if watchdog else 'off'}")
+    verify = hosts.start(hosts.hosts["c"], "verify")  # the operator's check, from a healed host
+    assert verify.wait_exit(60) == 0, verify.describe()
     print(
         f"\n[partitioned worker, watchdog {'on' if watchdog else 'off'}] "
         + " ".join(f"{key}={value}" for key, value in figures.items())

@@ -5,6 +5,10 @@ state (running | draining | stopped), slots, busy, queues, and the executions it
 start times. A worker that exits cleanly keeps its row marked `stopped` (so operators see it
 went away on purpose) until HEARTBEAT_PRUNE_SECONDS removes it; `not_stopped()` keeps such rows
 out of liveness checks.
+
+Each heartbeat also measures this host's clock against the database's (`sync_clock`): a process
+whose host clock is off follows the database's, so every process stamps times on one clock
+(app/clock.py).
 """
 
 from __future__ import annotations

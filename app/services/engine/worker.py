@@ -7,6 +7,10 @@ retry_scheduled -> running in one step, lease stamped, Attempt row). Then the ta
 to the executor.
 Every move is guarded by status and owner, so a worker whose lease was recovered while it was
 cut off cannot overwrite what the new owner did: its late result is discarded and logged.
+The worker renews the leases of its running executions with its heartbeat (one statement, at
+least five times per lease), so a task with no timeout keeps its run as long as the worker lives;
+a worker that cannot renew stops its own tasks before their leases expire
+(app/services/engine/lease_watchdog.py), so a recovered run never has two copies running.
 
 `run(burst=True)` drains what is due and returns, which is how tests drive it; `run()` keeps
 going, sleeping on the executor's socket and the PostgreSQL LISTEN socket together.
