@@ -246,3 +246,27 @@ def test_a_callback_gets_callback_timeout_seconds_not_its_jobs_timeout(app, cloc
     [callback] = children(parent.id)
     assert callback.status == "timed_out" and fresh(parent.id).status == "succeeded"
     assert callback.duration_seconds is None or callback.duration_seconds < 10
+
+
+def test_failing_callbacks_never_count_as_their_jobs_failures(app, clock):
+    from app.services.engine.alerting import consecutive_failures, evaluate_alerts
+
+    job = make_job(
+        now=clock(),
+        task="echo",
+        every="1h",
+        on_success="echo",
+        on_success_config={"fail": True},
+        pause_after_failures=2,
+        alert_after_failures=2,
+    )
+    for _ in range(3):
+        runs.trigger_run(job.id, {}, now=clock(), actor="test")
+        drain(app, clock)
+    db.session.rollback()
+    failed = db.session.scalars(select(Execution).where(Execution.callback_task.is_not(None))).all()
+    assert [c.status for c in failed] == ["failed"] * 3
+    with write_transaction(db.engine) as conn:
+        assert consecutive_failures(conn, job.id, limit=5, since=None) == 0
+        evaluate_alerts(conn, now=clock(), settings={})
+    assert jobs.get_job(job.id).enabled  # not auto-paused by its callbacks

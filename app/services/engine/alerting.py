@@ -136,7 +136,12 @@ def consecutive_failures(conn: Connection, job_id: int, *, limit: int, since: da
     only runs that finished after `since` (the last time the job was enabled)."""
     query = (
         select(executions_t.c.status)
-        .where(executions_t.c.job_id == job_id, executions_t.c.status.in_(FINISHED))
+        .where(
+            executions_t.c.job_id == job_id,
+            executions_t.c.status.in_(FINISHED),
+            # A job's callbacks are not its runs: a failing callback never counts against its job.
+            executions_t.c.callback_task.is_(None),
+        )
         .order_by(executions_t.c.finished_at.desc(), executions_t.c.id.desc())
         .limit(limit)
     )
@@ -165,7 +170,9 @@ def _job_alerts(conn: Connection, now: datetime, report: AlertReport) -> None:
         if job.expect_success_within_seconds:
             last_success = conn.execute(
                 select(func.max(executions_t.c.finished_at)).where(
-                    executions_t.c.job_id == job.id, executions_t.c.status == ExecutionStatus.SUCCEEDED.value
+                    executions_t.c.job_id == job.id,
+                    executions_t.c.status == ExecutionStatus.SUCCEEDED.value,
+                    executions_t.c.callback_task.is_(None),
                 )
             ).scalar()
             window = timedelta(seconds=job.expect_success_within_seconds)
