@@ -18,6 +18,7 @@ from app.web.access import current_caller, public, requires
 
 bp = Blueprint("dashboard", __name__)
 
+GRID_JOBS = 50
 PANELS = ("summary", "queue", "upcoming", "activity", "alerts", "heartbeats", "jobs")
 POLL_SECONDS = 5
 
@@ -71,3 +72,36 @@ def panel(name: str):
         abort(404, description=f"There is no dashboard panel called {name!r}.")
     now = utcnow()
     return render_template(f"dashboard/_{name}.html", poll_seconds=POLL_SECONDS, now=now, **panel_context(name, now))
+
+
+@bp.get("/dashboard/grid")
+@requires(Action.READ)
+def grid():
+    """The runs grid: the first 50 jobs (or those matching ?q=) as rows, the last ?hours= (1-24,
+    default 6) and the next hour as columns, each cell coloured by its occurrences' fate. An HTMX
+    poll (every 10 s, paused while hidden) gets just the grid."""
+    from flask import request
+
+    from app.services.read import console_lists, runs_grid
+    from app.web.access import is_htmx
+    from app.web.pagination import page_number, paginate
+
+    raw = request.args.get("hours", "")
+    hours = int(raw) if raw in {str(h) for h in runs_grid.HOURS_CHOICES} else runs_grid.DEFAULT_HOURS
+    search = (request.args.get("q") or "").strip()[:200].replace("\x00", "")
+    page = paginate(
+        console_lists.jobs_query(console_lists.JobFilters(search=search), current_caller()),
+        page=page_number(),
+        per_page=GRID_JOBS,
+    )
+    context = {
+        "grid": runs_grid.build(page.items, now=utcnow(), hours=hours),
+        "page": page,
+        "hours": hours,
+        "hour_choices": runs_grid.HOURS_CHOICES,
+        "fates": runs_grid.FATE_ORDER,
+        "query": {k: v for k, v in (("hours", str(hours)), ("q", search)) if v},
+    }
+    if is_htmx() and request.headers.get("HX-Target") == "runs-grid":
+        return render_template("dashboard/_grid.html", **context)
+    return render_template("dashboard/grid.html", **context)
