@@ -259,6 +259,8 @@ class JobSchema(Schema):
             cli_help="Hard timeout of one attempt in seconds, or 'none' for no limit "
             "(default DEFAULT_JOB_TIMEOUT_SECONDS).",
             form_help="Empty: no limit; the task runs until it ends.",
+            # The live preview reads it too: schedule lint warns when runs fire closer than this.
+            form_attrs={"class": "schedule-input"},
         ),
     )
     alert_mode = Choice(
@@ -308,7 +310,7 @@ class JobSchema(Schema):
     end_at = OptionalInstant(
         metadata=shown(
             "End at",
-            "No run after this instant; the job then disables itself. None: no end.",
+            "No run after this instant; the job then disables itself; none: no end.",
             metavar="ISO",
             form_help="Empty: no end.",
             form_attrs={"placeholder": "2026-12-31T18:00:00Z"},
