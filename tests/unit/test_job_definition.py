@@ -238,7 +238,8 @@ def test_the_live_preview_reads_the_schedule_type_its_inputs_and_the_zone():
         form = JobForm()
         previewed = {control.name for control in form if 'class="schedule-input"' in str(control())}
     inputs = {schedule_input.option for schedule_input in SCHEDULE_INPUTS.values()}
-    assert previewed == {"schedule_type", "timezone", *inputs}
+    # timeout_seconds too: schedule lint warns when runs fire closer together than the timeout.
+    assert previewed == {"schedule_type", "timezone", "timeout_seconds", *inputs}
 
 
 def test_the_form_template_shows_every_form_field():

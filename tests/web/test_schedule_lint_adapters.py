@@ -53,3 +53,12 @@ def test_web_create_flashes_the_warning(app):
     )
     assert response.status_code == 200
     assert "Warning: &#39;*/7&#39; in the minute field" in response.get_data(as_text=True)
+
+
+def test_live_preview_reads_the_timeout(app):
+    client = signed_in_client(app)
+    args = {"schedule_type": "interval", "every": "1m", "timeout_seconds": "300"}
+    page = client.get("/jobs/preview", query_string=args)
+    assert b'data-code="denser_than_timeout"' in page.data
+    form = client.get("/jobs/new").get_data(as_text=True)
+    assert 'name="timeout_seconds"' in form and "schedule-input" in form.split('name="timeout_seconds"')[0][-300:]
