@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 from flask.cli import AppGroup
 
@@ -155,7 +157,14 @@ def inspect(batch_id, as_json):
     print_table(
         ["#", "EXECUTION", "STATUS", "ATTEMPTS", "DURATION", "OVERRIDE"],
         [
-            [n, e.id, e.status, f"{e.attempts}/{e.max_attempts}", fmt_duration(e.duration_seconds), e.config_override]
+            [
+                n,
+                e.id,
+                e.status,
+                f"{e.attempts}/{e.max_attempts}",
+                fmt_duration(e.duration_seconds),
+                json.dumps(e.config_override, sort_keys=True),
+            ]
             for n, e in enumerate(items, 1)
         ],
         empty="  (none)",
