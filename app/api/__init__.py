@@ -31,6 +31,7 @@ RESOURCES = (
     "jobs",
     "schedules",
     "executions",
+    "batches",
     "alerts",
     "workers",
     "audit",

@@ -54,6 +54,7 @@ def resolve_alert(alert_id):
 
     Roles: operator, admin. Errors: 401, 403, 404.
     """
-    scope.alert(current_caller(), alert_id)
-    alerts.resolve_alerts([alert_id], now=utcnow(), actor=current_caller().actor)
+    caller = current_caller()
+    scope.alert(caller, alert_id)
+    alerts.resolve_alerts([alert_id], now=utcnow(), actor=caller.actor, caller=caller)
     return alert_to_dict(db.session.get(Alert, alert_id))

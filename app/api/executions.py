@@ -6,21 +6,29 @@ from flask import url_for
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
-from app.api import scope
 from app.api.conventions import IDEMPOTENCY_HEADER, idempotent, paginate, with_etag
 from app.api.schemas import AttemptSchema, CancelSchema, ExecutionQuery, ExecutionSchema, OutputSchema, page_schema
+from app.api.scope import ID_MAX
 from app.api.security import authenticated, current_caller
 from app.clock import utcnow
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Attempt, Execution, Queue
 from app.services import scoping
+from app.services.errors import NotFound
 from app.services.serialize import attempt_to_dict, execution_to_dict
 from app.services.use_cases import executions
 
 blp = Blueprint("api_executions", __name__, url_prefix="/api/v1/executions", description="Executions: runs of jobs.")
 
 ExecutionPage = page_schema(ExecutionSchema, "ExecutionPage")
+
+
+def _id(execution_id: int) -> int:
+    """An id the database can hold (a larger one names nothing: 404, never a database error)."""
+    if not 0 < execution_id <= ID_MAX:
+        raise NotFound(f"execution {execution_id} does not exist")
+    return execution_id
 
 
 def _list_item(execution: Execution) -> dict:
@@ -44,8 +52,7 @@ def list_executions(args):
         queue_id = db.session.scalar(scoping.queues(select(Queue.id).where(Queue.name == args["queue"]), caller))
         if queue_id is None:
             return {"items": [], "next": None}
-    query = executions.list_query(status=args.get("status"), job_id=args.get("job"), queue_id=queue_id)
-    query = scoping.executions(query, caller)
+    query = executions.list_query(status=args.get("status"), job_id=args.get("job"), queue_id=queue_id, caller=caller)
     if args.get("since") is not None:
         query = query.where(Execution.created_at >= args["since"])
     if args.get("until") is not None:
@@ -64,7 +71,7 @@ def get_execution(execution_id):
 
     Roles: viewer, operator, admin. Errors: 401, 403, 404 (missing or another organization's).
     """
-    document = execution_to_dict(scope.execution(current_caller(), execution_id))
+    document = execution_to_dict(executions.get_execution(_id(execution_id), caller=current_caller()))
     return with_etag(document, document)
 
 
@@ -79,7 +86,7 @@ def list_attempts(execution_id):
 
     Roles: viewer, operator, admin. Errors: 401, 403, 404.
     """
-    scope.execution(current_caller(), execution_id)
+    executions.get_execution(_id(execution_id), caller=current_caller())
     rows = db.session.scalars(select(Attempt).where(Attempt.execution_id == execution_id).order_by(Attempt.number))
     return [attempt_to_dict(row) for row in rows]
 
@@ -95,7 +102,7 @@ def get_output(execution_id):
 
     Roles: viewer, operator, admin. Errors: 401, 403, 404.
     """
-    execution = scope.execution(current_caller(), execution_id)
+    execution = executions.get_execution(_id(execution_id), caller=current_caller())
     return {
         "execution_id": execution.id,
         "status": execution.status,
@@ -118,8 +125,8 @@ def retry_execution(execution_id):
 
     Roles: operator, admin. Errors: 401, 403, 404, 409 (not retryable, job disabled).
     """
-    scope.execution(current_caller(), execution_id)
-    new = executions.retry_execution(execution_id, now=utcnow(), actor=current_caller().actor)
+    caller = current_caller()
+    new = executions.retry_execution(_id(execution_id), now=utcnow(), actor=caller.actor, caller=caller)
     return execution_to_dict(new), 201, {"Location": url_for("api_executions.get_execution", execution_id=new.id)}
 
 
@@ -136,8 +143,8 @@ def cancel_execution(body, execution_id):
 
     Roles: operator, admin. Errors: 401, 403, 404, 409 (already finished or being cancelled).
     """
-    scope.execution(current_caller(), execution_id)
+    caller = current_caller()
     execution = executions.cancel_execution(
-        execution_id, now=utcnow(), actor=current_caller().actor, reason=body.get("reason")
+        _id(execution_id), now=utcnow(), actor=caller.actor, reason=body.get("reason"), caller=caller
     )
     return execution_to_dict(execution)

@@ -7,11 +7,9 @@ same jobs with the same messages.
 
 from __future__ import annotations
 
-from flask import url_for
+from flask import jsonify, request, url_for
 from flask_smorest import Blueprint
-from sqlalchemy import select
 
-from app.api import scope
 from app.api.conventions import (
     IDEMPOTENCY_HEADER,
     IF_MATCH_HEADER,
@@ -22,17 +20,29 @@ from app.api.conventions import (
     with_etag,
 )
 from app.api.errors import ApiError
-from app.api.schemas import ExecutionSchema, PageQuery, PreviewQuery, PreviewSchema, page_schema
+from app.api.schemas import (
+    BackfillSchema,
+    ExecutionSchema,
+    ExplainQuery,
+    LintWarningSchema,
+    PageQuery,
+    PreviewQuery,
+    PreviewSchema,
+    page_schema,
+)
+from app.api.scope import ID_MAX
 from app.api.security import authenticated, current_caller
 from app.clock import iso_z, utcnow
 from app.definitions import JobSchema, dump_job
+from app.definitions.batch import RunSchema
 from app.domain.permissions import Action
-from app.models import Job, Queue
+from app.models import Job
 from app.scheduling import ScheduleError, preview
-from app.services import scoping
+from app.services.errors import NotFound
+from app.services.read.explain import explain_job
 from app.services.serialize import execution_to_dict
-from app.services.use_cases import jobs
-from app.services.use_cases.tenancy import working_project
+from app.services.use_cases import jobs, runs
+from app.services.use_cases.backfill import backfill_job
 
 blp = Blueprint("api_jobs", __name__, url_prefix="/api/v1/jobs", description="Jobs: what runs, and when.")
 
@@ -52,6 +62,13 @@ ERRORS_READ = (401, 403, 404)
 READ_ONLY = frozenset(name for name, field in JobSchema().fields.items() if field.dump_only)
 
 
+def _id(job_id: int) -> int:
+    """A job id the database can hold (a larger one names nothing: 404, never a database error)."""
+    if not 0 < job_id <= ID_MAX:
+        raise NotFound(f"job {job_id} does not exist")
+    return job_id
+
+
 def _body() -> dict:
     """The job fields sent: a JSON object without the fields only the server sets."""
     data = json_object_body()
@@ -61,21 +78,6 @@ def _body() -> dict:
             422, "read-only fields were sent: " + ", ".join(given), errors=dict.fromkeys(given, "is read-only")
         )
     return data
-
-
-def _check_queue_in_project(data: dict) -> None:
-    """STOPGAP until the jobs use case takes the caller: a job's queue must be in the caller's project."""
-    name = data.get("queue")
-    caller = current_caller()
-    if caller.sees_everything and caller.organization_id is None:
-        return
-    project = working_project(caller)
-    if isinstance(name, str) and name:
-        from app.extensions import db
-
-        found = db.session.scalar(select(Queue.id).where(Queue.project_id == project.id, Queue.name == name))
-        if found is None:
-            raise ApiError(422, f"no queue named {name!r} in {project.full_name}", errors={"queue": "unknown queue"})
 
 
 @blp.get("")
@@ -89,8 +91,7 @@ def list_jobs(args):
 
     Roles: viewer, operator, admin. Errors: 401, 403, 422 (bad limit or cursor).
     """
-    query = scoping.jobs(select(Job), current_caller()).order_by(Job.id)
-    return paginate(query, Job.id, args, lambda job: job, descending=False)
+    return paginate(jobs.list_query(current_caller()), Job.id, args, lambda job: job, descending=False)
 
 
 @blp.post("")
@@ -124,9 +125,8 @@ def create_job():
 
     Roles: operator, admin. Errors: 401, 403, 422 (field errors, one message per field).
     """
-    data = _body()
-    _check_queue_in_project(data)
-    job = jobs.create_job(data, now=utcnow(), actor=current_caller().actor)
+    caller = current_caller()
+    job = jobs.create_job(_body(), now=utcnow(), actor=caller.actor, caller=caller)
     return job, 201, {"Location": url_for("api_jobs.get_job", job_id=job.id)}
 
 
@@ -141,7 +141,7 @@ def get_job(job_id):
 
     Roles: viewer, operator, admin. Errors: 401, 403, 404 (missing or another organization's).
     """
-    job = scope.job(current_caller(), job_id)
+    job = jobs.get_job(_id(job_id), current_caller())
     return with_etag(job, dump_job(job))
 
 
@@ -168,12 +168,11 @@ def edit_job(job_id):
 
     Roles: operator, admin. Errors: 401, 403, 404, 412 (stale If-Match), 422 (field errors).
     """
-    job = scope.job(current_caller(), job_id)
+    caller = current_caller()
+    job = jobs.get_job(_id(job_id), caller)
     data = _body()
     check_if_match(dump_job(job))
-    if "queue" in data:
-        _check_queue_in_project(data)
-    job = jobs.update_job(job_id, data, now=utcnow(), actor=current_caller().actor)
+    job = jobs.update_job(job_id, data, now=utcnow(), actor=caller.actor, caller=caller)
     return with_etag(job, dump_job(job))
 
 
@@ -190,9 +189,10 @@ def delete_job(job_id):
 
     Roles: operator, admin. Errors: 401, 403, 404, 412.
     """
-    job = scope.job(current_caller(), job_id)
+    caller = current_caller()
+    job = jobs.get_job(_id(job_id), caller)
     check_if_match(dump_job(job))
-    jobs.delete_job(job_id, now=utcnow(), actor=current_caller().actor)
+    jobs.delete_job(job_id, now=utcnow(), actor=caller.actor, caller=caller)
     return None
 
 
@@ -208,8 +208,8 @@ def enable_job(job_id):
 
     Roles: operator, admin. Errors: 401, 403, 404, 409 (a one-time job that already fired).
     """
-    scope.job(current_caller(), job_id)
-    return jobs.enable_job(job_id, now=utcnow(), actor=current_caller().actor)
+    caller = current_caller()
+    return jobs.enable_job(_id(job_id), now=utcnow(), actor=caller.actor, caller=caller)
 
 
 @blp.post("/<int:job_id>/disable")
@@ -223,28 +223,44 @@ def disable_job(job_id):
 
     Roles: operator, admin. Errors: 401, 403, 404.
     """
-    scope.job(current_caller(), job_id)
-    job, _cancelled = jobs.disable_job(job_id, now=utcnow(), actor=current_caller().actor)
+    caller = current_caller()
+    job, _cancelled = jobs.disable_job(_id(job_id), now=utcnow(), actor=caller.actor, caller=caller)
     return job
 
 
 @blp.post("/<int:job_id>/trigger")
 @authenticated(Action.OPERATE)
 @idempotent
-@blp.doc(parameters=[IDEMPOTENCY_HEADER])
+@blp.doc(
+    parameters=[IDEMPOTENCY_HEADER],
+    requestBody={
+        "required": False,
+        "content": {
+            "application/json": {
+                "schema": RunSchema(now=None, task=None, job_config=None),
+                "example": {"in": "10m", "config_override": {"seconds": 2}},
+            }
+        },
+    },
+)
 @blp.response(201, ExecutionSchema)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
 @blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
 def trigger_job(job_id):
-    """Run the job now as a manual execution; 201 with the execution. Send an Idempotency-Key so
-    that a retried request never creates a second run.
+    """Run the job now, after a delay (`in`: 30s, 5m...) or at an instant (`at`), optionally with a
+    config override checked against the task's schema; 201 with the execution. Send an
+    Idempotency-Key so that a retried request never creates a second run.
 
-    Roles: operator, admin. Errors: 401, 403, 404, 409 (job disabled).
+    Roles: operator, admin. Errors: 401, 403, 404, 409 (job disabled), 422 (bad delay, instant or override).
     """
-    scope.job(current_caller(), job_id)
-    execution = jobs.trigger_job(job_id, now=utcnow(), actor=current_caller().actor)
+    caller = current_caller()
+    data = request.get_json(silent=True) if request.get_data() else {}
+    if not isinstance(data, dict):
+        raise ApiError(422, "the body must be a JSON object", errors={"_schema": "must be a JSON object"})
+    execution = runs.trigger_run(_id(job_id), data, now=utcnow(), actor=caller.actor, caller=caller)
     document = execution_to_dict(execution)
     return document, 201, {"Location": url_for("api_executions.get_execution", execution_id=execution.id)}
 
@@ -261,7 +277,7 @@ def preview_job(args, job_id):
 
     Roles: viewer, operator, admin. Errors: 401, 403, 404, 422.
     """
-    job = scope.job(current_caller(), job_id)
+    job = jobs.get_job(_id(job_id), current_caller())
     try:
         items = preview(jobs.schedule_of(job), args.get("after") or utcnow(), args["count"])
     except ScheduleError as exc:
@@ -271,3 +287,85 @@ def preview_job(args, job_id):
         "timezone": job.timezone,
         "notes": [i.note for i in items if i.note],
     }
+
+
+@blp.get("/<int:job_id>/lint")
+@authenticated(Action.READ)
+@blp.response(200, LintWarningSchema(many=True))
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+def lint_job(job_id):
+    """Warnings about the job's schedule (uneven steps, DST gaps and folds, denser than its timeout,
+    rarely firing); never errors.
+
+    Roles: viewer, operator, admin. Errors: 401, 403, 404.
+    """
+    job = jobs.get_job(_id(job_id), current_caller())
+    return [warning.to_json() for warning in jobs.lint_job(job, now=utcnow())]
+
+
+FREE_FORM = {"application/json": {"schema": {"type": "object", "additionalProperties": True}}}
+
+
+@blp.get("/<int:job_id>/explain")
+@authenticated(Action.READ)
+@blp.arguments(ExplainQuery, location="query")
+@blp.doc(responses={"200": {"description": "What became of the occurrences, and why.", "content": FREE_FORM}})
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+def explain(args, job_id):
+    """What happened to the job's occurrence at an instant (`at`) or in a window (`from`, `to`), and why:
+    fired, coalesced, skipped for overlap, missed, expired, not due, disabled, queue paused, no worker.
+
+    Roles: viewer, operator, admin. Errors: 401, 403, 404, 422 (neither or both of at and a window).
+    """
+    document = explain_job(
+        _id(job_id),
+        now=utcnow(),
+        at=args.get("at"),
+        start=args.get("from_"),
+        end=args.get("to"),
+        caller=current_caller(),
+    )
+    return jsonify(document)
+
+
+@blp.post("/<int:job_id>/backfill")
+@authenticated(Action.OPERATE)
+@idempotent
+@blp.arguments(BackfillSchema, example={"from": "2026-06-01T00:00:00Z", "to": "2026-06-02T00:00:00Z", "dry_run": True})
+@blp.doc(
+    parameters=[IDEMPOTENCY_HEADER],
+    responses={
+        "200": {"description": "The plan of a dry run (nothing created).", "content": FREE_FORM},
+        "201": {"description": "The occurrences created as backfill runs.", "content": FREE_FORM},
+    },
+)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(409, response="CONFLICT")
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+def backfill(body, job_id):
+    """Run the job's occurrences of a past window that have no run yet (trigger `backfill`); with
+    `dry_run` only say what would run. The overlap policy is the job's unless `overlap` is given.
+
+    Roles: operator, admin. Errors: 401, 403, 404, 409 (job disabled), 422 (window, max, overlap).
+    """
+    caller = current_caller()
+    plan = backfill_job(
+        _id(job_id),
+        start=body["from_"],
+        end=body["to"],
+        now=utcnow(),
+        actor=caller.actor,
+        dry_run=body["dry_run"],
+        max_runs=body.get("max"),
+        overlap=body.get("overlap"),
+        caller=caller,
+    )
+    response = jsonify(plan.to_json())
+    response.status_code = 200 if body["dry_run"] else 201
+    return response

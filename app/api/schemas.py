@@ -431,6 +431,51 @@ class InvitationSchema(Schema):
     expires_at = fields.String(required=True)
 
 
+class BatchStatusSchema(Schema):
+    id = fields.Integer(required=True)
+    job_id = fields.Integer(allow_none=True)
+    job_name = fields.String(allow_none=True)
+    status = fields.String(
+        required=True, metadata={"description": "running, succeeded, failed, partially_failed or cancelled"}
+    )
+    items = fields.Integer(required=True)
+    counts = fields.Dict(keys=fields.String(), values=fields.Integer())
+    on_complete = fields.String(allow_none=True)
+    on_complete_config = fields.Dict(allow_none=True)
+    callback_execution_id = fields.Integer(allow_none=True)
+    created_by = fields.String(allow_none=True)
+    created_at = fields.String(allow_none=True)
+    cancelled_at = fields.String(allow_none=True)
+    cancelled_by = fields.String(allow_none=True)
+    completed_at = fields.String(allow_none=True)
+
+
+class BatchQuery(PageQuery):
+    job = fields.Integer(
+        load_default=None, validate=validate.Range(1, 2**31 - 1), metadata={"description": "A job id."}
+    )
+
+
+class LintWarningSchema(Schema):
+    code = fields.String(required=True, metadata={"example": "uneven_step"})
+    field = fields.String(required=True, metadata={"example": "schedule"})
+    message = fields.String(required=True)
+
+
+class ExplainQuery(StrictSchema):
+    at = fields.AwareDateTime(load_default=None, metadata={"description": "An instant (ISO 8601)."})
+    from_ = fields.AwareDateTime(data_key="from", load_default=None, metadata={"description": "A window's start."})
+    to = fields.AwareDateTime(load_default=None, metadata={"description": "A window's end."})
+
+
+class BackfillSchema(StrictSchema):
+    from_ = fields.AwareDateTime(data_key="from", required=True, metadata={"example": "2026-06-01T00:00:00Z"})
+    to = fields.AwareDateTime(required=True, metadata={"example": "2026-06-02T00:00:00Z"})
+    dry_run = fields.Boolean(load_default=False)
+    max = fields.Integer(strict=True, load_default=None, allow_none=True, validate=validate.Range(1, 1000))
+    overlap = fields.String(load_default=None, allow_none=True, validate=validate.OneOf(["allow", "queue", "skip"]))
+
+
 class MessageSchema(Schema):
     detail = fields.String(required=True)
 

@@ -24,7 +24,7 @@ def list_all():
 
     Roles: viewer, operator, admin. Errors: 401, 403.
     """
-    return [worker_to_dict(view) for view in list_workers(utcnow())]
+    return [worker_to_dict(view) for view in list_workers(utcnow(), current_caller())]
 
 
 @blp.get("/<string:worker_id>")
@@ -38,7 +38,7 @@ def get_one(worker_id):
 
     Roles: viewer, operator, admin. Errors: 401, 403, 404.
     """
-    return worker_to_dict(get_worker(worker_id, utcnow()))
+    return worker_to_dict(get_worker(worker_id, utcnow(), current_caller()))
 
 
 @blp.post("/<string:worker_id>/stop")
@@ -54,5 +54,7 @@ def stop(body, worker_id):
 
     Roles: operator, admin. Errors: 401, 403, 404, 409 (already stopped, stale or draining).
     """
-    view = workers.stop_worker(worker_id, now=utcnow(), actor=current_caller().actor, at_once=body["now"])
-    return worker_to_dict(view)
+    caller = current_caller()
+    get_worker(worker_id, utcnow(), caller)
+    workers.stop_worker(worker_id, now=utcnow(), actor=caller.actor, at_once=body["now"])
+    return worker_to_dict(get_worker(worker_id, utcnow(), caller))

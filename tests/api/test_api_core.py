@@ -267,3 +267,43 @@ def test_requests_per_credential_are_rate_limited(app, api, people):
     assert api.get("/api/v1/me").status_code == 200
     limited = api.get("/api/v1/me")
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
+
+
+def test_trigger_later_with_an_override_and_batches(app, api, people):
+    job = make_job("adhoc", task="echo")
+    api.login("operator")
+    later = api.post(f"/api/v1/jobs/{job.id}/trigger", {"in": "10m", "config_override": {"message": "hi"}})
+    assert later.status_code == 201, later.get_json()
+    run = later.get_json()
+    assert run["status"] == "pending" and run["available_at"] > run["created_at"]
+    bad = api.post(f"/api/v1/jobs/{job.id}/trigger", {"in": "soon"})
+    assert bad.status_code == 422 and "in" in bad.get_json()["errors"]
+    submitted = api.post("/api/v1/batches", {"job_id": job.id, "items": [{"message": "a"}, {"message": "b"}]})
+    assert submitted.status_code == 201, submitted.get_json()
+    batch = submitted.get_json()
+    assert (batch["items"], batch["status"]) == (2, "running")
+    assert len(api.get(f"/api/v1/batches/{batch['id']}/items").get_json()) == 2
+    assert [b["id"] for b in api.get("/api/v1/batches").get_json()["items"]] == [batch["id"]]
+    cancelled = api.post(f"/api/v1/batches/{batch['id']}/cancel")
+    assert cancelled.status_code == 200 and cancelled.get_json()["status"] == "cancelled"
+    assert api.post(f"/api/v1/batches/{batch['id']}/cancel").status_code == 409
+    invalid = api.post("/api/v1/batches", {"job_id": job.id, "items": "not a list"})
+    assert invalid.status_code == 422 and "items" in invalid.get_json()["errors"]
+
+
+def test_explain_lint_and_backfill(app, api, people):
+    from datetime import timedelta as td
+
+    from app.clock import iso_z, utcnow
+
+    job = make_job("insight", every="1h", now=utcnow() - td(days=1))
+    api.login("operator")
+    explained = api.get(f"/api/v1/jobs/{job.id}/explain?at={iso_z(utcnow().replace(microsecond=0))}")
+    assert explained.status_code == 200 and explained.get_json()["job"]["id"] == job.id
+    assert api.get(f"/api/v1/jobs/{job.id}/explain").status_code == 422
+    assert api.get(f"/api/v1/jobs/{job.id}/lint").status_code == 200
+    start, end = iso_z(utcnow() - td(hours=5)), iso_z(utcnow() - td(hours=1))
+    plan = api.post(f"/api/v1/jobs/{job.id}/backfill", {"from": start, "to": end, "dry_run": True})
+    assert plan.status_code == 200 and plan.get_json()["dry_run"] is True
+    done = api.post(f"/api/v1/jobs/{job.id}/backfill", {"from": start, "to": end})
+    assert done.status_code == 201 and done.get_json()["created"] >= 1
