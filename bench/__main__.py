@@ -2,6 +2,7 @@
 
 Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console (default:
 all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
+`python -m bench peers [--help]` runs the side-by-side comparison with the peers (bench/peers/).
 """
 
 from __future__ import annotations
@@ -86,7 +87,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> int:
-    options = parse_args(sys.argv[1:] if argv is None else argv)
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["peers"]:  # the side-by-side run against Procrastinate, rq and Celery (its own options)
+        from bench.peers import main as peers_main
+
+        return peers_main(argv[1:])
+    options = parse_args(argv)
     started = utcnow()
     db = BenchDatabase()
     print(f"creating benchmark database {db.name} ...", flush=True)
