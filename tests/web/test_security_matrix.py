@@ -127,6 +127,8 @@ MATRIX: dict[str, Row] = {
     "users.enable": row("POST", **{**ACTION, "admin": True}),
     # the header's organization / project switcher: any signed-in member
     "context.switch": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, DONE),
+    "projects.index": row("GET", SIGN_IN, OK),
+    "projects.create": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
 }
 
 

@@ -46,6 +46,7 @@ ROUTES: dict[str, str] = {
     "executions.index": "public_read",
     "dashboard.index": "read",
     "dashboard.panel": "read",
+    "dashboard.grid": "read",
     "health.page": "read",
     "jobs.schedule_preview": "read",
     "jobs.explain": "read",
@@ -60,6 +61,8 @@ ROUTES: dict[str, str] = {
     "batches.index": "read",
     "batches.detail": "read",
     "context.switch": "read",
+    "projects.index": "read",
+    "projects.create": "administer",
     "tokens.index": "read",  # a member's own API tokens
     "tokens.create": "read",
     "tokens.revoke": "read",
@@ -76,6 +79,10 @@ ROUTES: dict[str, str] = {
     "alerts.resolve_one": "operate",
     "alerts.resolve_selected": "operate",
     "alerts.test_channel": "operate",
+    "alerts.mute_job": "operate",
+    "alerts.unmute_job": "operate",
+    "bulk.jobs_bulk": "operate",
+    "bulk.executions_bulk": "operate",
     "batches.cancel": "operate",
     "queues.pause": "operate",
     "queues.resume": "operate",
@@ -433,6 +440,24 @@ def test_the_switcher_offers_only_the_users_organizations_and_narrows_the_pages(
     assert "alpha-job" in everything and "bravo-job" in everything
     root.post("/context", {"organization_id": str(a["org_id"])})
     assert "bravo-job" not in root.get("/jobs/").get_data(as_text=True)
+
+
+def test_projects_page_lists_the_organizations_projects_and_admins_add_one(app, tenants):
+    admin = client_for(app, "admin", tenants["a"])
+    page = admin.get("/projects/").get_data(as_text=True)
+    assert "default/default" in page and "bravo" not in page
+    assert admin.post("/projects/new", {"name": "reports", "description": "monthly"}).status_code == 303
+    assert "default/reports" in admin.get("/projects/").get_data(as_text=True)
+    refused = admin.post("/projects/new", {"name": "Bad Name"})
+    assert refused.status_code == 400 and "lower-case letters" in refused.get_data(as_text=True)
+    duplicate = admin.post("/projects/new", {"name": "reports"})
+    assert duplicate.status_code == 400 and "already exists" in duplicate.get_data(as_text=True)
+    viewer = client_for(app, "viewer", tenants["a"])
+    assert 'action="/projects/new"' not in viewer.get("/projects/").get_data(as_text=True)
+    assert viewer.post("/projects/new", {"name": "sneaky"}).status_code == 403
+    db.session.rollback()
+    names = [p.name for p in tenancy.list_projects(Caller.cli())]
+    assert "sneaky" not in names and "reports" in names
 
 
 def test_admin_manages_only_their_organizations_users(app, tenants):
