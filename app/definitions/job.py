@@ -574,9 +574,11 @@ def _aware(value: datetime | None, zone: str) -> datetime | None:
 
 
 def _unset(schema: JobSchema, key: str, value: Any, partial: Any) -> bool:
-    if value is None:
-        return True
     field = schema.load_fields.get(key)
+    if value is None:
+        # JSON null is a value for the fields that may be none (no timeout, no max_runs, ...): an
+        # API client clears them with it. The CLI and the form never send None for a value.
+        return not getattr(field, "optional", False)
     # An empty mapping is a value: an empty schedule gets its type's message ("needs 'every'").
     return not partial and field is not None and field.required and not value and not isinstance(value, dict)
 

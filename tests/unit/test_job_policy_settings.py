@@ -59,3 +59,10 @@ def test_a_create_takes_its_defaults_from_the_settings():
     assert (cleaned["timeout_seconds"], cleaned["queued_ttl_seconds"], cleaned["success_ttl_seconds"]) == (None, 90, -1)
     given = load_job({**data, "timeout_seconds": "5"}, now=NOW, defaults=defaults_from(settings))
     assert given["timeout_seconds"] == 5
+
+
+def test_json_null_clears_a_field_that_may_be_none_and_means_not_given_elsewhere():
+    data = {"name": "x", "task": "always_succeed", "schedule_type": "interval", "schedule": {"every": "1m"}}
+    assert load_job({**data, "timeout_seconds": None}, now=NOW)["timeout_seconds"] is None
+    current = load_job({**data, "max_runs": 3}, now=NOW)
+    assert load_job({"max_runs": None, "priority": None}, now=NOW, current=current) == {"max_runs": None}
