@@ -341,7 +341,7 @@ def _end_sessions(user: User) -> None:
 
 def user_to_dict(user: User, organization_id: int | None = None) -> dict:
     """A user as `--json` shows it: memberships as {organization, role}; `role` is the one in
-    `organization_id` when given."""
+    `organization_id` when given (else their only one, or None when they hold several)."""
     from app.clock import iso_z
 
     document = {
@@ -354,4 +354,6 @@ def user_to_dict(user: User, organization_id: int | None = None) -> dict:
     }
     if organization_id is not None:
         document["role"] = user.role_in(organization_id)
+    else:  # a member of one organization has one role; several: see `memberships`
+        document["role"] = user.memberships[0].role if len(user.memberships) == 1 else None
     return document
