@@ -307,3 +307,27 @@ def test_explain_lint_and_backfill(app, api, people):
     assert plan.status_code == 200 and plan.get_json()["dry_run"] is True
     done = api.post(f"/api/v1/jobs/{job.id}/backfill", {"from": start, "to": end})
     assert done.status_code == 201 and done.get_json()["created"] >= 1
+
+
+def test_a_token_for_one_project_cannot_touch_another_project_of_its_organization(app, api, people):
+    from app.clock import utcnow
+    from app.models import Queue
+    from app.services.caller import Caller
+    from app.services.use_cases import tenancy, tokens
+
+    second = tenancy.add_project("default", "second", now=utcnow(), caller=Caller.system())
+    elsewhere = make_job("in second")
+    elsewhere.queue_id = db.session.query(Queue).filter_by(project_id=second.id, name="default").one().id
+    db.session.commit()
+    here = make_job("in default")
+    secret = tokens.create_token(
+        Caller.cli(), name="a", project="default/default", role="admin", user_id=people["admin"].id, now=utcnow()
+    ).secret
+    machine = ApiClient(app, secret)
+    assert machine.get(f"/api/v1/jobs/{here.id}").status_code == 200
+    assert machine.get(f"/api/v1/jobs/{elsewhere.id}").status_code == 404
+    assert machine.post(f"/api/v1/jobs/{elsewhere.id}/trigger").status_code == 404
+    assert [j["name"] for j in machine.get("/api/v1/jobs").get_json()["items"]] == ["in default"]
+    # The admin's JWT (no project chosen) sees both.
+    api.login("admin")
+    assert api.get(f"/api/v1/jobs/{elsewhere.id}").status_code == 200
