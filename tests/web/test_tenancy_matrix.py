@@ -25,7 +25,7 @@ from app.extensions import db
 from app.models import Heartbeat
 from app.services.caller import Caller
 from app.services.use_cases import tenancy
-from tests.factories import make_alert, make_execution, make_user
+from tests.factories import make_alert, make_execution, make_job, make_user
 from tests.helpers.web import WebClient
 
 PASSWORD = "matrix-password"
@@ -485,3 +485,17 @@ def test_admin_manages_only_their_organizations_users(app, tenants):
     assert admin.post(f"/users/{b['args']['user_id']}/disable").status_code == 404
     db.session.rollback()
     assert db.session.get(User, b["args"]["user_id"]).active
+
+
+def test_dashboard_figures_are_the_organizations_and_fresh_after_a_change(app, tenants):
+    a, b = tenants["a"], tenants["b"]
+    admin_a, admin_b = client_for(app, "admin", a), client_for(app, "admin", b)
+
+    def jobs_tile(client) -> str:
+        body = client.get("/dashboard/panels/summary", htmx=True).get_data(as_text=True)
+        return re.search(r"Jobs enabled</dt><dd>(\d+) <span class=\"muted small\">/ (\d+)", body).groups()
+
+    assert jobs_tile(admin_a) == ("1", "1") and jobs_tile(admin_b) == ("1", "1")  # each its own job
+    make_job("alpha-second")  # the default project: organization A's; invalidates the summary
+    assert jobs_tile(admin_a) == ("2", "2")  # not the cached "1": every scope's copy went stale
+    assert jobs_tile(admin_b) == ("1", "1")
