@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [options]`: run benchmarks, print a table, write JSON.
 
-Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console (default:
+Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, api (default:
 all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 `python -m bench peers [--help]` runs the side-by-side comparison with the peers (bench/peers/).
 """
@@ -29,6 +29,7 @@ BENCHMARKS = {
     "degradation": "bench.degradation",
     "queues": "bench.queues",
     "console": "bench.console",
+    "api": "bench.api",
 }
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 
