@@ -15,6 +15,7 @@ from collections import namedtuple
 from datetime import timedelta
 
 import pytest
+from sqlalchemy import text
 
 from app.clock import utcnow
 from app.extensions import db
@@ -103,3 +104,46 @@ def test_a_killed_worker_loses_the_run_within_its_lease(app, flask_processes):
     # Recovered once the lease was past, and no later than a lease after the kill (plus polling).
     assert recovered_at >= last_lease
     assert recovered_at - killed_at <= timedelta(seconds=LEASE + 2), (killed_at, last_lease, recovered_at)
+
+
+def test_a_run_claimed_again_while_its_first_copy_runs_is_given_back(app):
+    """After a failover to an asynchronous replica a worker can be handed, again, a run whose first
+    claim the new primary lost while its first task still runs. The worker must not start a second
+    copy, nor record the first copy's result on the new attempt: it gives the new claim back (its
+    lease expired at once, so recovery retries it) and discards the old copy's result."""
+    from app.services.engine.worker import Worker
+
+    job = long_job()
+    execution_id = jobs.trigger_job(job.id, now=utcnow(), actor="test").id
+    worker = Worker(app, worker_id="w-failover", slots=2)
+    worker.start()
+    try:
+        wait_for(
+            lambda: worker.run_once(wait=0.05) or execution_id in worker.executor.running(), within=20, what="start"
+        )
+        # What the new primary remembers: the claim never happened.
+        with db.engine.begin() as conn:
+            conn.execute(text("DELETE FROM attempts WHERE execution_id = :id"), {"id": execution_id})
+            conn.execute(
+                text(
+                    "UPDATE executions SET status = 'pending', claimed_by = NULL, lease_expires_at = NULL, "
+                    "attempts = 0, started_at = NULL WHERE id = :id"
+                ),
+                {"id": execution_id},
+            )
+        worker.run_once(wait=0)  # claims it again while the first copy still runs
+        status, attempts, claimed_by, lease = row(execution_id)
+        assert (status, attempts, claimed_by) == ("running", 1, "w-failover")
+        assert lease < utcnow()  # given back: recovery may take it at once
+        assert execution_id in worker._disowned and len(worker.executor.running()) == 1  # no second copy
+        wait_for(
+            lambda: worker.run_once(wait=0.05) is not None and execution_id not in worker.running,
+            within=15,
+            what="the first copy to be stopped and its result discarded",
+        )
+        assert worker.stats.discarded == 1 and worker.stats.succeeded == 0
+        assert recover_now().retried == 1
+        status, attempts, claimed_by, _ = row(execution_id)
+        assert (status, attempts, claimed_by) == ("retry_scheduled", 1, None)
+    finally:
+        worker.shutdown()

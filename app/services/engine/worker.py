@@ -129,6 +129,7 @@ class Worker:
         self._draining = False  # an operator's drain: claim nothing, stop once nothing runs
         self._stop_now = False  # an operator's stop: no grace for running tasks
         self._cancelling: dict[int, str] = {}  # execution id -> who asked; its task is being killed
+        self._disowned: set[int] = set()  # running here, but the claim is gone: result discarded (_give_back)
         self.control = worker_commands.ControlCheck(self.engine, self.id)
         self._should_stop: Callable[[], bool] = lambda: False
         self._last_heartbeat: datetime | None = None
@@ -361,6 +362,12 @@ class Worker:
         with it, and the results are kept to be recorded on the next try (the executor will not
         hand them over again). Returns (started, finished).
         """
+        for result in [r for r in results if r.execution_id in self._disowned]:
+            results.remove(result)
+            self._disowned.discard(result.execution_id)
+            self.running.pop(result.execution_id)
+            self.watchdog.release(result.execution_id)
+            self._lost(result.execution_id, "complete")
         finished = [self._finished(result, now) for result in results]
         # Final outcomes that may create a callback or end a batch: followed up in this same
         # transaction (app/services/engine/callbacks.py).
@@ -411,8 +418,12 @@ class Worker:
         metrics.observe_fire_lateness(
             [(item.trigger, item.scheduled_for) for item, number in turn.started if number == 1], now
         )
+        again = {item.id for item, _ in turn.started if item.id in self.running}
+        if again:
+            self._give_back(again, now)
         for item, number in turn.started:
-            self._submit(item, number, now)
+            if item.id not in again:
+                self._submit(item, number, now)
         started = len(turn.started)
         if free > started and (turn.recorded or turn.cancelled):
             # Claim again at once, rather than at the next wake-up, when slots are still free and
@@ -653,7 +664,7 @@ class Worker:
         """Write the heartbeat (what the worker registry, app/services/read/workers.py, shows) and
         renew the leases of the running executions in the same transaction."""
         runs = [self.running[i] for i in sorted(self.running)[:REGISTRY_EXECUTIONS]]
-        holding = sorted(self.running)
+        holding = sorted(set(self.running) - self._disowned)
         read_at = time.monotonic()
         renew_now = self.clock()
         with write_transaction(self.engine) as conn:
@@ -702,6 +713,24 @@ class Worker:
         self.watchdog.stopped.setdefault(execution_id, time.monotonic())
         if execution_id in self.executor.running():
             self.executor.kill(execution_id, reason="killed")
+
+    def _give_back(self, execution_ids: set[int], now: datetime) -> None:
+        """The database handed this worker runs it still has a task for: their first claim was lost
+        with a failed-over primary (asynchronous replication) and they were claimed again. The old
+        copy has no claim any more: it is stopped and its result discarded; the new claim is given
+        back (its lease expired at once) for recovery to retry, so no run has two copies and no
+        result lands on another attempt (or, if the id was reused, another job's run)."""
+        for execution_id in sorted(execution_ids):
+            log.error(
+                "claimed a run this worker still has a task for (a claim lost in a failover); giving it back",
+                extra={"event": "claimed_again", "execution_id": execution_id, "worker_id": self.id},
+            )
+            self._disowned.add(execution_id)
+            if execution_id in self.executor.running():
+                self.executor.kill(execution_id, reason="killed")
+        with write_transaction(self.engine) as conn:
+            for execution_id in sorted(execution_ids):
+                self.store.expire_lease(conn, execution_id, worker_id=self.id, now=now)
 
     def _stop_every_task(self) -> None:
         """The lease watchdog's fallback (a task whose fork is not reported yet): SIGTERM makes the
