@@ -154,6 +154,14 @@ def _route_uncaught_exceptions() -> None:
 # --- gunicorn ---------------------------------------------------------------------------------
 
 
+def _name_gunicorn_plainly(record: logging.LogRecord) -> bool:
+    """gunicorn writes everything it says about itself, its INFO lines included, to a logger named
+    `gunicorn.error`: shown as `gunicorn`, so "Booting worker" does not read as an error."""
+    if record.name == "gunicorn.error":
+        record.name = "gunicorn"
+    return True
+
+
 class GunicornLogger(_GunicornBaseLogger):
     """gunicorn's error and access logs through Cronwell's formatters.
 
@@ -170,6 +178,9 @@ class GunicornLogger(_GunicornBaseLogger):
         for log in (self.error_log, self.access_log):
             for handler in log.handlers:
                 handler.setFormatter(formatter)
+                handler.addFilter(_name_gunicorn_plainly)
+        # gunicorn keeps its access log at INFO whatever the level; at DEBUG the polls show too.
+        self.access_log.setLevel(min(logging.INFO, self.error_log.level))
 
     def access(self, resp, req, environ, request_time) -> None:
         if not self.access_log_enabled:
@@ -177,8 +188,12 @@ class GunicornLogger(_GunicornBaseLogger):
         status = resp.status.split(None, 1)[0] if isinstance(resp.status, str) else resp.status
         duration_ms = round(request_time.total_seconds() * 1000, 3)
         method, path = environ.get("REQUEST_METHOD"), environ.get("PATH_INFO")
+        # The console's live panels and lists poll every few seconds: at INFO they would bury
+        # everything else in development. A poll is an HTMX GET; it is logged at DEBUG.
+        polling = method == "GET" and environ.get("HTTP_HX_REQUEST") == "true"
         try:
-            self.access_log.info(
+            self.access_log.log(
+                logging.DEBUG if polling else logging.INFO,
                 "%s %s %s %sms",
                 method,
                 path,

@@ -1,0 +1,44 @@
+"""Quieter development logs (issue 18, item 11): HTMX polling at DEBUG, gunicorn's own lines not
+named like errors."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from types import SimpleNamespace
+
+from app.logs import GunicornLogger, _name_gunicorn_plainly
+
+
+def _requests(level: int) -> dict[str, str]:
+    """path -> level of the access lines for a poll, a page and an action, on a private logger at
+    `level` (gunicorn's own loggers are process-wide, so they are left alone)."""
+    access_log = logging.Logger("test.access", level)
+    seen: list[logging.LogRecord] = []
+    handler = logging.Handler()
+    handler.emit = seen.append
+    access_log.addHandler(handler)
+    glog = SimpleNamespace(access_log=access_log, access_log_enabled=True, error=lambda *a, **k: None)
+    response = SimpleNamespace(status="200 OK", sent=123, headers={})
+    for environ in (
+        {"REQUEST_METHOD": "GET", "PATH_INFO": "/dashboard/panels/summary", "HTTP_HX_REQUEST": "true"},
+        {"REQUEST_METHOD": "GET", "PATH_INFO": "/jobs/"},
+        {"REQUEST_METHOD": "POST", "PATH_INFO": "/alerts/1/resolve", "HTTP_HX_REQUEST": "true"},
+    ):
+        GunicornLogger.access(glog, response, SimpleNamespace(headers=[]), environ, timedelta(milliseconds=5))
+    return {record.path: record.levelname for record in seen}
+
+
+def test_htmx_polling_is_logged_at_debug_and_other_requests_at_info():
+    assert _requests(logging.DEBUG) == {
+        "/dashboard/panels/summary": "DEBUG",
+        "/jobs/": "INFO",
+        "/alerts/1/resolve": "INFO",  # an action is not a poll
+    }
+    # At the usual level the polls are left out; pages and actions are not.
+    assert _requests(logging.INFO) == {"/jobs/": "INFO", "/alerts/1/resolve": "INFO"}
+
+
+def test_gunicorn_lines_are_named_gunicorn_not_gunicorn_error():
+    record = logging.LogRecord("gunicorn.error", logging.INFO, __file__, 1, "Booting worker", None, None)
+    assert _name_gunicorn_plainly(record) and record.name == "gunicorn"
