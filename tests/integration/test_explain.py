@@ -177,3 +177,35 @@ def test_window_lists_each_expected_occurrence(app):
         "not_due",
         "not_due",
     ]
+
+
+def test_not_created_yet_while_no_scheduler_runs_and_before_the_job_existed(app):
+    job = make_job(now=T0, every="1m")
+    tick(app, minute(1), "gone")  # one tick, then the scheduler stops
+    fate = fate_at(job.id, minute(4), minute(5) + timedelta(minutes=2))
+    assert fate["fate"] == "not_created_yet" and fate["details"]["scheduler_alive_now"] is False
+    db.session.rollback()
+    document = explain_job(job.id, start=T0 - timedelta(minutes=2), end=T0 + timedelta(seconds=30), now=minute(1))
+    assert document["occurrences"] == []  # an interval job has no occurrence before its anchor
+    jobs.trigger_job(job.id, now=minute(1) + timedelta(seconds=5), actor="dave")
+    db.session.rollback()
+    document = explain_job(job.id, start=minute(1), end=minute(2), now=minute(2))
+    assert [run["trigger"] for run in document["other_runs"]] == ["manual"]
+
+
+def test_unknown_job_and_bad_windows(app):
+    from app.services.errors import NotFound, ValidationFailed
+
+    job = make_job(now=T0, every="1m")
+    with pytest.raises(NotFound):
+        explain_job(job.id + 1000, at=T0, now=T0)
+    with pytest.raises(ValidationFailed):
+        explain_job(job.id, start=minute(5), end=minute(1), now=T0)
+    with pytest.raises(ValidationFailed):
+        explain_job(job.id, now=T0)
+
+
+def test_before_the_job_existed(app):
+    job = make_job(now=T0, schedule_type="cron", schedule={"expression": "* * * * *"})
+    fate = fate_at(job.id, T0 - timedelta(minutes=5), T0)
+    assert fate["fate"] == "before_job" and "did not exist yet" in fate["summary"]
