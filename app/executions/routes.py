@@ -117,11 +117,15 @@ def _instant(text: str | None, label: str, errors: list[str], *, end_of_day: boo
     except ValueError:
         errors.append(f"{label} must be a date like 2026-06-01 or a time like 2026-06-01T12:00, got {text[:40]!r}")
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    if end_of_day and len(text) <= 10:
-        moment += timedelta(days=1)
-    return moment.astimezone(UTC)
+    try:
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=UTC)
+        if end_of_day and len(text) <= 10:
+            moment += timedelta(days=1)
+        return moment.astimezone(UTC)
+    except OverflowError:  # the last day of year 9999, or an offset that leaves the calendar
+        errors.append(f"{label} is out of range: {text[:40]!r}")
+        return None
 
 
 @bp.get("/<id:execution_id>")

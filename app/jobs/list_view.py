@@ -28,10 +28,13 @@ def jobs_list_page():
     enabled = {"yes": True, "no": False}.get(form.enabled.data or "")
     queue_id = None
     if form.queue.data:
-        try:
-            queue_id = queue_service.get_queue(form.queue.data[:100]).id
-        except NotFound as exc:
-            errors.append(str(exc))
+        if not queue_service.NAME_PATTERN.match(form.queue.data):  # no queue can have it: not looked up
+            errors.append(queue_service.unknown_queue_message(form.queue.data[:100], caller))
+        else:
+            try:
+                queue_id = queue_service.get_queue(form.queue.data, caller).id
+            except NotFound as exc:
+                errors.append(str(exc))
     task = (form.task.data or "")[:100]
     if task and task not in task_names:
         errors.append(f"no task is called {task!r}")

@@ -118,3 +118,19 @@ def test_execution_filters_stay_in_the_page_links_and_the_poll(app, viewer, monk
         "/executions/?job=paged&trigger=manual", htmx=True, headers={"HX-Target": "executions-list"}
     ).get_data(as_text=True)
     assert fragment.lstrip().startswith('<div id="executions-list"') and "<html" not in fragment
+
+
+def test_odd_filter_values_are_refused_inline_never_500(app, viewer):
+    for query in (
+        "created_to=9999-12-31",
+        "created_from=0001-01-01T00:00%2B14:00",
+        "created_from=2026-13-01",
+        "job=%00",
+        "trigger=%00",
+        "status=%00",
+    ):
+        assert viewer.get(f"/executions/?{query}").status_code in (200, 400), query
+    for query in ("queue=%00", "queue=" + "x" * 300, "q=%00%25", "task=%00", "enabled=maybe"):
+        assert viewer.get(f"/jobs/?{query}").status_code in (200, 400), query
+    for query in ("hours=0", "q=%00", "page=-1"):
+        assert viewer.get(f"/dashboard/grid?{query}").status_code == 200, query
