@@ -118,6 +118,10 @@ MATRIX: dict[str, Row] = {
     "workers.drain": row("POST", **ACTION),
     "workers.stop": row("POST", **ACTION),
     # user management: admins only (an empty form is refused inline)
+    # API tokens: a member's own (another user's token is 404, like a missing one)
+    "tokens.index": row("GET", SIGN_IN, OK, anon_post=SIGN_IN, user_post=INVALID),
+    "tokens.create": row("POST", SIGN_IN, OK, SIGN_IN, INVALID),
+    "tokens.revoke": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, NOT_FOUND),
     "users.index": row("GET", SIGN_IN, OK, operator=True, admin=True),
     "users.detail": row("GET", SIGN_IN, OK, operator=True, admin=True),
     "users.create": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
@@ -160,8 +164,20 @@ def world(app) -> dict:
         "name": "summary",
         "queue_name": job.queue,
         "worker_id": make_heartbeat("worker-matrix-1", "worker", age_seconds=0).id,
+        "token_id": _token_of_another_user(),
         "filename": "vendor/htmx.min.js",
     }
+
+
+def _token_of_another_user() -> int:
+    from app.clock import utcnow
+    from app.services.caller import Caller
+    from app.services.use_cases import tokens
+
+    owner = make_user("matrix-token-owner", role="admin")
+    return tokens.create_token(
+        Caller.cli(), name="matrix", project=None, role="viewer", user_id=owner.id, now=utcnow()
+    ).token.id
 
 
 def url_for_rule(rule, world: dict) -> str:
@@ -184,7 +200,8 @@ def client_as(app, who: str) -> WebClient:
 
 
 def rules_by_endpoint(app) -> dict:
-    return {rule.endpoint: rule for rule in app.url_map.iter_rules()}
+    """Every web route; the REST API (/api/, bearer credentials) has its own matrix in tests/api/."""
+    return {rule.endpoint: rule for rule in app.url_map.iter_rules() if not rule.rule.startswith("/api/")}
 
 
 def test_every_route_has_a_row_with_its_methods(app):
@@ -232,7 +249,12 @@ def test_every_route_for_every_kind_of_visitor(app, world, public_read):
 
 
 def post_routes(app, world) -> list[str]:
-    return sorted(url_for_rule(rule, world) for rule in app.url_map.iter_rules() if "POST" in rule.methods)
+    # The REST API takes bearer credentials in a header, never cookies: no CSRF token (tests/api/).
+    return sorted(
+        url_for_rule(rule, world)
+        for rule in app.url_map.iter_rules()
+        if "POST" in rule.methods and not rule.rule.startswith("/api/")
+    )
 
 
 @pytest.mark.parametrize("who", ["anonymous", "operator"])
