@@ -96,8 +96,9 @@ def run_partition(hosts, *, watchdog: bool) -> dict:
             within=30,
             what=lambda: "the retry to start elsewhere\n" + hosts.processes.outputs()[-6000:],
         )
-        wait_for(lambda: sampler.busy(survivor), within=10, what="the retry's task process")
-        other_started = sampler.first_busy_after(survivor, cut_at)
+        other_started = wait_for(  # as the sampler saw it (its samples, not a direct look)
+            lambda: sampler.first_busy_after(survivor, cut_at), within=10, what="the retry's task process"
+        )
         time.sleep(1.5)  # the partition lasts past the retry's start: without the watchdog both copies run
         cut_stopped = sampler.last_busy(victim)
         cut_host.proxy.heal()
