@@ -114,7 +114,7 @@ def render_table(result: dict) -> str:
     rows = [("system", "isolation", "jobs/s median (min-max)", "CPU ms/job", "parent RSS", "Cronwell /")]
     for name, row in summarise(result).items():
         if not row["rounds"]:
-            rows.append((row["label"], row["isolation"], "failed", "-", "-", "-"))
+            rows.append((row["label"], row["isolation"], "no result", "-", "-", "-"))
             continue
         rate = f"{_fmt(row['rate_median'])} ({_fmt(row['rate_min'])}-{_fmt(row['rate_max'])})"
         rss = f"{row['rss_mb']:.1f} MB" if row["rss_mb"] is not None else "-"
