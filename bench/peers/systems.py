@@ -37,7 +37,7 @@ class PgBackends:
     """Cumulative CPU seconds of the PostgreSQL backends serving one database (from /proc),
     sampled on every poll so backends that come and go are counted; the poller's own excluded."""
 
-    def __init__(self, conn: psycopg.Connection, first_call_is_baseline: bool = True) -> None:
+    def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
         self.first: dict[int, float] = {}
         self.last: dict[int, float] = {}
