@@ -74,6 +74,7 @@ def _detail_page(job, *, run_form: RunForm | None = None, batch_form: BatchForm 
         action_form=ConfirmForm(),
         now=now,
         jitter=jitter_offset(job.id, job.jitter_seconds),
+        lint=job_service.lint_job(job, now=now),
         run_form=run_form or RunForm(formdata=None),
         batch_form=batch_form or BatchForm(formdata=None),
         catalog=dashboard.task_catalog(),

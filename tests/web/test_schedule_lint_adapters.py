@@ -62,3 +62,9 @@ def test_live_preview_reads_the_timeout(app):
     assert b'data-code="denser_than_timeout"' in page.data
     form = client.get("/jobs/new").get_data(as_text=True)
     assert 'name="timeout_seconds"' in form and "schedule-input" in form.split('name="timeout_seconds"')[0][-300:]
+
+
+def test_job_page_shows_the_warnings_beside_the_schedule(app, cli):
+    ok(cli("job", "add", "rare", "always_succeed", "cron", "--cron", "0 0 29 2 *"))
+    page = signed_in_client(app).get("/jobs/1")
+    assert page.status_code == 200 and b'data-code="rare"' in page.data
