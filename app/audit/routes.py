@@ -23,13 +23,12 @@ FILTER_MAX = 200  # longer than any actor, object id or action can be
 ALIASES = {"object_kind": "kind", "object_id": "object", "job_id": "job"}
 
 
-@bp.before_app_request
 def remember_client_address() -> None:
-    """Changes made while serving this request record the client's address."""
+    """Changes made while serving this request record the client's address (an app-wide hook,
+    registered by app.web.register_web)."""
     audit_log.client_address.set(request.remote_addr)
 
 
-@bp.teardown_app_request
 def forget_client_address(_exc=None) -> None:
     audit_log.client_address.set(None)
 

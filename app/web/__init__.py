@@ -40,8 +40,8 @@ def register_blueprints(app: Flask) -> None:
     from app.metrics_routes import bp as metrics_bp
     from app.queues.routes import bp as queues_bp
     from app.tokens.routes import bp as tokens_bp
-    from app.users.routes import bp as users_bp
     from app.users.projects import bp as projects_bp
+    from app.users.routes import bp as users_bp
     from app.users.routes import context_bp
     from app.workers.routes import bp as workers_bp
 
@@ -65,6 +65,15 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(projects_bp)
     app.register_blueprint(metrics_bp)
     register_request_metrics(app)
+    register_audit_address(app)
+
+
+def register_audit_address(app: Flask) -> None:
+    """Every request (pages and API) tells the audit log the client's address."""
+    from app.audit.routes import forget_client_address, remember_client_address
+
+    app.before_request(remember_client_address)
+    app.teardown_request(forget_client_address)
 
 
 def register_request_metrics(app: Flask) -> None:
