@@ -58,3 +58,14 @@ def test_cli_channel_add_list_test_deliveries_delete(cli):
     assert_error(cli("alerts", "channel", "delete", doc["id"]), "--yes")
     ok(cli("alerts", "channel", "delete", doc["id"], "--yes"))
     assert_error(cli("alerts", "channel", "test", doc["id"]), "does not exist")
+
+
+def test_channel_changes_are_in_the_audit_log(cli):
+    from app.models import AuditEvent
+
+    doc = json.loads(ok(cli("alerts", "channel", "add", "ops", "--webhook", "https://example.com/h", "--json")))
+    ok(cli("alerts", "channel", "delete", doc["id"], "--yes"))
+    db.session.rollback()
+    rows = db.session.scalars(select(AuditEvent).where(AuditEvent.object_kind == "channel")).all()
+    assert [r.action for r in rows] == ["created", "deleted"]
+    assert doc["secret"] not in json.dumps([r.changes for r in rows], default=str)  # never the secret itself
