@@ -93,7 +93,7 @@ def list_attempts(execution_id):
 
 @blp.get("/<int:execution_id>/output")
 @authenticated(Action.READ)
-@blp.response(200, OutputSchema)
+@blp.response(200, OutputSchema, example={"execution_id": 42, "status": "succeeded", "output": "done\n", "error": ""})
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")

@@ -26,7 +26,26 @@ def user_to_dict(user: User) -> dict:
 
 @blp.get("")
 @authenticated(None)
-@blp.response(200, MeSchema)
+@blp.response(
+    200,
+    MeSchema,
+    example={
+        "user": {
+            "id": 1,
+            "username": "alice",
+            "active": True,
+            "superuser": False,
+            "memberships": [{"organization": "default", "role": "operator"}],
+            "created_at": "2026-06-01T12:00:00Z",
+        },
+        "actor": "api:alice",
+        "credential": "jwt",
+        "organization": "default",
+        "project": None,
+        "role": "operator",
+        "superuser": False,
+    },
+)
 @blp.alt_response(401, response="UNAUTHORIZED")
 def me():
     """The signed-in user (or the API token's creator), the organization and project acted in, and the role.

@@ -172,7 +172,22 @@ def resume_queue(queue_id):
 
 @blp.get("/<int:queue_id>/stats")
 @authenticated(Action.READ)
-@blp.response(200, QueueStatsSchema)
+@blp.response(
+    200,
+    QueueStatsSchema,
+    example={
+        "pending": 3,
+        "scheduled_later": 10,
+        "retrying": 1,
+        "running": 2,
+        "succeeded_last_hour": 118,
+        "failed_last_hour": 2,
+        "oldest_pending_seconds": 4.2,
+        "throughput_per_minute": 2.1,
+        "lateness_p50_seconds": 0.4,
+        "lateness_p95_seconds": 1.3,
+    },
+)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")

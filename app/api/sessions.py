@@ -30,7 +30,16 @@ def _access_token(user_id: int, organization_id: int | None, refresh_jti: str) -
 @blp.post("/login")
 @limiter.limit(auth_limit)
 @blp.arguments(LoginSchema, example={"username": "admin", "password": "admin"})
-@blp.response(200, TokenPairSchema)
+@blp.response(
+    200,
+    TokenPairSchema,
+    example={
+        "access_token": "eyJhbGciOi...",
+        "refresh_token": "eyJhbGciOi...",
+        "token_type": "Bearer",
+        "expires_in": 900,
+    },
+)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(429, response="TOO_MANY_REQUESTS")
 @blp.doc(**PUBLIC)
