@@ -136,7 +136,13 @@ def add_channel(name, webhook, email, kinds, secret, project, as_json):
 @json_option
 @handle_errors
 def list_channels(as_json):
-    """List alert channels and their routing."""
+    """List alert channels and their routing.
+
+    \b
+    Examples:
+      flask alerts channel list
+      flask alerts channel list --json
+    """
     channels = channel_service.list_channels()
     if as_json:
         emit_json([channel_service.channel_to_dict(c) for c in channels])
@@ -154,7 +160,12 @@ def list_channels(as_json):
 @mutating
 @handle_errors
 def delete_channel(channel_id, yes):
-    """Delete an alert channel (needs --yes)."""
+    """Delete an alert channel (needs --yes).
+
+    \b
+    Example:
+      flask alerts channel delete 2
+    """
     channel = channel_service.get_channel(channel_id)
     if not yes:
         raise click.ClickException(f"alert channel {channel.id} ({channel.name!r}) would be deleted; add --yes")
@@ -168,7 +179,12 @@ def delete_channel(channel_id, yes):
 @mutating
 @handle_errors
 def test_channel(channel_id, as_json):
-    """Queue a test message to a channel (sent by the delivery loop within a second or two)."""
+    """Queue a test message to a channel (sent by the delivery loop within a second or two).
+
+    \b
+    Example:
+      flask alerts channel test 2
+    """
     delivery = channel_service.send_test(channel_id, now=utcnow(), actor=ACTOR)
     if as_json:
         emit_json(channel_service.delivery_to_dict(delivery))
@@ -182,7 +198,13 @@ def test_channel(channel_id, as_json):
 @json_option
 @handle_errors
 def deliveries(channel_id, limit, as_json):
-    """The delivery log: each alert sent to each channel, with tries, status and last error."""
+    """The delivery log: each alert sent to each channel, with tries, status and last error.
+
+    \b
+    Examples:
+      flask alerts deliveries
+      flask alerts deliveries --json
+    """
     rows = channel_service.delivery_log(channel_id=channel_id, limit=limit)
     if as_json:
         emit_json([channel_service.delivery_to_dict(d) for d in rows])
@@ -211,7 +233,12 @@ def deliveries(channel_id, limit, as_json):
 @click.option("--once", is_flag=True, help="One pass, then exit (default: loop until interrupted).")
 @handle_errors
 def deliver(once):
-    """Send pending alert deliveries (the scheduler process does this in a thread; this runs it alone)."""
+    """Send pending alert deliveries (the scheduler process does this in a thread; this runs it alone).
+
+    \b
+    Example:
+      flask alerts deliver
+    """
     loop = DeliveryLoop(db.engine, current_app.config)
     if once:
         counts = loop.run_once()

@@ -41,7 +41,12 @@ def cli_caller(project_name: str | None) -> Caller:
 @handle_errors
 def add_org(name, as_json):
     """Create organization NAME (lower-case letters, digits, '_', '-', '.'); add projects with
-    `flask project add NAME PROJECT` and people with `flask user create USER --org NAME`."""
+    `flask project add NAME PROJECT` and people with `flask user create USER --org NAME`.
+
+    \b
+    Example:
+      flask org add acme
+    """
     org = tenancy.add_organization(name, now=utcnow(), caller=Caller.cli())
     if as_json:
         emit_json(tenancy.organization_to_dict(org))
@@ -53,7 +58,12 @@ def add_org(name, as_json):
 @json_option
 @handle_errors
 def list_orgs(as_json):
-    """Every organization with its numbers of projects and members."""
+    """Every organization with its numbers of projects and members.
+
+    \b
+    Example:
+      flask org list --json
+    """
     documents = [tenancy.organization_to_dict(org) for org in tenancy.list_organizations(Caller.cli())]
     if as_json:
         emit_json(documents)

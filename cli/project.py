@@ -43,7 +43,12 @@ def add_project(organization, name, description, as_json):
 @json_option
 @handle_errors
 def list_projects(organization, as_json):
-    """Every project (ORG/PROJECT)."""
+    """Every project (ORG/PROJECT).
+
+    \b
+    Example:
+      flask project list --org acme
+    """
     caller = Caller.cli()
     org = tenancy.get_organization(organization, caller) if organization else None
     projects = tenancy.list_projects(caller, organization=org)

@@ -75,7 +75,13 @@ def add_queue(name, concurrency_limit, priority, description, project_name, as_j
 @mutating
 @handle_errors
 def edit_queue(name, concurrency_limit, no_limit, priority, description, project_name, as_json):
-    """Change queue NAME's limit, priority or description."""
+    """Change queue NAME's limit, priority or description.
+
+    \b
+    Examples:
+      flask queue edit reports --concurrency-limit 2
+      flask queue edit reports --no-limit --priority 5
+    """
     if no_limit and concurrency_limit is not None:
         raise click.UsageError("give --concurrency-limit N or --no-limit, not both")
     data = {"priority": priority, "description": description, "no_limit": no_limit}
@@ -90,7 +96,13 @@ def edit_queue(name, concurrency_limit, no_limit, priority, description, project
 @json_option
 @handle_errors
 def list_queues(project_name, as_json):
-    """Every queue with its live statistics (of every project, or of --project ORG/PROJECT)."""
+    """Every queue with its live statistics (of every project, or of --project ORG/PROJECT).
+
+    \b
+    Examples:
+      flask queue list
+      flask queue list --json
+    """
     queues = queue_service.list_queues(cli_caller(project_name) if project_name else None)
     stats = queue_stats(utcnow(), queues)
     if as_json:
@@ -124,7 +136,12 @@ def list_queues(project_name, as_json):
 @json_option
 @handle_errors
 def queue_statistics(name, project_name, as_json):
-    """Live statistics of queue NAME."""
+    """Live statistics of queue NAME.
+
+    \b
+    Example:
+      flask queue stats reports --json
+    """
     queue = queue_service.get_queue(name, cli_caller(project_name))
     stats = queue_stats(utcnow(), [queue])[queue.id]
     if as_json:
@@ -168,7 +185,12 @@ def _seconds(value: float | None) -> str:
 @mutating
 @handle_errors
 def pause_queue(name, reason, project_name):
-    """Stop workers from starting work from queue NAME (running work finishes)."""
+    """Stop workers from starting work from queue NAME (running work finishes).
+
+    \b
+    Example:
+      flask queue pause reports --reason "database maintenance"
+    """
     queue = queue_service.pause_queue(name, now=utcnow(), actor=ACTOR, reason=reason, caller=cli_caller(project_name))
     click.echo(f"Queue {queue.name!r} paused" + (f": {queue.paused_reason}" if queue.paused_reason else ""))
 
@@ -179,7 +201,12 @@ def pause_queue(name, reason, project_name):
 @mutating
 @handle_errors
 def resume_queue(name, project_name):
-    """Let workers start work from queue NAME again (they are woken at once)."""
+    """Let workers start work from queue NAME again (they are woken at once).
+
+    \b
+    Example:
+      flask queue resume reports
+    """
     queue = queue_service.resume_queue(name, now=utcnow(), actor=ACTOR, caller=cli_caller(project_name))
     click.echo(f"Queue {queue.name!r} resumed")
 
@@ -191,7 +218,12 @@ def resume_queue(name, project_name):
 @mutating
 @handle_errors
 def delete_queue(name, yes, project_name):
-    """Delete queue NAME (refused while jobs use it or work waits in it)."""
+    """Delete queue NAME (refused while jobs use it or work waits in it).
+
+    \b
+    Example:
+      flask queue delete reports --yes
+    """
     if not yes:
         raise click.UsageError("deleting a queue needs --yes")
     queue_service.delete_queue(name, now=utcnow(), actor=ACTOR, caller=cli_caller(project_name))

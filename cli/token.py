@@ -73,7 +73,12 @@ def create_token(username, project, role, name, expires_in_days, as_json):
 @json_option
 @handle_errors
 def list_tokens(username, include_revoked, as_json):
-    """List API tokens (never their secrets), with their last use."""
+    """List API tokens (never their secrets), with their last use.
+
+    \b
+    Example:
+      flask token list --json
+    """
     found = tokens.list_tokens(Caller.cli(), include_revoked=include_revoked)
     if username:
         user = _user(username)
@@ -108,7 +113,12 @@ def list_tokens(username, include_revoked, as_json):
 @mutating
 @handle_errors
 def revoke_token(token_id, as_json):
-    """Revoke token TOKEN_ID: it stops working at once (revoking twice changes nothing)."""
+    """Revoke token TOKEN_ID: it stops working at once (revoking twice changes nothing).
+
+    \b
+    Example:
+      flask token revoke 3
+    """
     token = tokens.revoke_token(token_id, Caller.cli(), now=utcnow())
     if as_json:
         emit_json(tokens.token_to_dict(token))

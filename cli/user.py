@@ -73,7 +73,12 @@ def create_user(username, organization, role, superuser, password_stdin, as_json
 @json_option
 @handle_errors
 def list_users(organization, as_json):
-    """Every user (or ORG's members) with their roles."""
+    """Every user (or ORG's members) with their roles.
+
+    \b
+    Example:
+      flask user list --json
+    """
     org = tenancy.get_organization(organization, Caller.cli()) if organization else None
     found = users.list_users(Caller.cli(), organization=org)
     if as_json:
@@ -104,7 +109,12 @@ def list_users(organization, as_json):
 @mutating
 @handle_errors
 def set_role(username, role_argument, role, organization, as_json):
-    """Give USERNAME the role ROLE in ORG (adding them to ORG if needed); their web sessions end."""
+    """Give USERNAME the role ROLE in ORG (adding them to ORG if needed); their web sessions end.
+
+    \b
+    Example:
+      flask user set-role alice viewer --org acme
+    """
     if role_argument and role and role_argument != role:
         raise click.UsageError("give the role once")
     role = role or role_argument
@@ -126,7 +136,12 @@ def _set_active(username: str, active: bool, as_json: bool) -> None:
 @mutating
 @handle_errors
 def disable_user(username, as_json):
-    """Stop USERNAME from signing in; their web sessions end at once."""
+    """Stop USERNAME from signing in; their web sessions end at once.
+
+    \b
+    Example:
+      flask user disable alice
+    """
     _set_active(username, False, as_json)
 
 
@@ -136,7 +151,12 @@ def disable_user(username, as_json):
 @mutating
 @handle_errors
 def enable_user(username, as_json):
-    """Let a disabled USERNAME sign in again."""
+    """Let a disabled USERNAME sign in again.
+
+    \b
+    Example:
+      flask user enable alice
+    """
     _set_active(username, True, as_json)
 
 
@@ -147,7 +167,12 @@ def enable_user(username, as_json):
 @mutating
 @handle_errors
 def reset_password(username, password_stdin, as_json):
-    """Set USERNAME's password; their web sessions end."""
+    """Set USERNAME's password; their web sessions end.
+
+    \b
+    Example:
+      echo 'a new pass phrase' | flask user reset-password alice --password-stdin
+    """
     password = _password(password_stdin)
     user = users.reset_password(username, password, now=utcnow(), caller=Caller.cli())
     _emit(user, as_json, f"Password of {user.username!r} reset; their sessions were ended")
