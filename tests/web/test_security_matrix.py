@@ -80,6 +80,7 @@ MATRIX: dict[str, Row] = {
     # signed-in reads
     "dashboard.index": row("GET", SIGN_IN, OK),
     "dashboard.panel": row("GET", SIGN_IN, OK),
+    "dashboard.grid": row("GET", SIGN_IN, OK),
     "health.page": row("GET", SIGN_IN, OK),
     "alerts.index": row("GET", SIGN_IN, OK),
     "audit.index": row("GET", SIGN_IN, OK),
@@ -111,6 +112,10 @@ MATRIX: dict[str, Row] = {
     "executions.cancel": row("POST", **ACTION),
     "alerts.resolve_one": row("POST", **ACTION),
     "alerts.resolve_selected": row("POST", **ACTION),
+    "alerts.mute_job": row("POST", **ACTION),
+    "alerts.unmute_job": row("POST", **ACTION),
+    "bulk.executions_bulk": row("POST", **ACTION),
+    "bulk.jobs_bulk": row("POST", **ACTION),
     "alerts.test_channel": row("POST", **ACTION),
     "alerts.delete_channel": row("POST", **{**ACTION, "admin": True}),
     "queues.pause": row("POST", **ACTION),
