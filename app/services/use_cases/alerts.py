@@ -87,3 +87,12 @@ def delete_alerts_of_jobs(job_ids: list[int]) -> int:
     deleted = db.session.execute(delete(Alert).where(Alert.job_id.in_(job_ids))).rowcount
     db.session.commit()
     return deleted
+
+
+def delete_alerts_of_queue(queue_id: int, *, since: datetime) -> int:
+    """Delete the alerts about queue `queue_id` raised at or after `since` (a backlog the demo's
+    own runs caused); returns how many. For `flask demo` only, like `delete_alerts_of_jobs`."""
+    begin_write(db.session)
+    deleted = db.session.execute(delete(Alert).where(Alert.queue_id == queue_id, Alert.created_at >= since)).rowcount
+    db.session.commit()
+    return deleted
