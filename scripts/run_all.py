@@ -2,15 +2,23 @@
 
 Ctrl-C (or SIGTERM) stops all three gracefully; if one of them exits, the others are stopped
 too, so a half-running product never pretends to be whole.
+
+Their output is relayed line by line in one format: log records already are (the same
+formatter in all three); the few plain lines the commands print ("scheduler ... started") get the
+same time, level and name, as text or as a JSON object like the others (LOG_FORMAT).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
 import subprocess
 import sys
+import threading
 import time
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,8 +33,34 @@ PROCESSES = {
 }
 
 
+# A line that is already a log record: `2026-...Z LEVEL name: ...` (text) or a JSON object.
+_FORMATTED = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z \w+ |\{)")
+
+
+def uniform(line: str, process: str, as_json: bool) -> str:
+    """`line` as a log record of `process` unless it already is one."""
+    # Continuation lines of a multi-line record (a traceback, SQL) stay as they are.
+    if not line.strip() or _FORMATTED.match(line) or line.startswith((" ", "\t", "[", "(", "Traceback")):
+        return line
+    moment = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")  # noqa: TID251 - a relay's own stamp
+    if as_json:
+        record = {"time": moment, "level": "INFO", "logger": process, "message": line, "event": "log"}
+        return json.dumps(record, ensure_ascii=False)
+    return f"{moment} INFO {process}: {line}"
+
+
+def relay(stream, process: str, as_json: bool) -> None:
+    for raw in iter(stream.readline, ""):
+        sys.stdout.write(uniform(raw.rstrip("\n"), process, as_json) + "\n")
+        sys.stdout.flush()
+
+
 def main() -> int:
     env = dict(os.environ, FLASK_APP="app", PYTHONUNBUFFERED="1")
+    sys.path.insert(0, str(ROOT))  # run as a script: the project's config module
+    from config import load_settings
+
+    as_json = load_settings(env)["LOG_FORMAT"] == "json"
     children: dict[str, subprocess.Popen] = {}
     stopping = False
 
@@ -38,7 +72,17 @@ def main() -> int:
     signal.signal(signal.SIGTERM, stop)
     for name, command in PROCESSES.items():
         # Own process groups: Ctrl-C reaches only us, and we stop the children in order.
-        children[name] = subprocess.Popen(command, cwd=ROOT, env=env, start_new_session=True)
+        children[name] = subprocess.Popen(
+            command,
+            cwd=ROOT,
+            env=env,
+            start_new_session=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+        )
+        threading.Thread(target=relay, args=(children[name].stdout, name, as_json), daemon=True).start()
     print(
         f"Cronwell is running: http://{HOST}:{PORT}/  (sign in as admin/admin in development; Ctrl-C stops)", flush=True
     )

@@ -3,7 +3,9 @@ named like errors."""
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -42,3 +44,26 @@ def test_htmx_polling_is_logged_at_debug_and_other_requests_at_info():
 def test_gunicorn_lines_are_named_gunicorn_not_gunicorn_error():
     record = logging.LogRecord("gunicorn.error", logging.INFO, __file__, 1, "Booting worker", None, None)
     assert _name_gunicorn_plainly(record) and record.name == "gunicorn"
+
+
+def _run_all():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "scripts" / "run_all.py"
+    spec = importlib.util.spec_from_file_location("run_all", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_make_run_relays_every_process_in_one_line_format():
+    run_all = _run_all()
+    record = "2026-12-01T02:37:08.829Z INFO gunicorn: Starting gunicorn"
+    assert run_all.uniform(record, "web", as_json=False) == record  # already a record: as it is
+    assert run_all.uniform('{"level": "INFO"}', "web", as_json=True) == '{"level": "INFO"}'
+    plain = run_all.uniform("scheduler s-1 started (tick <= 5s)", "scheduler", as_json=False)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT[\d:.]+Z INFO scheduler: scheduler s-1 started \(tick <= 5s\)", plain)
+    as_json = json.loads(run_all.uniform("worker w-1 started", "worker", as_json=True))
+    assert as_json["logger"] == "worker" and as_json["level"] == "INFO" and as_json["message"] == "worker w-1 started"
+    assert run_all.uniform('  File "x.py", line 1', "worker", as_json=False) == '  File "x.py", line 1'
