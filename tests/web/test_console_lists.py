@@ -134,3 +134,18 @@ def test_odd_filter_values_are_refused_inline_never_500(app, viewer):
         assert viewer.get(f"/jobs/?{query}").status_code in (200, 400), query
     for query in ("hours=0", "q=%00", "page=-1"):
         assert viewer.get(f"/dashboard/grid?{query}").status_code == 200, query
+
+
+def test_the_job_page_and_the_jobs_list_refresh_themselves(app, viewer):
+    job = make_job("live")
+    page = viewer.get(f"/jobs/{job.id}").get_data(as_text=True)
+    poller = re.search(r"<div hidden data-poll [^>]*>", page).group(0)
+    assert 'hx-select-oob="#job-state,#job-next-run,#job-runs"' in poller and "every 5s" in poller
+    for element in ('id="job-state"', 'id="job-next-run"', 'id="job-runs"'):
+        assert element in page
+    fragment = viewer.get("/jobs/?q=live", htmx=True, headers={"HX-Target": "jobs-list"}).get_data(as_text=True)
+    assert fragment.lstrip().startswith('<div id="jobs-list"') and 'hx-get="/jobs/?page=1&amp;q=live"' in fragment
+    # Anonymous visitors (public read) get no poller: their HTMX requests would be refused.
+    from tests.helpers.web import WebClient
+
+    assert "data-poll" not in WebClient(app).get(f"/jobs/{job.id}").get_data(as_text=True)
