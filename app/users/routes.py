@@ -186,9 +186,9 @@ def _whole(text) -> int | None:
     return int(text) if text.isascii() and text.isdigit() and len(text) < 10 else None
 
 
-@context_bp.app_context_processor
 def switcher():
-    """`switcher()` for the header: the organizations and projects this request may choose."""
+    """`switcher()` for the header: the organizations and projects this request may choose (an
+    app-wide context processor, registered by app.web.register_web)."""
 
     def build() -> dict:
         caller = current_caller()

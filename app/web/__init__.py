@@ -42,7 +42,7 @@ def register_blueprints(app: Flask) -> None:
     from app.tokens.routes import bp as tokens_bp
     from app.users.projects import bp as projects_bp
     from app.users.routes import bp as users_bp
-    from app.users.routes import context_bp
+    from app.users.routes import context_bp, switcher
     from app.workers.routes import bp as workers_bp
 
     for blueprint in (
@@ -62,6 +62,7 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(tokens_bp)
     app.register_blueprint(users_bp)
     app.register_blueprint(context_bp)
+    app.context_processor(switcher)
     app.register_blueprint(projects_bp)
     app.register_blueprint(metrics_bp)
     register_request_metrics(app)
