@@ -158,7 +158,7 @@ def test_a_tick_report_is_one_log_record_with_its_fields():
     assert (
         record["message"]
         == report.line()
-        == "tick due=1 created=2 missed=0 coalesced=0 recovered=0 pruned=0 aged=0 ms=4.5"
+        == "tick due=1 created=2 missed=0 coalesced=0 recovered=0 pruned=0 aged=0 expired=0 ms=4.5"
     )
 
 
