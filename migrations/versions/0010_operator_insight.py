@@ -40,12 +40,23 @@ def _alter(table: str, change) -> None:
         sa.text("SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = :t AND sql IS NOT NULL"),
         {"t": table},
     ).fetchall()
+    # The rebuild copies the rows into a new table, whose AUTOINCREMENT counter would restart at
+    # the highest id copied: ids of rows deleted before (and that 0008 put out of reach) would be
+    # handed out again. Keep the counter where it was.
+    saved = bind.execute(sa.text("SELECT seq FROM sqlite_sequence WHERE name = :t"), {"t": table}).scalar()
     for name, _sql in indexes:
         op.drop_index(name, table_name=table)
     with op.batch_alter_table(table, recreate="always", table_kwargs={"sqlite_autoincrement": True}) as batch:
         change(batch)
     for _name, sql in indexes:
         bind.exec_driver_sql(sql)
+    if saved is not None:
+        current = bind.execute(sa.text("SELECT seq FROM sqlite_sequence WHERE name = :t"), {"t": table}).scalar()
+        bind.execute(sa.text("DELETE FROM sqlite_sequence WHERE name = :t"), {"t": table})
+        bind.execute(
+            sa.text("INSERT INTO sqlite_sequence (name, seq) VALUES (:t, :seq)"),
+            {"t": table, "seq": max(saved, current or 0)},
+        )
 
 
 def upgrade():

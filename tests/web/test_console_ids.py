@@ -89,7 +89,10 @@ def test_the_migration_keeps_an_existing_sqlite_file_from_reusing_ids(tmp_path):
         for table in ("jobs", "executions", "alerts", "users"):  # later rebuilds keep AUTOINCREMENT
             (sql,) = _rows(path, f"SELECT sql FROM sqlite_master WHERE type = 'table' AND name = '{table}'")[0]
             assert "AUTOINCREMENT" in sql, table
+        # ... and the counter: a rebuild must not restart it at the highest id it copied (1).
+        assert _rows(path, "SELECT seq FROM sqlite_sequence WHERE name = 'jobs'") == [(7,)]
         newest = make_job("new", now=NOW)
+        assert newest.id == 8
         jobs.delete_job(newest.id, now=NOW, actor="test")
         assert make_job("newer", now=NOW).id == newest.id + 1
         db.engine.dispose()
