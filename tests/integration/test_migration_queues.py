@@ -4,47 +4,14 @@ key; downgrading gives the strings back."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from sqlalchemy import text
 
-import psycopg
-import pytest
-from sqlalchemy import create_engine, text
+from tests.helpers import migrations
+from tests.helpers.migrations import engine_for, flask_db
 
-from app import create_app
-from tests.helpers.databases import app_env_for
-from tests.helpers.pg import plain_url
+fresh_url = migrations.fresh_url  # the fixture: an empty database on each backend
 
 NOW = "2026-06-01 12:00:00"
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def fresh_url(request, tmp_path):
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'old.sqlite3'}"
-        return
-    admin = request.getfixturevalue("pg_url")
-    name = f"cronwell_migration_{tmp_path.name[-20:]}".replace("-", "_").lower()
-    base = plain_url(admin).rsplit("/", 1)[0]
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    yield admin.rsplit("/", 1)[0] + f"/{name}"
-    with psycopg.connect(f"{base}/postgres", autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
-def flask_db(url: str, instance: Path, *args: str) -> None:
-    app = create_app(env=app_env_for(url, instance))
-    with app.app_context():
-        result = app.test_cli_runner().invoke(args=["db", *args])
-        assert result.exit_code == 0, f"flask db {' '.join(args)}:\n{result.output}\n{result.exception!r}"
-        from app.extensions import db
-
-        db.engine.dispose()
-
-
-def engine_for(url: str):
-    return create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
 
 
 def seed_old_schema(url: str) -> None:
