@@ -26,6 +26,10 @@ threads = int(os.environ.get("GUNICORN_THREADS", "4"))
 timeout = int(os.environ.get("GUNICORN_TIMEOUT", "30"))
 graceful_timeout = int(os.environ.get("GUNICORN_GRACEFUL_TIMEOUT", "20"))
 keepalive = 5
+# The longest request line gunicorn reads (its hard cap). The API refuses URLs over 4096 bytes
+# itself, with a problem document (app/api/openapi.py); above this cap gunicorn refuses them, also
+# as a problem document (post_worker_init).
+limit_request_line = 8190
 # Recycle workers now and then so a slow leak never becomes an outage.
 max_requests = int(os.environ.get("GUNICORN_MAX_REQUESTS", "1000"))
 max_requests_jitter = max_requests // 10
@@ -57,6 +61,14 @@ def on_starting(server):
     os.makedirs(directory, exist_ok=True)
     for stale in glob.glob(os.path.join(directory, "*.db")):
         os.remove(stale)
+
+
+def post_worker_init(worker):
+    """What gunicorn refuses itself (a request line over 8190 bytes, malformed headers) is answered
+    as a problem document, like everything the API answers (app/api/server_errors.py)."""
+    from app.api.server_errors import answer_problem_documents
+
+    answer_problem_documents()
 
 
 def child_exit(server, worker):

@@ -17,7 +17,8 @@ from flask import Blueprint, Flask, render_template
 from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 
-from app.api.errors import PROBLEM_TYPE, register_problem_handlers
+from app.api.errors import PROBLEM_TYPE, TITLES, register_problem_handlers
+from app.api.openapi import MAX_URL_BYTES, CronwellDocPlugin, refuse_long_url
 from app.api.schemas import ProblemSchema
 
 API_PREFIX = "/api/v1"
@@ -43,7 +44,42 @@ DESCRIPTION = """Cronwell's REST API. Sign in with `POST /api/v1/auth/login` and
 token as `Authorization: Bearer <token>`; machines use an API token (`cw_...`) the same way.
 Errors are `application/problem+json` (RFC 9457) with per-field messages in `errors`. Lists are
 paginated by cursor: follow the `next` link. Roles: viewer reads, operator also runs work, admin
-also manages users, projects, queues and tokens. Another organization's object answers 404."""
+also manages users, projects, queues and tokens. Another organization's object answers 404.
+A URL (path and query) longer than MAX_URL_BYTES bytes answers 414.""".replace("MAX_URL_BYTES", str(MAX_URL_BYTES))
+
+# What each shared error response says, and its example's `detail` (the example of a problem
+# document is built from these, so it always has the shape the handlers answer).
+ERROR_DETAILS = {
+    400: "the request could not be read",
+    401: "sign in: send 'Authorization: Bearer <access token or API token>'",
+    403: "your role may view but not change anything; an operator or admin may",
+    404: "job 99 does not exist",
+    405: "The method is not allowed for the requested URL.",
+    409: "the job is disabled: enable it first",
+    412: "the object changed since you read it: read it again and reapply your change",
+    414: f"the URL is 5000 bytes long; the API reads URLs of up to {MAX_URL_BYTES} bytes",
+    422: "The request has invalid fields: name",
+    429: "10 per 1 minute",
+    500: "The error was logged. Try again, or check the server logs.",
+}
+ERROR_DESCRIPTIONS = {
+    414: f"The URL (path and query string) is longer than {MAX_URL_BYTES} bytes.",
+    429: "Too many requests for this credential (or, on sign-in and token endpoints, this address); see Retry-After.",
+}
+
+
+def problem_example(status: int) -> dict:
+    """A problem document as `app.api.errors.problem` answers it for `status`."""
+    example = {
+        "type": "about:blank",
+        "title": TITLES.get(status, "Error"),
+        "status": status,
+        "detail": ERROR_DETAILS.get(status, TITLES.get(status, "Error")),
+        "instance": "/api/v1/jobs/99" if status in (404, 409, 412) else "/api/v1/jobs",
+    }
+    if status == 422:
+        example["errors"] = {"name": "is required"}
+    return example
 
 
 class CronwellApi(Api):
@@ -56,12 +92,18 @@ class CronwellApi(Api):
 
     def _register_responses(self):
         for status in http.HTTPStatus:
-            response = {"description": status.phrase}
+            response = {"description": ERROR_DESCRIPTIONS.get(status, status.phrase)}
             if not (100 <= status < 200) and status not in (204, 304):
                 response["schema"] = self.ERROR_SCHEMA
+                if status >= 400:
+                    response["example"] = problem_example(status)
             prepare_response(response, self.spec, PROBLEM_TYPE)
             self.spec.components.response(status.name, response, lazy=True)
-        response = {"description": "Default error response", "schema": self.ERROR_SCHEMA}
+        response = {
+            "description": "Default error response",
+            "schema": self.ERROR_SCHEMA,
+            "example": problem_example(500),
+        }
         prepare_response(response, self.spec, PROBLEM_TYPE)
         self.spec.components.response("DEFAULT_ERROR", response, lazy=True)
 
@@ -96,13 +138,16 @@ def register_api(app: Flask) -> None:
         },
     )
     init_security(app)
-    api = CronwellApi(app)  # one per app: the document is built from this app's registrations
+    # One per app: the document is built from this app's registrations.
+    api = CronwellApi(app, spec_kwargs={"extra_plugins": [CronwellDocPlugin()]})
     for name in RESOURCES:
         module = importlib.import_module(f"app.api.{name}")
         # Bearer credentials in a header, never cookies: no cross-site request can carry them.
         csrf.exempt(module.blp)
         limit_per_credential(module.blp)
         api.register_blueprint(module.blp)
+        # Per app and per blueprint (not app-wide): the web UI's URLs are not the API's to refuse.
+        app.before_request_funcs.setdefault(module.blp.name, []).insert(0, refuse_long_url)
     csrf.exempt(docs)
     app.register_blueprint(docs)
     register_problem_handlers(app)

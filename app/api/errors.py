@@ -33,6 +33,7 @@ TITLES = {
     409: "Conflict",
     412: "Precondition failed",
     413: "Request too large",
+    414: "URI too long",
     415: "Unsupported media type",
     422: "Unprocessable content",
     428: "Precondition required",

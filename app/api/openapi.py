@@ -1,0 +1,162 @@
+"""What the OpenAPI document says of every operation alike, added in one place as it is generated.
+
+- `operationId`: `<resource>.<view>` (`jobs.get_job`), from the view's endpoint, so it is stable
+  and unique by construction; links and clients name operations by it.
+- Responses every operation can give whatever it does: 414 (a URL over `MAX_URL_BYTES`, refused
+  before the view runs; see `refuse_long_url`) and 429 (every operation is rate limited per
+  credential, app/api/security.py). Both are the shared problem responses of the document.
+- `links`: what a client (and Schemathesis' stateful phase) can do next with an answer, for
+  example create a job -> read, edit, trigger it; trigger -> follow the execution.
+"""
+
+from __future__ import annotations
+
+from apispec import BasePlugin
+from flask import request
+
+from app.api.errors import ApiError
+
+# The longest URL (path and query string, as sent) the API reads. gunicorn reads request lines up
+# to 8190 bytes (gunicorn.conf.py); this limit sits below it so that the API, not gunicorn, refuses
+# a long URL, with a problem document that names it. Far above every URL the API gives out.
+MAX_URL_BYTES = 4096
+
+SHARED_RESPONSES = {"414": "REQUEST_URI_TOO_LONG", "429": "TOO_MANY_REQUESTS"}
+
+
+def operation_id(endpoint: str) -> str:
+    """`api_jobs.get_job` -> `jobs.get_job`."""
+    blueprint, _, view = endpoint.partition(".")
+    return f"{blueprint.removeprefix('api_')}.{view}"
+
+
+def refuse_long_url() -> None:
+    """414 for a URL over MAX_URL_BYTES (a before-request hook of every API blueprint)."""
+    target = request.environ.get("RAW_URI") or request.environ.get("REQUEST_URI")
+    if target is None:  # a server that keeps no raw target: rebuild it as it was sent
+        query = request.environ.get("QUERY_STRING", "")
+        target = request.environ.get("SCRIPT_NAME", "") + request.environ.get("PATH_INFO", "")
+        target += f"?{query}" if query else ""
+    size = len(target.encode("latin-1", "replace"))
+    if size > MAX_URL_BYTES:
+        raise ApiError(414, f"the URL is {size} bytes long; the API reads URLs of up to {MAX_URL_BYTES} bytes")
+
+
+def _body(pointer: str) -> str:
+    return f"$response.body#{pointer}"
+
+
+def _to(operation: str, description: str, **parameters: str) -> dict:
+    return {"operationId": operation, "description": description, "parameters": parameters}
+
+
+def _job_links(job_id: str) -> dict:
+    return {
+        "GetJob": _to("jobs.get_job", "Read the job.", job_id=job_id),
+        "EditJob": _to("jobs.edit_job", "Change some of its fields.", job_id=job_id),
+        "TriggerJob": _to("jobs.trigger_job", "Run it now (or later).", job_id=job_id),
+        "EnableJob": _to("jobs.enable_job", "Enable it.", job_id=job_id),
+        "DisableJob": _to("jobs.disable_job", "Disable it.", job_id=job_id),
+        "PreviewJob": _to("jobs.preview_job", "Its next fire times.", job_id=job_id),
+        "ListJobExecutions": _to("executions.list_executions", "Its runs.", job=job_id),
+        "DeleteJob": _to("jobs.delete_job", "Delete it.", job_id=job_id),
+    }
+
+
+def _execution_links(execution_id: str) -> dict:
+    return {
+        "GetExecution": _to("executions.get_execution", "Follow the run.", execution_id=execution_id),
+        "ListAttempts": _to("executions.list_attempts", "Its tries.", execution_id=execution_id),
+        "GetOutput": _to("executions.get_output", "What it printed.", execution_id=execution_id),
+        "CancelExecution": _to("executions.cancel_execution", "Cancel it.", execution_id=execution_id),
+        "RetryExecution": _to("executions.retry_execution", "Run it again once it failed.", execution_id=execution_id),
+    }
+
+
+def _batch_links(batch_id: str) -> dict:
+    return {
+        "GetBatch": _to("batches.get_batch", "Follow the batch.", batch_id=batch_id),
+        "ListBatchItems": _to("batches.list_items", "Its runs.", batch_id=batch_id),
+        "CancelBatch": _to("batches.cancel_batch", "Cancel what has not started.", batch_id=batch_id),
+    }
+
+
+def _queue_links(queue_id: str) -> dict:
+    return {
+        "GetQueue": _to("queues.get_queue", "Read the queue.", queue_id=queue_id),
+        "GetQueueStats": _to("queues.get_queue_stats", "Its statistics.", queue_id=queue_id),
+        "EditQueue": _to("queues.edit_queue", "Change its limits.", queue_id=queue_id),
+        "PauseQueue": _to("queues.pause_queue", "Pause it.", queue_id=queue_id),
+        "ResumeQueue": _to("queues.resume_queue", "Resume it.", queue_id=queue_id),
+        "DeleteQueue": _to("queues.delete_queue", "Delete it (when empty).", queue_id=queue_id),
+    }
+
+
+def _token_links(token_id: str) -> dict:
+    return {
+        "GetToken": _to("tokens.get_token", "Read the token (never its secret).", token_id=token_id),
+        "RevokeToken": _to("tokens.revoke_token", "Revoke it.", token_id=token_id),
+    }
+
+
+FIRST = "/items/0/id"  # the first object of a page
+# operationId -> status -> links of that answer. `$response.body#/id` is the object answered.
+LINKS: dict[str, dict[str, dict]] = {
+    "jobs.create_job": {"201": _job_links(_body("/id"))},
+    "jobs.get_job": {
+        "200": {
+            **_job_links(_body("/id")),
+            "EditJobIfUnchanged": {
+                **_to(
+                    "jobs.edit_job", "Edit it unless it changed since this read (412 if it did).", job_id=_body("/id")
+                ),
+                "parameters": {"job_id": _body("/id"), "header.If-Match": "$response.header.ETag"},
+            },
+        }
+    },
+    "jobs.list_jobs": {"200": {"GetJob": _to("jobs.get_job", "Read the first job.", job_id=_body(FIRST))}},
+    "jobs.trigger_job": {"201": _execution_links(_body("/id"))},
+    "executions.retry_execution": {"201": _execution_links(_body("/id"))},
+    "executions.get_execution": {
+        "200": {
+            **_execution_links(_body("/id")),
+            "GetJob": _to("jobs.get_job", "The job it is a run of.", job_id=_body("/job_id")),
+        }
+    },
+    "executions.list_executions": {
+        "200": _execution_links(_body(FIRST)),
+    },
+    "batches.submit_batch": {"201": _batch_links(_body("/id"))},
+    "batches.list_batches": {"200": {"GetBatch": _to("batches.get_batch", "The newest batch.", batch_id=_body(FIRST))}},
+    "queues.create_queue": {"201": _queue_links(_body("/id"))},
+    "queues.list_queues": {"200": {"GetQueue": _to("queues.get_queue", "The first queue.", queue_id=_body(FIRST))}},
+    "projects.create_project": {
+        "201": {"GetProject": _to("projects.get_project", "Read it.", project_id=_body("/id"))}
+    },
+    "tokens.create_token": {"201": _token_links(_body("/id"))},
+    "alerts.list_alerts": {
+        "200": {"ResolveAlert": _to("alerts.resolve_alert", "Resolve the newest alert.", alert_id=_body(FIRST))}
+    },
+    "workers.list_all": {"200": {"GetWorker": _to("workers.get_one", "The first worker.", worker_id=_body("/0/id"))}},
+    "organizations.list_organizations": {
+        "200": {"GetOrganization": _to("organizations.get_organization", "The first one.", name=_body("/0/name"))}
+    },
+}
+
+
+class CronwellDocPlugin(BasePlugin):
+    """apispec plugin: operationId, the shared 414 and 429 responses and the links of each operation."""
+
+    def operation_helper(self, path=None, operations=None, **kwargs):
+        rule = kwargs.get("rule")
+        for operation in (operations or {}).values():
+            if rule is not None:
+                operation["operationId"] = operation_id(rule.endpoint)
+            # Status codes are still ints here (apispec turns them into strings later).
+            responses = operation["responses"] = {str(k): v for k, v in operation.get("responses", {}).items()}
+            for status, name in SHARED_RESPONSES.items():
+                responses.setdefault(status, name)
+            for status, links in LINKS.get(operation.get("operationId", ""), {}).items():
+                response = responses.get(status)
+                if isinstance(response, dict):
+                    response["links"] = links
