@@ -37,7 +37,7 @@ from app.definitions.fields import (
 )
 from app.domain import run_limits
 from app.domain.retry import RetryKind
-from app.domain.states import AlertMode, MisfirePolicy, OverlapPolicy, ScheduleType
+from app.domain.states import AlertMode, Isolation, MisfirePolicy, OverlapPolicy, ScheduleType
 from app.scheduling import ScheduleError, parse_schedule
 from app.scheduling.timezones import resolve_timezone
 from app.tasks import TaskConfigError, UnknownTaskError, validate_config
@@ -270,6 +270,17 @@ class JobSchema(Schema):
             "Alert mode",
             "web (default) or log_only.",
             choice_labels={"web": "web (alert row + log)", "log_only": "log only"},
+        ),
+    )
+    isolation = Choice(
+        Isolation,
+        load_default="process",
+        metadata=shown(
+            "Isolation",
+            "process (default): a fresh process per attempt; pool: a reused pool process, faster, "
+            "for trusted tasks that leave no state behind (docs/tasks.md).",
+            choice_labels={"process": "process (fresh per attempt)", "pool": "pool (reused process)"},
+            form_help="pool is faster but tasks share a process: state, leaks and memory carry over.",
         ),
     )
     retention_count = WholeNumber(

@@ -158,6 +158,13 @@ class AlertMode(str, Enum):
     LOG_ONLY = "log_only"
 
 
+class Isolation(str, Enum):
+    """Where a job's attempts run (docs/tasks.md, "Isolation")."""
+
+    PROCESS = "process"  # a fresh process forked for each attempt
+    POOL = "pool"  # a long-lived pool process reused across attempts (trusted, cheap tasks)
+
+
 class Role(str, Enum):
     ADMIN = "admin"
     OPERATOR = "operator"

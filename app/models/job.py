@@ -4,12 +4,25 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import Boolean, CheckConstraint, Float, ForeignKey, Index, Integer, String, Text, text
+from sqlalchemy import (
+    Boolean,
+    CheckConstraint,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    event,
+    select,
+    text,
+)
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
 from app.domain.retry import RetryKind
-from app.domain.states import AlertMode, MisfirePolicy, OverlapPolicy, ScheduleType, values
+from app.domain.states import AlertMode, Isolation, MisfirePolicy, OverlapPolicy, ScheduleType, values
 from app.extensions import db
 from app.models.types import JSONType, UTCDateTime
 
@@ -22,7 +35,9 @@ class Job(db.Model):
     __tablename__ = "jobs"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    name: Mapped[str] = mapped_column(String(200), unique=True)
+    # Unique within its project, not site-wide (uq_jobs_project_id_name; the use case also refuses
+    # a name differing only in case).
+    name: Mapped[str] = mapped_column(String(200))
     description: Mapped[str] = mapped_column(Text, default="", server_default="")
     task: Mapped[str] = mapped_column(String(100))
     config: Mapped[dict] = mapped_column(JSONType, default=dict)
@@ -40,10 +55,15 @@ class Job(db.Model):
     # NULL: no hard timeout (the worker renews the lease while the task runs).
     timeout_seconds: Mapped[int | None] = mapped_column(Integer, default=30, server_default="30")
     alert_mode: Mapped[str] = mapped_column(String(10), default="web", server_default="web")
+    # process: a fresh forked process per attempt; pool: a reused pool process (app/executor/pool.py).
+    isolation: Mapped[str] = mapped_column(String(10), default="process", server_default="process")
     retention_count: Mapped[int] = mapped_column(Integer, default=500, server_default="500")
     retention_days: Mapped[int] = mapped_column(Integer, default=30, server_default="30")
     # The queue its runs go to (a row: naming an unknown queue is an error, not a starved job).
     queue_id: Mapped[int] = mapped_column(ForeignKey("queues.id", ondelete="RESTRICT"), index=True)
+    # Always its queue's project (set from the queue on insert). Indexed by uq_jobs_project_id_name,
+    # which leads with it.
+    project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
     priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     # Run limits, retry kinds and TTLs (issue 14 part 1; app/domain/run_limits.py, app/domain/retry.py).
     start_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # no occurrence before it
@@ -84,6 +104,7 @@ class Job(db.Model):
         CheckConstraint(_in("overlap_policy", values(OverlapPolicy)), name="overlap_policy"),
         CheckConstraint(_in("misfire_policy", values(MisfirePolicy)), name="misfire_policy"),
         CheckConstraint(_in("alert_mode", values(AlertMode)), name="alert_mode"),
+        CheckConstraint(_in("isolation", values(Isolation)), name="isolation"),
         CheckConstraint("misfire_grace_seconds >= 0", name="misfire_grace_nonnegative"),
         CheckConstraint("max_attempts >= 1", name="max_attempts_positive"),
         CheckConstraint("retry_backoff_seconds >= 0", name="retry_backoff_nonnegative"),
@@ -97,6 +118,7 @@ class Job(db.Model):
         CheckConstraint("queued_ttl_seconds IS NULL OR queued_ttl_seconds >= 1", name="queued_ttl_positive"),
         CheckConstraint("retention_count >= 0 AND retention_days >= 0", name="retention_nonnegative"),
         CheckConstraint("length(name) > 0", name="name_not_empty"),
+        UniqueConstraint("project_id", "name"),
         CheckConstraint(
             "jitter_seconds >= 0 AND pause_after_failures >= 0 AND expect_success_within_seconds >= 0"
             " AND alert_after_failures >= 0",
@@ -121,3 +143,12 @@ class Job(db.Model):
 
     def __repr__(self) -> str:
         return f"<Job {self.id} {self.name!r}>"
+
+
+@event.listens_for(Job, "before_insert")
+def _project_from_queue(mapper, connection, job: Job) -> None:
+    """A job lies in its queue's project: a row added with only a queue gets the queue's project."""
+    if job.project_id is None:
+        from app.models.queue import Queue
+
+        job.project_id = connection.scalar(select(Queue.project_id).where(Queue.id == job.queue_id))

@@ -221,6 +221,7 @@ class ClaimedExecution:
     batch_id: int | None = _col("executions", "batch_id")
     on_success: str | None = _col("jobs", "on_success")
     on_failure: str | None = _col("jobs", "on_failure")
+    isolation: str = _col("jobs", "isolation")  # process | pool: how the executor runs it
 
     @property
     def task_to_run(self) -> str:
