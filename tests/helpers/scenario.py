@@ -27,7 +27,7 @@ TERMINAL = ("succeeded", "failed", "timed_out", "missed", "cancelled", "dead_let
 CLONED_COLUMNS = (
     "description, task, config, schedule_type, schedule, timezone, enabled, next_run_at, "
     "overlap_policy, misfire_policy, misfire_grace_seconds, max_attempts, retry_backoff_seconds, "
-    "timeout_seconds, alert_mode, retention_count, retention_days, queue_id, priority, created_at, "
+    "timeout_seconds, alert_mode, retention_count, retention_days, queue_id, project_id, priority, created_at, "
     "updated_at"
 )
 

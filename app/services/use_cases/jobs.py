@@ -5,7 +5,8 @@ invalidates the affected cache keys after commit and wakes the scheduler and wor
 Each function takes the `caller` (None: the system): a job of another organization (or, with a
 project chosen, another project) is a NotFound like a missing one, and changes need
 `Action.OPERATE`. A new job's queue is looked up in the caller's project; an edited job's in the
-job's own project."""
+job's own project, so a job stays in the project it was created in (docs/tenancy.md). Job names
+are unique within a project, any case."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from app.definitions import EDITABLE
 from app.domain import run_limits
 from app.domain.permissions import Action
 from app.extensions import db
-from app.models import Execution, Job
+from app.models import Execution, Job, Project
 from app.scheduling import Schedule, ScheduleError, parse_schedule, preview
 from app.scheduling.lint import LintWarning, lint_schedule
 from app.services import audit_log, scoping
@@ -100,15 +101,23 @@ def _limited_next_run(job: Job, next_run_at: datetime | None, *, now: datetime) 
     return None
 
 
-def _unique_name(name: str, exclude_id: int | None = None) -> None:
-    # Names differing only in case are the same name to the people and scripts that use them.
-    query = select(Job.name).where(func.lower(Job.name) == func.lower(name))
+def _unique_name(name: str, project_id: int, exclude_id: int | None = None) -> None:
+    """Refuse a name another job of the project has, in any case. Other projects' jobs are never
+    looked at, so the message cannot tell anyone what another organization has."""
+    # The database holds exact names unique per project; names differing only in case are the
+    # same name to the people and scripts that use them, which only this check knows. Two
+    # PostgreSQL transactions could each pass it with `Backup` and `backup`: locking the project
+    # row first makes the second wait for the first's commit and then see its job (SQLite's
+    # BEGIN IMMEDIATE already runs one writer at a time). NO KEY UPDATE leaves the foreign-key
+    # checks of other inserts (KEY SHARE) free.
+    db.session.execute(select(Project.id).where(Project.id == project_id).with_for_update(key_share=True))
+    query = select(Job.name).where(Job.project_id == project_id, func.lower(Job.name) == func.lower(name))
     if exclude_id is not None:
         query = query.where(Job.id != exclude_id)
     existing = db.session.scalar(query)
     if existing is not None:
         extra = "" if existing == name else f" ({existing!r}: names differing only in case are the same name)"
-        raise ValidationFailed({"name": f"a job named {name!r} already exists{extra}"})
+        raise ValidationFailed({"name": f"a job named {name!r} already exists in this project{extra}"})
 
 
 def create_job(data: dict, *, now: datetime, actor: str, caller: Caller | None = None) -> Job:
@@ -117,8 +126,10 @@ def create_job(data: dict, *, now: datetime, actor: str, caller: Caller | None =
     cleaned = clean_job_fields(data, now=now)
     schedule = parse_schedule(cleaned["schedule_type"], cleaned["schedule"], cleaned["timezone"])
     begin_write(db.session)
-    _unique_name(cleaned["name"])
-    queue = queues.resolve_for_job(cleaned.pop("queue"), caller=caller)
+    project_id = queues.project_for(caller).id
+    _unique_name(cleaned["name"], project_id)
+    # The queue is looked up in that same project: the job's project is its queue's.
+    queue = queues.resolve_for_job(cleaned.pop("queue"), project_id=project_id)
     if data.get("priority") in (None, ""):
         cleaned["priority"] = queue.priority  # a job without its own priority takes its queue's
     # None is a value for some fields (no timeout): NULL, not the column's default.
@@ -127,7 +138,7 @@ def create_job(data: dict, *, now: datetime, actor: str, caller: Caller | None =
         key: null() if value is None and key in columns and columns[key].default is not None else value
         for key, value in cleaned.items()
     }
-    job = Job(**cleaned, queue_id=queue.id, created_at=now, updated_at=now)
+    job = Job(**cleaned, queue_id=queue.id, project_id=queue.project_id, created_at=now, updated_at=now)
     job.queue_row = queue
     job.next_run_at = _first_run(schedule, now, job.misfire_grace_seconds, job.schedule_type, job.start_at)
     if job.end_at is not None and job.next_run_at is not None and job.next_run_at > job.end_at:
@@ -162,10 +173,12 @@ def update_job(job_id: int, data: dict, *, now: datetime, actor: str, caller: Ca
     job = get_job(job_id, caller)
     before = audit_log.job_state(job)
     if "name" in cleaned:
-        _unique_name(cleaned["name"], exclude_id=job.id)
+        _unique_name(cleaned["name"], job.project_id, exclude_id=job.id)
     changed = {k: v for k, v in cleaned.items() if getattr(job, k) != v}
     if "queue" in changed:
-        queue = queues.resolve_for_job(changed.pop("queue"), project_id=job.queue_row.project_id)
+        # Only a queue of the job's own project: another project's queue is an unknown name here
+        # (listing this project's queues), so a job never changes project by changing queue.
+        queue = queues.resolve_for_job(changed.pop("queue"), project_id=job.project_id)
         job.queue_id, job.queue_row = queue.id, queue
         conn = db.session.connection()
         store_for(conn).move_queued_to_queue(conn, job.id, queue.id)
