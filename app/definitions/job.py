@@ -302,6 +302,10 @@ class JobSchema(Schema):
         ),
         metadata=shown("Queue", "Worker queue (default 'default').", metavar="NAME"),
     )
+    # The queue's project, never set on its own: a job cannot sit in another project's queue.
+    project_id = fields.Integer(
+        dump_only=True, metadata={"description": "The id of the job's project (its queue's); names are unique in it."}
+    )
     priority = WholeNumber(
         -1000,
         1000,
