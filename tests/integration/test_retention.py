@@ -102,3 +102,44 @@ def test_the_cleanup_old_runs_task_prunes_through_a_real_worker(app):
     assert row.status == "succeeded", row.error
     assert "deleted" in row.output
     assert db.session.scalar(select(func.count()).where(Execution.job_id == noisy.id)) == 1
+
+
+def history_pruned_events():
+    from app.models import Event
+
+    db.session.rollback()
+    return db.session.scalars(select(Event).where(Event.type == "history_pruned").order_by(Event.id)).all()
+
+
+def test_a_backlog_is_pruned_in_batches_each_its_own_transaction(app):
+    job = make_job(now=NOW, retention_count=0, retention_days=7)
+    for i in range(5):
+        add_execution(job, status="succeeded", finished_at=NOW - timedelta(days=8), key=f"old{i}")
+    add_execution(job, status="succeeded", finished_at=NOW, key="new")
+    result = retention.prune_engine(db.engine, now=NOW, batch=2)
+    # 2 + 2 + 1: the short batch says the backlog is gone.
+    assert (result["deleted"], result["batches"], result["more"]) == (5, 3, False)
+    assert result["by_job"] == {str(job.id): 5}
+    assert statuses(job) == ["succeeded"]
+    # One ledger entry per committed batch: a run stopped half way still says what it removed.
+    assert [event.payload["deleted"] for event in history_pruned_events()] == [2, 2, 1]
+
+
+def test_a_pruning_run_stops_after_its_time_budget_and_says_more_is_left(app):
+    job = make_job(now=NOW, retention_count=0, retention_days=7)
+    for i in range(5):
+        add_execution(job, status="failed", finished_at=NOW - timedelta(days=8), key=f"old{i}")
+    ticks = iter([0.0, 0.5, 1.5])  # started, after batch 1 (in budget), after batch 2 (past it)
+    result = retention.prune_engine(db.engine, now=NOW, batch=2, max_seconds=1.0, monotonic=lambda: next(ticks))
+    assert (result["deleted"], result["batches"], result["more"]) == (4, 2, True)
+    assert len(statuses(job)) == 1
+    assert retention.prune_engine(db.engine, now=NOW, batch=2)["deleted"] == 1
+
+
+def test_a_dry_run_is_one_pass_that_deletes_nothing(app):
+    job = make_job(now=NOW, retention_count=1, retention_days=0)
+    for i in range(4):
+        add_execution(job, status="succeeded", finished_at=NOW, key=f"s{i}")
+    result = retention.prune_engine(db.engine, now=NOW, dry_run=True, batch=2)
+    assert (result["deleted"], result["batches"]) == (3, 1)
+    assert len(statuses(job)) == 4 and history_pruned_events() == []

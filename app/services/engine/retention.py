@@ -3,11 +3,14 @@
 Only finished history is pruned: non-terminal executions (still in flight or queued) and
 dead-lettered ones (and any execution with a DeadLetter row) are never removed, so pruning can
 never hide work or an unresolved failure. Either axis set to 0 is disabled. Deletes run in
-batches so a large backlog never holds one huge transaction.
+batches, each its own short transaction, so a large backlog never holds one huge transaction
+(its row locks, and the snapshot that keeps VACUUM from reclaiming what the workers update).
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from datetime import datetime
 
 from sqlalchemy import create_engine
@@ -19,20 +22,37 @@ from app.services.audit import insert_event
 from app.services.audit_log import prune_audit
 from app.store import store_for
 
-BATCH = 2000
+# Rows per transaction: measured at 10M executions (`python -m bench retention`,
+# docs/performance.md): big enough that finding the batch costs little per row, small enough that
+# each transaction is short.
+BATCH = 5000
+# What a dry run counts at most (one pass, nothing deleted).
+DRY_RUN_LIMIT = BATCH * 20
+# How long one pruning run may keep deleting before it returns (the scheduler's hourly pass runs
+# on its tick); whatever is left goes in the next run.
+MAX_SECONDS = 30.0
 
 
 def prune(
-    conn: Connection, *, now: datetime, dry_run: bool = False, actor: str = "system", audit_retention_days: int = 0
+    conn: Connection,
+    *,
+    now: datetime,
+    dry_run: bool = False,
+    actor: str = "system",
+    audit_retention_days: int = 0,
+    limit: int | None = None,
+    housekeeping: bool = True,
 ) -> dict:
-    """Prune one batch-set of history on `conn`; returns counts per job and in total. Audit events
+    """Prune one batch of history on `conn` (at most `limit` rows per retention axis, default
+    BATCH; DRY_RUN_LIMIT for a dry run); returns counts per job and in total and `found` (how many
+    candidates the axes returned). With `housekeeping`, expired credentials and audit events
     older than `audit_retention_days` go too (0: kept)."""
     store = store_for(conn)
-    doomed = store.prunable_history(conn, now=now, limit=BATCH * 50)
+    doomed = store.prunable_history(conn, now=now, limit=limit or (DRY_RUN_LIMIT if dry_run else BATCH))
     by_job: dict[int, int] = {}
     for job_id in doomed.values():
         by_job[job_id] = by_job.get(job_id, 0) + 1
-    if not dry_run:
+    if not dry_run and housekeeping:
         from app.models.api import prune_expired_credentials  # lazily: forked tasks call prune too
 
         prune_expired_credentials(conn, now=now)  # revoked JWTs and idempotency keys past their expiry
@@ -47,16 +67,57 @@ def prune(
             deleted=len(doomed),
             by_job={str(k): v for k, v in sorted(by_job.items())},
         )
-    if not dry_run:
+    if not dry_run and housekeeping:
         prune_audit(conn, now=now, retention_days=audit_retention_days)  # writes its own `audit_pruned` event
-    return {"deleted": len(doomed), "dry_run": dry_run, "by_job": {str(k): v for k, v in sorted(by_job.items())}}
+    # A dry run's "deleted" is what it would delete.
+    return {
+        "deleted": len(doomed),
+        "found": len(doomed),
+        "dry_run": dry_run,
+        "by_job": {str(k): v for k, v in sorted(by_job.items())},
+    }
 
 
 def prune_engine(
-    engine: Engine, *, now: datetime, dry_run: bool = False, actor: str = "system", audit_retention_days: int = 0
+    engine: Engine,
+    *,
+    now: datetime,
+    dry_run: bool = False,
+    actor: str = "system",
+    audit_retention_days: int = 0,
+    max_seconds: float | None = MAX_SECONDS,
+    batch: int = BATCH,
+    monotonic: Callable[[], float] = time.monotonic,
 ) -> dict:
-    with write_transaction(engine) as conn:
-        return prune(conn, now=now, dry_run=dry_run, actor=actor, audit_retention_days=audit_retention_days)
+    """Prune batch after batch, each in its own transaction, until a batch finds fewer than
+    `batch` rows per axis (the backlog is gone) or `max_seconds` have passed (None: no limit);
+    returns the totals and `batches`, and `more` when it stopped with history left to prune.
+
+    A dry run is one pass that counts (up to DRY_RUN_LIMIT rows per axis) and deletes nothing."""
+    started = monotonic()
+    total = {"deleted": 0, "dry_run": dry_run, "by_job": {}, "batches": 0, "more": False}
+    while True:
+        with write_transaction(engine) as conn:
+            result = prune(
+                conn,
+                now=now,
+                dry_run=dry_run,
+                actor=actor,
+                audit_retention_days=audit_retention_days,
+                limit=None if dry_run else batch,
+                housekeeping=total["batches"] == 0,
+            )
+        total["batches"] += 1
+        total["deleted"] += result["deleted"]
+        for job_id, count in result["by_job"].items():
+            total["by_job"][job_id] = total["by_job"].get(job_id, 0) + count
+        if dry_run or result["found"] < batch:
+            break
+        if max_seconds is not None and monotonic() - started >= max_seconds:
+            total["more"] = True
+            break
+    total["by_job"] = dict(sorted(total["by_job"].items(), key=lambda item: int(item[0])))
+    return total
 
 
 def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system") -> dict:
