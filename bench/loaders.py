@@ -16,7 +16,7 @@ import psycopg
 _JOB_COLUMNS = """(name, description, task, config, schedule_type, schedule, timezone, enabled, next_run_at,
                    overlap_policy, misfire_policy, misfire_grace_seconds, max_attempts, retry_backoff_seconds,
                    timeout_seconds, alert_mode, retention_count, retention_days, queue_id, priority, created_at,
-                   updated_at)"""
+                   updated_at, project_id)"""
 
 
 def insert_job(
@@ -39,7 +39,8 @@ def insert_job(
         f"""INSERT INTO jobs {_JOB_COLUMNS}
             VALUES (%(name)s, '', %(task)s, '{{}}'::jsonb, %(stype)s, %(schedule)s::jsonb, 'UTC', true, %(next)s,
                     %(overlap)s, 'coalesce', 60, %(max_attempts)s, 1, 30, 'log_only', 0, 0,
-                    (SELECT id FROM queues WHERE name = %(queue)s), 0, %(now)s, %(now)s)
+                    (SELECT id FROM queues WHERE name = %(queue)s), 0, %(now)s, %(now)s,
+                    (SELECT project_id FROM queues WHERE name = %(queue)s))
             RETURNING id""",
         {
             "name": name,
@@ -91,7 +92,8 @@ def insert_scheduled_jobs(conn: psycopg.Connection, total: int, due: int, *, now
                    CASE WHEN g <= %(due)s THEN %(anchor)s::timestamptz
                         ELSE %(anchor)s::timestamptz + interval '30 days' + g * interval '1 minute' END,
                    'skip', 'coalesce', 60, 3, 10, 30, 'log_only', 500, 30,
-                   (SELECT id FROM queues WHERE name = 'default'), 0, %(now)s, %(now)s
+                   (SELECT id FROM queues WHERE name = 'default'), 0, %(now)s, %(now)s,
+                   (SELECT project_id FROM queues WHERE name = 'default')
             FROM generate_series(1, %(total)s) AS g""",
         {"total": total, "due": due, "anchor": anchor.replace(microsecond=0), "now": now},
     )
@@ -124,7 +126,8 @@ def load_history(
             SELECT 'history-' || g, 'bulk-loaded for the dashboard benchmark', 'always_succeed', '{{}}'::jsonb,
                    'interval', jsonb_build_object('every', '1h', 'start_at', '2026-01-01T00:00:00Z'), 'UTC', true,
                    %(now)s::timestamptz + g * interval '1 minute', 'skip', 'coalesce', 60, 3, 10, 30, 'web', 0, 0,
-                   (%(queues)s::int[])[1 + (g - 1) %% %(n)s], 0, %(now)s, %(now)s
+                   (%(queues)s::int[])[1 + (g - 1) %% %(n)s], 0, %(now)s, %(now)s,
+                   (SELECT project_id FROM queues WHERE id = (%(queues)s::int[])[1 + (g - 1) %% %(n)s])
             FROM generate_series(1, %(jobs)s) AS g""",
         {"jobs": jobs, "now": now, "queues": queue_ids, "n": len(queue_ids)},
     )

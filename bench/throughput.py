@@ -187,12 +187,13 @@ def _sqlite(count: int, details: dict) -> list[Figure]:
             con.execute("""INSERT INTO jobs (id, name, description, task, config, schedule_type, schedule, timezone,
                                enabled, overlap_policy, misfire_policy, misfire_grace_seconds, max_attempts,
                                retry_backoff_seconds, timeout_seconds, alert_mode, retention_count, retention_days,
-                               queue_id, priority, created_at, updated_at)
+                               queue_id, priority, created_at, updated_at, project_id)
                            VALUES (1, 'throughput', '', 'always_succeed', '{}', 'interval',
                                '{"every": "1h", "start_at": "2026-01-01T00:00:00Z"}', 'UTC', 1, 'allow', 'coalesce',
                                60, 1, 1, 30, 'log_only', 0, 0, (SELECT id FROM queues WHERE name = 'default'), 0,
                                '2026-01-01 00:00:00.000000',
-                               '2026-01-01 00:00:00.000000')""")
+                               '2026-01-01 00:00:00.000000',
+                               (SELECT project_id FROM queues WHERE name = 'default'))""")
             con.execute(
                 """WITH RECURSIVE g(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM g WHERE n < ?)
                            INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts,
