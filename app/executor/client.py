@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from app.executor.output import OUTPUT_LIMIT_CHARS
+from app.executor.pool_limits import PoolLimits
 from app.executor.protocol import KILL_REASONS, MessageReader, TaskRequest, TaskResult, encode_message
 from app.sensitive import task_environment
 
@@ -62,8 +63,10 @@ class ForkServer:
         *,
         start_timeout_seconds: float = 30.0,
         python: str = sys.executable,
+        pool: PoolLimits | None = None,
     ) -> None:
         self.preload = tuple(preload)
+        self.pool = pool or PoolLimits()  # when the zygote replaces a pool process
         self.output_limit = output_limit
         self.kill_grace_seconds = kill_grace_seconds
         self.start_timeout_seconds = start_timeout_seconds
@@ -95,6 +98,10 @@ class ForkServer:
             str(self.output_limit),
             "--kill-grace-seconds",
             str(self.kill_grace_seconds),
+            "--pool-max-tasks",
+            str(self.pool.max_tasks),
+            "--pool-max-memory-mb",
+            str(self.pool.max_memory_mb),
         ]
         for module in self.preload:
             command += ["--preload", module]

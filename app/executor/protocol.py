@@ -4,7 +4,7 @@ Messages are JSON objects, each sent as a 4-byte big-endian length followed by t
 UTF-8 JSON. A length prefix (rather than newline-delimited JSON) lets either side read whatever the
 socket has and split it into whole messages without scanning for separators.
 
-Client -> zygote ("op"):     run {request}, kill {execution_id, reason: killed|cancelled}, shutdown {}
+Client -> zygote ("op"):     run {request (isolation: process | pool)}, kill {execution_id, reason: killed|cancelled}, shutdown {}
 Zygote -> client ("type"):   ready {pid}, fatal {error}, started {execution_id, pid},
                              result {TaskResult fields}, bye {}
 
@@ -37,7 +37,8 @@ class TaskRequest:
     """One attempt to run a registered task in its own process.
 
     `context` holds the keyword arguments of `app.tasks.registry.TaskContext`.
-    `timeout_seconds` of None (or <= 0) means no timeout.
+    `timeout_seconds` of None (or <= 0) means no timeout. `isolation` is the job's: "process"
+    forks a fresh process for the attempt, "pool" hands it to a reused pool process.
     """
 
     execution_id: int
@@ -45,6 +46,7 @@ class TaskRequest:
     config: dict
     context: dict
     timeout_seconds: float | None
+    isolation: str = "process"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -42,6 +42,8 @@ from dataclasses import dataclass, field
 
 from app.executor.outcome import classify_exit, parse_result_pipe
 from app.executor.output import OUTPUT_LIMIT_CHARS, BoundedCapture, truncate_text
+from app.executor.pool import Pool
+from app.executor.pool_limits import DEFAULT_MAX_MEMORY_MB, DEFAULT_MAX_TASKS, PoolLimits
 from app.executor.protocol import KILL_REASONS, MessageReader, TaskResult, encode_message
 from app.executor.task_child import run_task_in_child, set_parent_death_signal
 
@@ -73,7 +75,14 @@ class TaskChild:
 class Zygote:
     """Serves run/kill/shutdown requests from one control socket until told to stop."""
 
-    def __init__(self, control: socket.socket, *, output_limit: int, kill_grace_seconds: float) -> None:
+    def __init__(
+        self,
+        control: socket.socket,
+        *,
+        output_limit: int,
+        kill_grace_seconds: float,
+        pool_limits: PoolLimits | None = None,
+    ) -> None:
         self.control = control
         self.output_limit = output_limit
         self.kill_grace_seconds = kill_grace_seconds
@@ -86,6 +95,9 @@ class Zygote:
         self.terminated = False  # SIGTERM received (normally: PDEATHSIG, the worker died)
         self.pid = os.getpid()  # task children compare it with getppid()
         self._wakeup_r, self._wakeup_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        # Attempts of `isolation = pool` jobs run in reused processes (app/executor/pool.py); they
+        # appear in `children` like forked ones, so deadlines, kills and shutdown treat both alike.
+        self.pool = Pool(self, pool_limits or PoolLimits(), TaskChild)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -104,6 +116,7 @@ class Zygote:
         if self.terminated:
             self.kill_everything()
             return
+        self.pool.close()
         self.send({"type": "bye"})
         self._flush_outbox_blocking()
 
@@ -119,6 +132,7 @@ class Zygote:
                 os.waitpid(child.pid, 0)
             except ChildProcessError:
                 pass
+        self.pool.close()
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -152,6 +166,8 @@ class Zygote:
                 self._read_result(child)
             elif kind == "exit" and child.pidfd is not None:
                 self._finish(child)
+            elif kind == "pool":
+                self.pool.on_event(*child)
         self._enforce_deadlines(time.monotonic())
 
     def _enforce_deadlines(self, now: float) -> None:
@@ -240,6 +256,9 @@ class Zygote:
             return
         if self.shutting_down:
             self._reject(execution_id, "the executor is shutting down; task not started")
+            return
+        if request.get("isolation") == "pool":
+            self.pool.start_task(request, received_at)
             return
         for stream in (sys.stdout, sys.stderr):
             if stream is not None:
@@ -394,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--preload", action="append", default=[])
     parser.add_argument("--output-limit", type=int, default=OUTPUT_LIMIT_CHARS)
     parser.add_argument("--kill-grace-seconds", type=float, default=2.0)
+    parser.add_argument("--pool-max-tasks", type=int, default=DEFAULT_MAX_TASKS)
+    parser.add_argument("--pool-max-memory-mb", type=int, default=DEFAULT_MAX_MEMORY_MB)
     args = parser.parse_args(argv)
 
     # Die with the worker. prctl only covers deaths after it is called, hence the getppid check.
@@ -417,7 +438,12 @@ def main(argv: list[str] | None = None) -> int:
     gc.collect()
     gc.freeze()
 
-    zygote = Zygote(control, output_limit=args.output_limit, kill_grace_seconds=args.kill_grace_seconds)
+    zygote = Zygote(
+        control,
+        output_limit=args.output_limit,
+        kill_grace_seconds=args.kill_grace_seconds,
+        pool_limits=PoolLimits(args.pool_max_tasks, args.pool_max_memory_mb),
+    )
     try:
         zygote.serve_forever()
     except BaseException:
