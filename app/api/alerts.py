@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
+from app.api import examples as ex
 from app.api import scope
 from app.api.conventions import paginate
 from app.api.schemas import AlertQuery, AlertSchema, page_schema
@@ -25,7 +26,7 @@ AlertPage = page_schema(AlertSchema, "AlertPage")
 @blp.get("")
 @authenticated(Action.READ)
 @blp.arguments(AlertQuery, location="query")
-@blp.response(200, AlertPage)
+@blp.response(200, AlertPage, example=ex.page(ex.ALERT, "/api/v1/alerts"))
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 def list_alerts(args):
@@ -45,7 +46,7 @@ def list_alerts(args):
 
 @blp.post("/<int:alert_id>/resolve")
 @authenticated(Action.OPERATE)
-@blp.response(200, AlertSchema)
+@blp.response(200, AlertSchema, example=ex.RESOLVED_ALERT)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")

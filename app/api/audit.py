@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask_smorest import Blueprint
 
+from app.api import examples as ex
 from app.api.conventions import paginate
 from app.api.schemas import AuditEventSchema, AuditQuery, page_schema
 from app.api.security import authenticated, current_caller
@@ -19,7 +20,7 @@ AuditPage = page_schema(AuditEventSchema, "AuditEventPage")
 @blp.get("")
 @authenticated(Action.READ)
 @blp.arguments(AuditQuery, location="query")
-@blp.response(200, AuditPage)
+@blp.response(200, AuditPage, example=ex.page(ex.AUDIT_EVENT, "/api/v1/audit-events"))
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 def list_events(args):

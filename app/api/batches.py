@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import url_for
 from flask_smorest import Blueprint
 
+from app.api import examples as ex
 from app.api.conventions import IDEMPOTENCY_HEADER, idempotent, json_object_body, paginate
 from app.api.schemas import BatchQuery, BatchStatusSchema, ExecutionSchema, page_schema
 from app.api.scope import ID_MAX
@@ -37,7 +38,7 @@ def _documents(rows: list[Batch]) -> list[dict]:
 @blp.get("")
 @authenticated(Action.READ)
 @blp.arguments(BatchQuery, location="query")
-@blp.response(200, BatchPage)
+@blp.response(200, BatchPage, example=ex.page(ex.BATCH, "/api/v1/batches"))
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 def list_batches(args):
@@ -70,12 +71,12 @@ def list_batches(args):
                         BatchDefinition(task=None, job_config=None),
                     ]
                 },
-                "example": {"job_id": 1, "items": [{"message": "a"}, {"message": "b"}], "on_complete": "echo"},
+                "example": ex.BATCH_SUBMIT,
             }
         },
     },
 )
-@blp.response(201, BatchStatusSchema)
+@blp.response(201, BatchStatusSchema, example=ex.NEW_BATCH)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -102,7 +103,7 @@ def submit_batch():
 
 @blp.get("/<int:batch_id>")
 @authenticated(Action.READ)
-@blp.response(200, BatchStatusSchema)
+@blp.response(200, BatchStatusSchema, example=ex.BATCH)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -116,7 +117,7 @@ def get_batch(batch_id):
 
 @blp.get("/<int:batch_id>/items")
 @authenticated(Action.READ)
-@blp.response(200, ExecutionSchema(many=True))
+@blp.response(200, ExecutionSchema(many=True), example=ex.BATCH_ITEMS)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -131,7 +132,7 @@ def list_items(batch_id):
 
 @blp.post("/<int:batch_id>/cancel")
 @authenticated(Action.OPERATE)
-@blp.response(200, BatchStatusSchema)
+@blp.response(200, BatchStatusSchema, example=ex.CANCELLED_BATCH)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")

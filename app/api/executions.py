@@ -6,6 +6,7 @@ from flask import url_for
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
+from app.api import examples as ex
 from app.api.conventions import IDEMPOTENCY_HEADER, idempotent, paginate, with_etag
 from app.api.schemas import AttemptSchema, CancelSchema, ExecutionQuery, ExecutionSchema, OutputSchema, page_schema
 from app.api.scope import ID_MAX
@@ -38,7 +39,7 @@ def _list_item(execution: Execution) -> dict:
 @blp.get("")
 @authenticated(Action.READ)
 @blp.arguments(ExecutionQuery, location="query")
-@blp.response(200, ExecutionPage)
+@blp.response(200, ExecutionPage, example=ex.page(ex.EXECUTION_LISTED, "/api/v1/executions"))
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 def list_executions(args):
@@ -62,7 +63,7 @@ def list_executions(args):
 
 @blp.get("/<int:execution_id>")
 @authenticated(Action.READ)
-@blp.response(200, ExecutionSchema)
+@blp.response(200, ExecutionSchema, example=ex.EXECUTION)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -77,7 +78,7 @@ def get_execution(execution_id):
 
 @blp.get("/<int:execution_id>/attempts")
 @authenticated(Action.READ)
-@blp.response(200, AttemptSchema(many=True))
+@blp.response(200, AttemptSchema(many=True), example=ex.ATTEMPTS)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -93,7 +94,7 @@ def list_attempts(execution_id):
 
 @blp.get("/<int:execution_id>/output")
 @authenticated(Action.READ)
-@blp.response(200, OutputSchema, example={"execution_id": 42, "status": "succeeded", "output": "done\n", "error": ""})
+@blp.response(200, OutputSchema, example=ex.OUTPUT)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -115,7 +116,7 @@ def get_output(execution_id):
 @authenticated(Action.OPERATE)
 @idempotent
 @blp.doc(parameters=[IDEMPOTENCY_HEADER])
-@blp.response(201, ExecutionSchema)
+@blp.response(201, ExecutionSchema, example=ex.RETRIED)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -132,8 +133,8 @@ def retry_execution(execution_id):
 
 @blp.post("/<int:execution_id>/cancel")
 @authenticated(Action.OPERATE)
-@blp.arguments(CancelSchema, required=False, example={"reason": "wrong input"})
-@blp.response(200, ExecutionSchema)
+@blp.arguments(CancelSchema, required=False, example=ex.CANCEL)
+@blp.response(200, ExecutionSchema, example=ex.CANCELLED)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")

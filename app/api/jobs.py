@@ -10,6 +10,7 @@ from __future__ import annotations
 from flask import jsonify, request, url_for
 from flask_smorest import Blueprint
 
+from app.api import examples as ex
 from app.api.conventions import (
     IDEMPOTENCY_HEADER,
     IF_MATCH_HEADER,
@@ -83,7 +84,7 @@ def _body() -> dict:
 @blp.get("")
 @authenticated(Action.READ)
 @blp.arguments(JobQuery, location="query")
-@blp.response(200, JobPage)
+@blp.response(200, JobPage, example=ex.page(ex.JOB, "/api/v1/jobs"))
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 def list_jobs(args):
@@ -104,18 +105,12 @@ def list_jobs(args):
         "content": {
             "application/json": {
                 "schema": JobSchema,
-                "example": {
-                    "name": "nightly report",
-                    "task": "noop",
-                    "schedule_type": "cron",
-                    "schedule": {"expression": "0 2 * * *"},
-                    "timezone": "UTC",
-                },
+                "example": ex.JOB_CREATE,
             }
         },
     },
 )
-@blp.response(201, JobSchema)
+@blp.response(201, JobSchema, example=ex.JOB)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(409, response="CONFLICT")
@@ -132,7 +127,7 @@ def create_job():
 
 @blp.get("/<int:job_id>")
 @authenticated(Action.READ)
-@blp.response(200, JobSchema)
+@blp.response(200, JobSchema, example=ex.JOB)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -151,12 +146,10 @@ def get_job(job_id):
     parameters=[IF_MATCH_HEADER],
     requestBody={
         "required": True,
-        "content": {
-            "application/json": {"schema": JobEditSchema(partial=True), "example": {"description": "Runs nightly."}}
-        },
+        "content": {"application/json": {"schema": JobEditSchema(partial=True), "example": ex.JOB_EDIT}},
     },
 )
-@blp.response(200, JobSchema)
+@blp.response(200, JobSchema, example=ex.EDITED_JOB)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -198,7 +191,7 @@ def delete_job(job_id):
 
 @blp.post("/<int:job_id>/enable")
 @authenticated(Action.OPERATE)
-@blp.response(200, JobSchema)
+@blp.response(200, JobSchema, example=ex.JOB)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -214,7 +207,7 @@ def enable_job(job_id):
 
 @blp.post("/<int:job_id>/disable")
 @authenticated(Action.OPERATE)
-@blp.response(200, JobSchema)
+@blp.response(200, JobSchema, example=ex.DISABLED_JOB)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -238,12 +231,12 @@ def disable_job(job_id):
         "content": {
             "application/json": {
                 "schema": RunSchema(now=None, task=None, job_config=None),
-                "example": {"in": "10m", "config_override": {"seconds": 2}},
+                "example": ex.TRIGGER,
             }
         },
     },
 )
-@blp.response(201, ExecutionSchema)
+@blp.response(201, ExecutionSchema, example=ex.TRIGGERED)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -268,7 +261,7 @@ def trigger_job(job_id):
 @blp.get("/<int:job_id>/preview")
 @authenticated(Action.READ)
 @blp.arguments(PreviewQuery, location="query")
-@blp.response(200, PreviewSchema)
+@blp.response(200, PreviewSchema, example=ex.JOB_PREVIEW)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -291,7 +284,7 @@ def preview_job(args, job_id):
 
 @blp.get("/<int:job_id>/lint")
 @authenticated(Action.READ)
-@blp.response(200, LintWarningSchema(many=True))
+@blp.response(200, LintWarningSchema(many=True), example=ex.LINT)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -305,13 +298,17 @@ def lint_job(job_id):
     return [warning.to_json() for warning in jobs.lint_job(job, now=utcnow())]
 
 
-FREE_FORM = {"application/json": {"schema": {"type": "object", "additionalProperties": True}}}
+def free_form(example: dict) -> dict:
+    """A JSON object answer whose shape the read model defines (no schema of its own), with its example."""
+    return {"application/json": {"schema": {"type": "object", "additionalProperties": True}, "example": example}}
 
 
 @blp.get("/<int:job_id>/explain")
 @authenticated(Action.READ)
 @blp.arguments(ExplainQuery, location="query")
-@blp.doc(responses={"200": {"description": "What became of the occurrences, and why.", "content": FREE_FORM}})
+@blp.doc(
+    responses={"200": {"description": "What became of the occurrences, and why.", "content": free_form(ex.EXPLAIN)}}
+)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -335,12 +332,12 @@ def explain(args, job_id):
 @blp.post("/<int:job_id>/backfill")
 @authenticated(Action.OPERATE)
 @idempotent
-@blp.arguments(BackfillSchema, example={"from": "2026-06-01T00:00:00Z", "to": "2026-06-02T00:00:00Z", "dry_run": True})
+@blp.arguments(BackfillSchema, example=ex.BACKFILL)
 @blp.doc(
     parameters=[IDEMPOTENCY_HEADER],
     responses={
-        "200": {"description": "The plan of a dry run (nothing created).", "content": FREE_FORM},
-        "201": {"description": "The occurrences created as backfill runs.", "content": FREE_FORM},
+        "200": {"description": "The plan of a dry run (nothing created).", "content": free_form(ex.BACKFILL_PLAN)},
+        "201": {"description": "The occurrences created as backfill runs.", "content": free_form(ex.BACKFILL_CREATED)},
     },
 )
 @blp.alt_response(401, response="UNAUTHORIZED")

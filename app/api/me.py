@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask_smorest import Blueprint
 
+from app.api import examples as ex
 from app.api.schemas import MeSchema
 from app.api.security import authenticated, current_caller
 from app.clock import iso_z
@@ -26,26 +27,7 @@ def user_to_dict(user: User) -> dict:
 
 @blp.get("")
 @authenticated(None)
-@blp.response(
-    200,
-    MeSchema,
-    example={
-        "user": {
-            "id": 1,
-            "username": "alice",
-            "active": True,
-            "superuser": False,
-            "memberships": [{"organization": "default", "role": "operator"}],
-            "created_at": "2026-06-01T12:00:00Z",
-        },
-        "actor": "api:alice",
-        "credential": "jwt",
-        "organization": "default",
-        "project": None,
-        "role": "operator",
-        "superuser": False,
-    },
-)
+@blp.response(200, MeSchema, example=ex.ME)
 @blp.alt_response(401, response="UNAUTHORIZED")
 def me():
     """The signed-in user (or the API token's creator), the organization and project acted in, and the role.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask_smorest import Blueprint
 
+from app.api import examples as ex
 from app.api.schemas import OrganizationSchema
 from app.api.security import authenticated, current_caller
 from app.services.use_cases import tenancy
@@ -13,7 +14,7 @@ blp = Blueprint("api_organizations", __name__, url_prefix="/api/v1/organizations
 
 @blp.get("")
 @authenticated(None)
-@blp.response(200, OrganizationSchema(many=True))
+@blp.response(200, OrganizationSchema(many=True), example=[ex.ORGANIZATION])
 @blp.alt_response(401, response="UNAUTHORIZED")
 def list_organizations():
     """The organizations you belong to (an API token: its project's), by name.
@@ -25,7 +26,7 @@ def list_organizations():
 
 @blp.get("/<string:name>")
 @authenticated(None)
-@blp.response(200, OrganizationSchema)
+@blp.response(200, OrganizationSchema, example=ex.ORGANIZATION)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(404, response="NOT_FOUND")
 def get_organization(name):

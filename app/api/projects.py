@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import url_for
 from flask_smorest import Blueprint
 
+from app.api import examples as ex
 from app.api.schemas import ProjectCreateSchema, ProjectSchema
 from app.api.scope import ID_MAX
 from app.api.security import authenticated, current_caller
@@ -18,7 +19,7 @@ blp = Blueprint("api_projects", __name__, url_prefix="/api/v1/projects", descrip
 
 @blp.get("")
 @authenticated(Action.READ)
-@blp.response(200, ProjectSchema(many=True))
+@blp.response(200, ProjectSchema(many=True), example=[ex.PROJECT, ex.NEW_PROJECT])
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 def list_projects():
@@ -31,8 +32,8 @@ def list_projects():
 
 @blp.post("")
 @authenticated(Action.ADMINISTER)
-@blp.arguments(ProjectCreateSchema, example={"organization": "default", "name": "reports"})
-@blp.response(201, ProjectSchema)
+@blp.arguments(ProjectCreateSchema, example=ex.PROJECT_CREATE)
+@blp.response(201, ProjectSchema, example=ex.NEW_PROJECT)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -54,7 +55,7 @@ def create_project(body):
 
 @blp.get("/<int:project_id>")
 @authenticated(Action.READ)
-@blp.response(200, ProjectSchema)
+@blp.response(200, ProjectSchema, example=ex.PROJECT)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")

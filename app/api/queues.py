@@ -6,6 +6,7 @@ from flask import url_for
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
+from app.api import examples as ex
 from app.api import scope
 from app.api.conventions import IF_MATCH_HEADER, check_if_match, json_object_body, paginate, with_etag
 from app.api.schemas import (
@@ -43,7 +44,7 @@ def _document(queue: Queue, *, with_stats: bool = True, stats=None) -> dict:
 @blp.get("")
 @authenticated(Action.READ)
 @blp.arguments(PageQuery, location="query")
-@blp.response(200, QueuePage)
+@blp.response(200, QueuePage, example=ex.page(ex.QUEUE, "/api/v1/queues"))
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 def list_queues(args):
@@ -60,8 +61,8 @@ def list_queues(args):
 
 @blp.post("")
 @authenticated(Action.ADMINISTER)
-@blp.arguments(QueueCreateSchema, example={"name": "reports", "concurrency_limit": 2})
-@blp.response(201, QueueSchema)
+@blp.arguments(QueueCreateSchema, example=ex.QUEUE_CREATE)
+@blp.response(201, QueueSchema, example=ex.QUEUE)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
@@ -77,7 +78,7 @@ def create_queue(body):
 
 @blp.get("/<int:queue_id>")
 @authenticated(Action.READ)
-@blp.response(200, QueueSchema)
+@blp.response(200, QueueSchema, example=ex.QUEUE)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -93,8 +94,8 @@ def get_queue(queue_id):
 @blp.patch("/<int:queue_id>")
 @authenticated(Action.ADMINISTER)
 @blp.doc(parameters=[IF_MATCH_HEADER])
-@blp.arguments(QueueEditSchema, example={"concurrency_limit": 4})
-@blp.response(200, QueueSchema)
+@blp.arguments(QueueEditSchema, example=ex.QUEUE_EDIT)
+@blp.response(200, QueueSchema, example=ex.EDITED_QUEUE)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -137,8 +138,8 @@ def delete_queue(queue_id):
 
 @blp.post("/<int:queue_id>/pause")
 @authenticated(Action.OPERATE)
-@blp.arguments(PauseSchema, required=False, example={"reason": "deploying"})
-@blp.response(200, QueueSchema)
+@blp.arguments(PauseSchema, required=False, example=ex.PAUSE)
+@blp.response(200, QueueSchema, example=ex.PAUSED_QUEUE)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -155,7 +156,7 @@ def pause_queue(body, queue_id):
 
 @blp.post("/<int:queue_id>/resume")
 @authenticated(Action.OPERATE)
-@blp.response(200, QueueSchema)
+@blp.response(200, QueueSchema, example=ex.QUEUE)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -172,22 +173,7 @@ def resume_queue(queue_id):
 
 @blp.get("/<int:queue_id>/stats")
 @authenticated(Action.READ)
-@blp.response(
-    200,
-    QueueStatsSchema,
-    example={
-        "pending": 3,
-        "scheduled_later": 10,
-        "retrying": 1,
-        "running": 2,
-        "succeeded_last_hour": 118,
-        "failed_last_hour": 2,
-        "oldest_pending_seconds": 4.2,
-        "throughput_per_minute": 2.1,
-        "lateness_p50_seconds": 0.4,
-        "lateness_p95_seconds": 1.3,
-    },
-)
+@blp.response(200, QueueStatsSchema, example=ex.QUEUE_STATS)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")

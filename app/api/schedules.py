@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask_smorest import Blueprint
 
+from app.api import examples as ex
 from app.api.errors import ApiError
 from app.api.schemas import PreviewSchema, SchedulePreviewSchema
 from app.api.security import authenticated
@@ -18,11 +19,8 @@ blp = Blueprint(
 
 @blp.post("/preview")
 @authenticated(Action.READ)
-@blp.arguments(
-    SchedulePreviewSchema,
-    example={"schedule_type": "cron", "schedule": {"expression": "30 2 * * *"}, "timezone": "Europe/Paris", "count": 3},
-)
-@blp.response(200, PreviewSchema)
+@blp.arguments(SchedulePreviewSchema, example=ex.SCHEDULE_PREVIEW)
+@blp.response(200, PreviewSchema, example=ex.SCHEDULE_PREVIEW_ANSWER)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 def preview_schedule(body):

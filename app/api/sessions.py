@@ -9,6 +9,7 @@ from flask import current_app
 from flask_jwt_extended import create_access_token, create_refresh_token
 from flask_smorest import Blueprint
 
+from app.api import examples as ex
 from app.api.errors import ApiError
 from app.api.schemas import LoginSchema, PasswordChangeSchema, RegisterSchema, TokenPairSchema, UserSchema
 from app.api.security import auth_limit, current_caller, limiter, verified_claims
@@ -29,17 +30,8 @@ def _access_token(user_id: int, organization_id: int | None, refresh_jti: str) -
 
 @blp.post("/login")
 @limiter.limit(auth_limit)
-@blp.arguments(LoginSchema, example={"username": "admin", "password": "admin"})
-@blp.response(
-    200,
-    TokenPairSchema,
-    example={
-        "access_token": "eyJhbGciOi...",
-        "refresh_token": "eyJhbGciOi...",
-        "token_type": "Bearer",
-        "expires_in": 900,
-    },
-)
+@blp.arguments(LoginSchema, example=ex.LOGIN)
+@blp.response(200, TokenPairSchema, example=ex.TOKEN_PAIR)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(429, response="TOO_MANY_REQUESTS")
 @blp.doc(**PUBLIC)
@@ -66,7 +58,7 @@ def login(body):
 
 @blp.post("/refresh")
 @limiter.limit(auth_limit)
-@blp.response(200, TokenPairSchema)
+@blp.response(200, TokenPairSchema, example=ex.ACCESS_TOKEN)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(429, response="TOO_MANY_REQUESTS")
 def refresh():
@@ -105,7 +97,7 @@ def logout():
 
 @blp.post("/password")
 @limiter.limit(auth_limit)
-@blp.arguments(PasswordChangeSchema, example={"current_password": "admin", "new_password": "a-long-new-secret"})
+@blp.arguments(PasswordChangeSchema, example=ex.PASSWORD_CHANGE)
 @blp.response(204)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(429, response="TOO_MANY_REQUESTS")
@@ -124,8 +116,8 @@ def change_password(body):
 
 @blp.post("/register")
 @limiter.limit(auth_limit)
-@blp.arguments(RegisterSchema, example={"username": "carol", "password": "carol-secret-1", "invitation": "..."})
-@blp.response(201, UserSchema)
+@blp.arguments(RegisterSchema, example=ex.REGISTER)
+@blp.response(201, UserSchema, example=ex.REGISTERED)
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(409, response="CONFLICT")
 @blp.alt_response(429, response="TOO_MANY_REQUESTS")

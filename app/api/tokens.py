@@ -5,6 +5,7 @@ from __future__ import annotations
 from flask import url_for
 from flask_smorest import Blueprint
 
+from app.api import examples as ex
 from app.api.schemas import ApiTokenCreateSchema, ApiTokenSchema, NewApiTokenSchema
 from app.api.security import auth_limit, authenticated, current_caller, limiter
 from app.clock import utcnow
@@ -15,7 +16,7 @@ blp = Blueprint("api_tokens", __name__, url_prefix="/api/v1/tokens", description
 
 @blp.get("")
 @authenticated(None)
-@blp.response(200, ApiTokenSchema(many=True))
+@blp.response(200, ApiTokenSchema(many=True), example=[ex.TOKEN])
 @blp.alt_response(401, response="UNAUTHORIZED")
 def list_tokens():
     """Your tokens (an admin sees every token of the organization); never their secrets.
@@ -28,8 +29,8 @@ def list_tokens():
 @blp.post("")
 @limiter.limit(auth_limit)
 @authenticated(None)
-@blp.arguments(ApiTokenCreateSchema, example={"name": "ci-deploy", "project": "default/default", "role": "operator"})
-@blp.response(201, NewApiTokenSchema)
+@blp.arguments(ApiTokenCreateSchema, example=ex.TOKEN_CREATE)
+@blp.response(201, NewApiTokenSchema, example=ex.NEW_TOKEN)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -55,7 +56,7 @@ def create_token(body):
 
 @blp.get("/<int:token_id>")
 @authenticated(None)
-@blp.response(200, ApiTokenSchema)
+@blp.response(200, ApiTokenSchema, example=ex.TOKEN)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(404, response="NOT_FOUND")
 def get_token(token_id):
@@ -69,7 +70,7 @@ def get_token(token_id):
 @blp.post("/<int:token_id>/revoke")
 @limiter.limit(auth_limit)
 @authenticated(None)
-@blp.response(200, ApiTokenSchema)
+@blp.response(200, ApiTokenSchema, example=ex.REVOKED_TOKEN)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(404, response="NOT_FOUND")
 @blp.alt_response(429, response="TOO_MANY_REQUESTS")

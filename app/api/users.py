@@ -6,6 +6,7 @@ from flask import current_app
 from flask_smorest import Blueprint
 from sqlalchemy import select
 
+from app.api import examples as ex
 from app.api.me import user_to_dict
 from app.api.schemas import InvitationCreateSchema, InvitationSchema, UserSchema
 from app.api.security import authenticated, current_caller
@@ -20,7 +21,7 @@ blp = Blueprint("api_users", __name__, url_prefix="/api/v1/users", description="
 
 @blp.get("")
 @authenticated(Action.ADMINISTER)
-@blp.response(200, UserSchema(many=True))
+@blp.response(200, UserSchema(many=True), example=[ex.USER, ex.REGISTERED])
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 def list_users():
@@ -39,7 +40,7 @@ def list_users():
 @blp.post("/invitations")
 @authenticated(Action.ADMINISTER)
 @blp.arguments(InvitationCreateSchema, example={"role": "operator"})
-@blp.response(201, InvitationSchema)
+@blp.response(201, InvitationSchema, example=ex.INVITATION)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from flask_smorest import Blueprint
 
+from app.api import examples as ex
 from app.api.schemas import WorkerSchema, WorkerStopSchema
 from app.api.security import authenticated, current_caller
 from app.clock import utcnow
@@ -16,7 +17,7 @@ blp = Blueprint("api_workers", __name__, url_prefix="/api/v1/workers", descripti
 
 @blp.get("")
 @authenticated(Action.READ)
-@blp.response(200, WorkerSchema(many=True))
+@blp.response(200, WorkerSchema(many=True), example=[ex.WORKER])
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 def list_all():
@@ -29,7 +30,7 @@ def list_all():
 
 @blp.get("/<string:worker_id>")
 @authenticated(Action.READ)
-@blp.response(200, WorkerSchema)
+@blp.response(200, WorkerSchema, example=ex.WORKER)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -43,8 +44,8 @@ def get_one(worker_id):
 
 @blp.post("/<string:worker_id>/stop")
 @authenticated(Action.OPERATE)
-@blp.arguments(WorkerStopSchema, required=False, example={"now": False})
-@blp.response(200, WorkerSchema)
+@blp.arguments(WorkerStopSchema, required=False, example=ex.WORKER_STOP)
+@blp.response(200, WorkerSchema, example=ex.DRAINING_WORKER)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
