@@ -15,6 +15,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     event,
+    inspect,
     select,
     text,
 )
@@ -145,10 +146,22 @@ class Job(db.Model):
         return f"<Job {self.id} {self.name!r}>"
 
 
+def _project_of_queue(connection, queue_id: int) -> int | None:
+    from app.models.queue import Queue
+
+    return connection.scalar(select(Queue.project_id).where(Queue.id == queue_id))
+
+
 @event.listens_for(Job, "before_insert")
 def _project_from_queue(mapper, connection, job: Job) -> None:
     """A job lies in its queue's project: a row added with only a queue gets the queue's project."""
     if job.project_id is None:
-        from app.models.queue import Queue
+        job.project_id = _project_of_queue(connection, job.queue_id)
 
-        job.project_id = connection.scalar(select(Queue.project_id).where(Queue.id == job.queue_id))
+
+@event.listens_for(Job, "before_update")
+def _project_follows_queue(mapper, connection, job: Job) -> None:
+    """A row given another queue follows it into the queue's project (the job use case only ever
+    offers queues of the job's own project; this keeps direct writes from splitting the two)."""
+    if inspect(job).attrs.queue_id.history.has_changes():
+        job.project_id = _project_of_queue(connection, job.queue_id)
