@@ -142,6 +142,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "WORKER_POLL_SECONDS": _int(env, "WORKER_POLL_SECONDS", 1, 1),
         "LISTEN_NOTIFY": _bool(env.get("LISTEN_NOTIFY"), True),
         "WORKER_SHUTDOWN_GRACE_SECONDS": _int(env, "WORKER_SHUTDOWN_GRACE_SECONDS", 30, 0),
+        # A pool process (jobs with isolation = pool) is replaced after this many attempts, or when
+        # its resident size after an attempt exceeds this many MB (0: no cap). docs/job-policies.md.
+        "WORKER_POOL_MAX_TASKS_PER_CHILD": _int(env, "WORKER_POOL_MAX_TASKS_PER_CHILD", 1000, 1),
+        "WORKER_POOL_MAX_MEMORY_MB": _int(env, "WORKER_POOL_MAX_MEMORY_MB", 512, 0),
         # Job defaults (a job's own value wins; app/definitions/job.py SETTING_DEFAULTS). `none`: no
         # timeout / no queued TTL; -1: keep results forever.
         "DEFAULT_JOB_TIMEOUT_SECONDS": _optional_int(env, "DEFAULT_JOB_TIMEOUT_SECONDS", 30, 1),

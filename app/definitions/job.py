@@ -278,7 +278,7 @@ class JobSchema(Schema):
         metadata=shown(
             "Isolation",
             "process (default): a fresh process per attempt; pool: a reused pool process, faster, "
-            "for trusted tasks that leave no state behind (docs/tasks.md).",
+            "for trusted tasks that leave no state behind (docs/job-policies.md).",
             choice_labels={"process": "process (fresh per attempt)", "pool": "pool (reused process)"},
             form_help="pool is faster but tasks share a process: state, leaks and memory carry over.",
         ),

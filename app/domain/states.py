@@ -159,7 +159,7 @@ class AlertMode(str, Enum):
 
 
 class Isolation(str, Enum):
-    """Where a job's attempts run (docs/tasks.md, "Isolation")."""
+    """Where a job's attempts run (docs/job-policies.md, "Isolation")."""
 
     PROCESS = "process"  # a fresh process forked for each attempt
     POOL = "pool"  # a long-lived pool process reused across attempts (trusted, cheap tasks)

@@ -6,7 +6,7 @@ to an idle one; a pool process runs attempts one after another until it is repla
 for cheap, trusted tasks: the fork, exit and reap of process mode are most of what a no-op
 attempt costs, and a pool process pays them once per `max_tasks` attempts.
 
-What pooling gives up (docs/tasks.md, "Isolation"): attempts share an interpreter, so module
+What pooling gives up (docs/job-policies.md, "Isolation"): attempts share an interpreter, so module
 globals, caches, open files, threads, signal handlers, the working directory and environment a
 task changes are still there for the next attempt in that process; memory a task leaks stays
 leaked until the process is replaced; a task that corrupts the interpreter breaks the next

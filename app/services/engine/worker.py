@@ -45,6 +45,7 @@ from app.database import single_statement_on, write_transaction, write_transacti
 from app.domain.retry import RetryPolicy
 from app.domain.states import AttemptStatus, WorkerCommandKind, WorkerState
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
+from app.executor.pool_limits import PoolLimits
 from app.extensions import db
 from app.services.audit import insert_event
 from app.services.engine import callbacks, heartbeats, lease_watchdog, recovery, wakeups, worker_commands
@@ -120,7 +121,7 @@ class Worker:
         # Queue names resolve to rows before anything starts: a typo is an error, not an idle worker.
         self.queue_ids = self._resolve_queues(self.queues) if self.queues else None
         self.clock = clock
-        self.executor = executor or ForkServer(kill_grace_seconds=2.0)
+        self.executor = executor or ForkServer(kill_grace_seconds=2.0, pool=PoolLimits.from_config(app.config))
         self.poll_seconds = poll_seconds if poll_seconds is not None else app.config["WORKER_POLL_SECONDS"]
         self.running: dict[int, Running] = {}
         self.stats = WorkerStats()
@@ -220,7 +221,9 @@ class Worker:
                     )
                     self._record_results(crash.results)
                     self.executor = ForkServer(
-                        kill_grace_seconds=self.executor.kill_grace_seconds, preload=self.executor.preload
+                        kill_grace_seconds=self.executor.kill_grace_seconds,
+                        preload=self.executor.preload,
+                        pool=self.executor.pool,
                     )
                     self.executor.start()
                     continue
@@ -469,6 +472,7 @@ class Worker:
                 config=item.config_to_run,  # the job's config with the run's override merged over it
                 context=context,
                 timeout_seconds=self._callback_timeout if item.callback_task else item.timeout_seconds,
+                isolation=item.isolation,  # process: a fork per attempt; pool: a reused process
             )
         )
         log.info(
