@@ -5,6 +5,8 @@ Installs pinned Procrastinate, rq and Celery into a separate virtual environment
 jobs (`--peers-n`, default 3000) on each system, interleaved, for `--rounds` rounds (default 3):
 
 - Cronwell 1 worker x 4 slots (process per task: the real `Worker.run(burst=True)`), PostgreSQL;
+- Cronwell in pool isolation, 1 worker x 2 slots (two reused pool processes, as Celery's -c 2),
+  the same worker and durable history;
 - the same-run fork + exit + wait limit with 4 in flight (`bench.child fork`);
 - Procrastinate, concurrency 4 (in-process), PostgreSQL;
 - rq, 2 `Worker` processes (a fork per job), Redis;
@@ -45,7 +47,7 @@ PINS = (
     "redis==8.1.0",
     "psycopg[binary]==3.3.9",
 )
-ORDER = ("cronwell", "fork", "procrastinate", "rq", "celery")
+ORDER = ("cronwell", "cronwell-pool", "fork", "procrastinate", "rq", "celery")
 PEERS = ("procrastinate", "rq", "celery")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
@@ -80,7 +82,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 
 def summarise(result: dict) -> dict:
-    """Per system: medians over the rounds, and Cronwell's ratio to it (jobs/s over jobs/s)."""
+    """Per system: medians over the rounds, and Cronwell's ratio to it (jobs/s over jobs/s), for
+    process isolation (`cronwell_ratio`) and pool isolation (`pool_ratio`)."""
     found: dict = {}
     for name, system in result["systems"].items():
         rounds = [r for r in system["rounds"] if "rate" in r]
@@ -99,9 +102,12 @@ def summarise(result: dict) -> dict:
             "rss_mb": max(rss) if rss else None,
         }
     ours = found.get("cronwell", {}).get("rate_median")
+    pooled = found.get("cronwell-pool", {}).get("rate_median")
     for name, row in found.items():
         theirs = row.get("rate_median")
-        row["cronwell_ratio"] = ours / theirs if ours and theirs and name != "cronwell" else None
+        peer = theirs and name not in ("cronwell", "cronwell-pool")
+        row["cronwell_ratio"] = ours / theirs if ours and peer else None
+        row["pool_ratio"] = pooled / theirs if pooled and peer else None
     return found
 
 
@@ -110,11 +116,11 @@ def _fmt(value: float | None, digits: int = 0) -> str:
 
 
 def render_table(result: dict) -> str:
-    """The side-by-side table: one row per system, Cronwell's ratio to each."""
-    rows = [("system", "isolation", "jobs/s median (min-max)", "CPU ms/job", "parent RSS", "Cronwell /")]
+    """The side-by-side table: one row per system, Cronwell's ratio to each (process and pool)."""
+    rows = [("system", "isolation", "jobs/s median (min-max)", "CPU ms/job", "parent RSS", "Cronwell /", "pool /")]
     for name, row in summarise(result).items():
         if not row["rounds"]:
-            rows.append((row["label"], row["isolation"], "no result", "-", "-", "-"))
+            rows.append((row["label"], row["isolation"], "no result", "-", "-", "-", "-"))
             continue
         rate = f"{_fmt(row['rate_median'])} ({_fmt(row['rate_min'])}-{_fmt(row['rate_max'])})"
         rss = f"{row['rss_mb']:.1f} MB" if row["rss_mb"] is not None else "-"
@@ -123,9 +129,10 @@ def render_table(result: dict) -> str:
             if row["cronwell_ratio"] is not None
             else ("1" if name == "cronwell" else "-")
         )
-        rows.append((row["label"], row["isolation"], rate, _fmt(row["cpu_ms_median"], 2), rss, ratio))
+        pool = f"{row['pool_ratio']:.2f}x" if row["pool_ratio"] is not None else "-"
+        rows.append((row["label"], row["isolation"], rate, _fmt(row["cpu_ms_median"], 2), rss, ratio, pool))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    right = {2, 3, 4, 5}
+    right = {2, 3, 4, 5, 6}
     lines = []
     for index, row in enumerate(rows):
         cells = [c.rjust(widths[i]) if i in right else c.ljust(widths[i]) for i, c in enumerate(row)]

@@ -1,4 +1,5 @@
-"""The five runs of a round: Cronwell 1 x 4, the fork limit, Procrastinate, rq and Celery. Each
+"""The runs of a round: Cronwell 1 x 4 (process isolation), Cronwell in pool isolation, the fork
+limit, Procrastinate, rq and Celery. Each
 loads its queue BEFORE its worker starts, runs the workers through `measure.run`, and reads the
 system's own first-start and last-finish timestamps where it keeps them."""
 
@@ -18,6 +19,9 @@ from bench.peers import measure
 
 PEER_SIDE = Path(__file__).resolve().parent / "peer_side.py"
 QUEUE = "peers"
+# Cronwell's pool run: one worker with this many slots, so this many pool processes run tasks
+# (Celery's -c 2 has two; see docs/performance.md for why this is the fair count).
+POOL_SLOTS = 2
 
 
 @dataclass
@@ -120,24 +124,25 @@ def _result(ctx: Context, facts: measure.RunFacts, first: float | None, last: fl
 # --- Cronwell and the fork limit ----------------------------------------------------------------
 
 
-def run_cronwell(ctx: Context, round_no: int) -> dict:
+def run_cronwell(ctx: Context, round_no: int, *, isolation: str = "process", slots: int = 4) -> dict:
     from bench.throughput import _prepare_pg
 
     db = ctx.cronwell_db
     _prepare_pg(db, ctx.count)
+    worker_id = f"peers-cronwell-{isolation}-{round_no}"
     spawn = measure.Spawn(
-        [sys.executable, "-m", "bench.child", "worker", "--slots", "4", "--worker-id", f"peers-cronwell-{round_no}"],
+        [sys.executable, "-m", "bench.child", "worker", "--slots", str(slots), "--worker-id", worker_id],
         db.env(),
         PROJECT_ROOT,
     )
     with db.connect() as conn:
+        conn.execute("UPDATE jobs SET isolation = %s", (isolation,))
 
         def done() -> int:
             return conn.execute("SELECT count(*) FROM executions WHERE status = 'succeeded'").fetchone()[0]
 
-        facts = measure.run(
-            [spawn], count=ctx.count, done=done, log=ctx.log_dir / "cronwell.log", server_cpu=PgBackends(conn)
-        )
+        log = ctx.log_dir / f"cronwell-{isolation}.log"
+        facts = measure.run([spawn], count=ctx.count, done=done, log=log, server_cpu=PgBackends(conn))
         first, last = conn.execute(
             "SELECT extract(epoch FROM min(started_at)), extract(epoch FROM max(finished_at))"
             " FROM executions WHERE status = 'succeeded'"
@@ -148,6 +153,12 @@ def run_cronwell(ctx: Context, round_no: int) -> dict:
         report = json.loads(lines[-1])
         result["child_report"] = {k: v for k, v in report.items() if k != "fork_ms"}
     return result
+
+
+def run_cronwell_pool(ctx: Context, round_no: int) -> dict:
+    """The same worker and the same durable history (an Attempt per execution), with the job in
+    pool isolation: attempts run in reused pool processes instead of a fork each."""
+    return run_cronwell(ctx, round_no, isolation="pool", slots=POOL_SLOTS)
 
 
 def run_fork_limit(ctx: Context, round_no: int) -> dict:
@@ -267,6 +278,11 @@ def run_celery(ctx: Context, round_no: int) -> dict:
 
 SYSTEMS = {
     "cronwell": ("Cronwell 1 worker x 4 slots", "process per task, durable in PostgreSQL", run_cronwell),
+    "cronwell-pool": (
+        f"Cronwell pool, 1 worker x {POOL_SLOTS} slots",
+        "reused pool, durable in PostgreSQL",
+        run_cronwell_pool,
+    ),
     "fork": ("same-run fork + exit + wait limit, 4 in flight", "-", run_fork_limit),
     "procrastinate": ("Procrastinate 3.10, concurrency 4", "in-process, durable in PostgreSQL", run_procrastinate),
     "rq": ("rq 2.12, 2 processes (Worker)", "fork per job, Redis", run_rq),

@@ -20,9 +20,15 @@ CANNED = {
             "isolation": "process per task",
             "rounds": [_round(400, 3.5, 70.0), _round(500, 3.7, 72.5), _round(460, 3.6, 71.0)],
         },
+        "cronwell-pool": {
+            "label": "Cronwell pool 1 x 2",
+            "isolation": "reused pool",
+            "rounds": [_round(1100, 1.2, 60.0), _round(1200, 1.1, 61.0), _round(1150, 1.2, 60.5)],
+        },
         "fork": {"label": "fork limit", "isolation": "-", "rounds": [_round(900, 1.0, None), _round(1000, 1.0, None)]},
         "rq": {"label": "rq, 2 processes", "isolation": "fork per job", "rounds": [_round(115, 14.0, 36.0)]},
         "celery": {"label": "Celery prefork -c 2", "isolation": "reused pool", "rounds": [{"error": "boom"}]},
+        "procrastinate": {"label": "Procrastinate", "isolation": "in-process", "rounds": [_round(575, 2.0, 38.0)]},
     }
 }
 
@@ -37,6 +43,7 @@ def test_defaults_are_the_documented_full_run():
 def test_a_subset_keeps_cronwell_and_the_run_order():
     options = parse_args(["--systems", "celery,rq", "--peers-n", "200", "--rounds", "1"])
     assert options.systems == ["cronwell", "rq", "celery"]
+    assert parse_args(["--systems", "cronwell-pool,celery"]).systems == ["cronwell", "cronwell-pool", "celery"]
     assert (options.peers_n, options.rounds) == (200, 1)
 
 
@@ -63,15 +70,32 @@ def test_summary_takes_medians_and_cronwells_ratio_to_each():
     assert found["celery"]["rounds"] == 0
 
 
+def test_summary_gives_the_pool_rows_ratio_to_each_peer():
+    found = summarise(CANNED)
+    assert found["cronwell-pool"]["rate_median"] == 1150
+    assert found["procrastinate"]["pool_ratio"] == pytest.approx(2.0)
+    assert found["rq"]["pool_ratio"] == pytest.approx(10.0)
+    assert found["cronwell"]["pool_ratio"] is None and found["cronwell-pool"]["pool_ratio"] is None
+    assert found["cronwell-pool"]["cronwell_ratio"] is None
+
+
 def test_table_has_a_row_per_system_with_rates_ratios_and_failures():
     table = render_table(CANNED).splitlines()
     assert table[0].split()[:2] == ["system", "isolation"]
     rows = {line.split("  ")[0].strip(): line for line in table[2:]}
-    assert set(rows) == {"Cronwell 1 worker x 4 slots", "fork limit", "rq, 2 processes", "Celery prefork -c 2"}
+    assert set(rows) == {
+        "Cronwell 1 worker x 4 slots",
+        "Cronwell pool 1 x 2",
+        "fork limit",
+        "rq, 2 processes",
+        "Celery prefork -c 2",
+        "Procrastinate",
+    }
     assert "460 (400-500)" in rows["Cronwell 1 worker x 4 slots"]
     assert "72.5 MB" in rows["Cronwell 1 worker x 4 slots"]
-    assert rows["fork limit"].endswith("0.48x")
-    assert rows["rq, 2 processes"].endswith("4.00x")
+    assert rows["fork limit"].split()[-2:] == ["0.48x", "1.21x"]
+    assert rows["rq, 2 processes"].split()[-2:] == ["4.00x", "10.00x"]
+    assert rows["Procrastinate"].split()[-2:] == ["0.80x", "2.00x"]
     assert "no result" in rows["Celery prefork -c 2"]  # failed or interrupted
 
 
