@@ -133,6 +133,8 @@ def prune_history_cli(dry_run, cli_secret, as_json):
     )
     if result["by_job"]:
         print_table(["JOB", "EXECUTIONS"], sorted(result["by_job"].items(), key=lambda item: int(item[0])))
+    if result.get("more"):
+        click.echo("Stopped at the time limit with more history to prune: run it again (the scheduler goes on hourly).")
 
 
 @click.command("ensure-dev-user")

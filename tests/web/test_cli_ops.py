@@ -82,7 +82,7 @@ def test_prune_history_dry_run_then_for_real(cli):
     out = ok(cli("prune-history", "--dry-run"))
     assert "would delete 3 execution(s) (dry run, nothing deleted)" in out and execution_count() == 6
     doc = ok_json(cli("prune-history", "--json"))
-    assert doc == {"deleted": 3, "dry_run": False, "by_job": {str(job.id): 3}}
+    assert doc == {"deleted": 3, "dry_run": False, "by_job": {str(job.id): 3}, "more": False}
     assert execution_count() == 3
     [event] = cli_events("history_pruned")
     assert event.payload["deleted"] == 3 and event.payload["by_job"] == {str(job.id): 3}

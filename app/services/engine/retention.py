@@ -121,7 +121,8 @@ def prune_engine(
 
 
 def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system") -> dict:
-    """Apply every job's retention settings (`flask prune-history`, the scheduler's periodic run)."""
+    """Apply every job's retention settings (`flask prune-history`, the scheduler's periodic run):
+    deleted, dry_run, by_job, and more (True when the time budget ran out with history left)."""
     from flask import current_app
 
     from app import cache
@@ -137,7 +138,7 @@ def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system"
             cache.get_cache().delete(keys)
         except RuntimeError:
             pass
-    return result
+    return {key: result[key] for key in ("deleted", "dry_run", "by_job", "more")}
 
 
 def prune_with_url(database_url: str, *, now: datetime, dry_run: bool = False) -> dict:
