@@ -2,10 +2,19 @@
 
 `create_app()` builds the Flask app shared by the web UI, the CLI, the scheduler and the
 worker. Nothing happens at import time; everything is wired here as a readable list of steps.
+
+The app comes in kinds (`KINDS`). "web" is the whole app: pages, the REST API, sign-in and every
+CLI command; the web server, the tests and every CLI command but two get it. `flask worker run`
+and `flask scheduler run` get a "worker" or "scheduler" app instead (`process_kind` reads the
+command line): the same settings, logging, database, cache and task catalog, no blueprints, no
+sign-in or CSRF, and only their own command group. They never serve a request, and the web
+stack (blueprints, WTForms, flask-smorest, marshmallow schemas, Flask-Limiter, the JWT manager,
+OpenAPI generation) is about a fifth of a worker's memory (docs/performance.md, "Memory").
 """
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,8 +27,50 @@ if TYPE_CHECKING:
 # is memory every fork copies and a slower fork.
 
 
-def create_app(overrides: Mapping | None = None, env: Mapping[str, str] | None = None) -> Flask:
-    """Application factory: settings from the environment, then `overrides` (tests)."""
+WEB = "web"
+WORKER = "worker"
+SCHEDULER = "scheduler"
+KINDS = (WEB, WORKER, SCHEDULER)
+# Options the `flask` command itself takes before the command name, and whether each takes a value.
+_FLASK_OPTIONS = {"--app": True, "-A": True, "--env-file": True, "-e": True, "--debug": False, "--no-debug": False}
+
+
+def process_kind(argv: list[str]) -> str:
+    """The app kind a process started with `argv` needs: "worker" for `flask worker run`,
+    "scheduler" for `flask scheduler run`, "web" for anything else (gunicorn, other commands)."""
+    program = Path(argv[0]) if argv else Path()
+    if program.name != "flask" and program.parts[-2:] != ("flask", "__main__.py"):
+        return WEB
+    words = iter(argv[1:])
+    command: list[str] = []
+    for word in words:
+        if word.startswith("-"):
+            name = word.split("=", 1)[0]
+            if _FLASK_OPTIONS.get(name) and "=" not in word:
+                next(words, None)
+            if name not in _FLASK_OPTIONS:
+                return WEB  # --help, --version: the whole CLI
+            continue
+        command = [word, *words][:2]
+        break
+    if command == ["worker", "run"]:
+        return WORKER
+    if command == ["scheduler", "run"]:
+        return SCHEDULER
+    return WEB
+
+
+def create_app(
+    overrides: Mapping | None = None, env: Mapping[str, str] | None = None, *, kind: str | None = None
+) -> Flask:
+    """Application factory: settings from the environment, then `overrides` (tests).
+
+    `kind` is one of `KINDS`; by default the process's command line decides (`process_kind`), so
+    both ways `flask` finds the app (FLASK_APP=app calls this factory, else wsgi.py does) agree."""
+    if kind is None:
+        kind = process_kind(sys.argv)
+    if kind not in KINDS:
+        raise ValueError(f"unknown app kind {kind!r}; expected one of {', '.join(KINDS)}")
     from flask import Flask
 
     from config import BASE_DIR, load_settings
@@ -35,10 +86,12 @@ def create_app(overrides: Mapping | None = None, env: Mapping[str, str] | None =
         app.config.update(overrides)
     Path(app.config["INSTANCE_DIR"]).mkdir(parents=True, exist_ok=True)
 
+    app.extensions["cronwell.kind"] = kind
     register_logging(app)
-    register_extensions(app)
-    register_blueprints(app)
-    register_cli(app)
+    register_extensions(app, web=kind == WEB)
+    if kind == WEB:
+        register_blueprints(app)
+    register_cli(app, only=None if kind == WEB else kind)
     return app
 
 
@@ -48,14 +101,17 @@ def register_logging(app: Flask) -> None:
     configure_logging(app.config["LOG_FORMAT"], app.config["LOG_LEVEL"])
 
 
-def register_extensions(app: Flask) -> None:
+def register_extensions(app: Flask, *, web: bool = True) -> None:
     from app import database
-    from app.extensions import csrf, db, login_manager
+    from app.extensions import db
 
     db.init_app(app)
     database.init_app(app)
-    login_manager.init_app(app)
-    csrf.init_app(app)
+    if web:
+        from app.extensions import csrf, login_manager
+
+        login_manager.init_app(app)
+        csrf.init_app(app)
     from app.tasks import load_catalog
 
     load_catalog()
@@ -72,7 +128,7 @@ def register_blueprints(app: Flask) -> None:
     register_api(app)  # after the web: the API's problem documents wrap the web's error pages
 
 
-def register_cli(app: Flask) -> None:
+def register_cli(app: Flask, only: str | None = None) -> None:
     from cli import register_commands
 
-    register_commands(app)
+    register_commands(app, only=only)

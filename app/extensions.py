@@ -1,11 +1,8 @@
 """Extension singletons, bound to an app in create_app via init_app."""
 
-from flask_jwt_extended import JWTManager
-from flask_limiter import Limiter
-from flask_limiter.util import get_remote_address
-from flask_login import LoginManager
+import threading
+
 from flask_sqlalchemy import SQLAlchemy
-from flask_wtf import CSRFProtect
 from sqlalchemy import MetaData
 
 from config import BASE_DIR
@@ -28,9 +25,50 @@ MIGRATIONS_DIR = BASE_DIR / "migrations"
 SCHEMA_HEAD = "0015"
 
 db = SQLAlchemy(metadata=MetaData(naming_convention=NAMING_CONVENTION))
-login_manager = LoginManager()
-csrf = CSRFProtect()
+
+
+def _login_manager():
+    from flask_login import LoginManager
+
+    return LoginManager()
+
+
+def _csrf():
+    from flask_wtf import CSRFProtect
+
+    return CSRFProtect()
+
+
 # The REST API's JWTs (app/api/security.py configures them) and the rate limiter shared by the
 # API and the web sign-in (storage: Redis when REDIS_URL is set, else memory).
-jwt = JWTManager()
-limiter = Limiter(key_func=get_remote_address, default_limits=[], headers_enabled=False, strategy="moving-window")
+def _jwt():
+    from flask_jwt_extended import JWTManager
+
+    return JWTManager()
+
+
+def _limiter():
+    from flask_limiter import Limiter
+    from flask_limiter.util import get_remote_address
+
+    return Limiter(key_func=get_remote_address, default_limits=[], headers_enabled=False, strategy="moving-window")
+
+
+# The web's extensions are made on first use (`from app.extensions import csrf` works as ever):
+# every model and service imports `db` from here, and the worker and scheduler, which use none of
+# these, would otherwise carry Flask-Login, Flask-WTF, WTForms, flask-jwt-extended, PyJWT and
+# Flask-Limiter (about 5 MB each process).
+_LAZY = {"login_manager": _login_manager, "csrf": _csrf, "jwt": _jwt, "limiter": _limiter}
+
+
+_LAZY_LOCK = threading.Lock()
+
+
+def __getattr__(name: str):
+    make = _LAZY.get(name)
+    if make is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    with _LAZY_LOCK:  # one instance per process, like the module-level singletons were
+        if name not in globals():
+            globals()[name] = make()
+    return globals()[name]

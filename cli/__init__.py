@@ -32,7 +32,11 @@ _COMMANDS: list[tuple[str, str]] = [
 ]
 
 
-def register_commands(app: Flask) -> None:
+def register_commands(app: Flask, only: str | None = None) -> None:
+    """Register every command, or with `only` just that module's (the worker's and the
+    scheduler's lean apps: importing the other command modules costs memory they never use)."""
     for module_name, attr in _COMMANDS:
+        if only is not None and module_name != only:
+            continue
         module = importlib.import_module(f"cli.{module_name}")
         app.cli.add_command(getattr(module, attr))

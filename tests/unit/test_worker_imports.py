@@ -1,0 +1,103 @@
+"""`flask worker run` and `flask scheduler run` build an app without the web (issue 19, memory).
+
+Not a size test: it checks the reason for the size. Each probe is a fresh interpreter that goes
+through the real `flask` command line (`flask.cli.main` with the process's argv, so the app kind
+comes from `app.process_kind` as in production), then imports what the command imports when it
+starts its loop, and lists the modules it holds. The web stack (blueprints, WTForms,
+flask-smorest/apispec/webargs, flask-jwt-extended, the other command modules) is most of the
+memory the worker parent used to carry and none of it is used there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from app import SCHEDULER, WEB, WORKER, create_app, process_kind
+from config import BASE_DIR
+from tests.helpers.databases import app_env_for
+
+# Top-level packages a worker or scheduler must not import.
+WEB_PACKAGES = ("flask_wtf", "wtforms", "flask_smorest", "apispec", "webargs", "flask_jwt_extended", "jwt")
+# Cronwell modules only the web server and the other commands need.
+WEB_MODULES = ("app.web", "app.api", "app.auth", "app.dashboard", "app.metrics_routes", "cli.job", "cli.demo")
+
+ENGINE_MODULE = {WORKER: "app.services.engine.worker", SCHEDULER: "app.services.engine.scheduler"}
+
+
+def _modules_after(command: list[str], then_import: str, tmp_path, flask_app: str | None) -> dict:
+    probe = (
+        "import sys, json\n"
+        f"sys.argv = ['flask', *{command!r}, '--help']\n"
+        "from flask.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        f"import {then_import}\n"
+        "print(json.dumps({'modules': sorted(sys.modules)}))\n"
+    )
+    env = {**os.environ, **app_env_for(f"sqlite:///{tmp_path / 'probe.db'}", tmp_path)}
+    if flask_app:
+        env["FLASK_APP"] = flask_app
+    else:
+        env.pop("FLASK_APP", None)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, env=env, cwd=BASE_DIR
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _web_parts(modules: list[str]) -> list[str]:
+    found = [m for m in modules if m.split(".")[0] in WEB_PACKAGES]
+    found += [m for m in modules if any(m == w or m.startswith(w + ".") for w in WEB_MODULES)]
+    found += [m for m in modules if m.endswith(".routes")]
+    return sorted(found)
+
+
+@pytest.mark.parametrize("kind", [WORKER, SCHEDULER])
+@pytest.mark.parametrize("flask_app", [None, "app"], ids=["wsgi.py", "FLASK_APP=app"])
+def test_worker_and_scheduler_processes_do_not_import_the_web(kind, flask_app, tmp_path):
+    modules = _modules_after([kind, "run"], ENGINE_MODULE[kind], tmp_path, flask_app)["modules"]
+    assert ENGINE_MODULE[kind] in modules
+    assert _web_parts(modules) == []
+
+
+def test_the_probe_sees_the_web_stack_in_other_commands(tmp_path):
+    """The same probe on `flask job list` finds the web parts: the check above can fail."""
+    modules = _modules_after(["job", "list"], "app.services.engine.worker", tmp_path, None)["modules"]
+    assert "app.web" in modules
+    assert "flask_smorest" in modules
+
+
+@pytest.mark.parametrize(
+    ("argv", "kind"),
+    [
+        (["/venv/bin/flask", "worker", "run", "--workers", "8"], WORKER),
+        (["flask", "scheduler", "run"], SCHEDULER),
+        (["flask", "--app", "wsgi", "worker", "run"], WORKER),
+        (["flask", "-A", "app", "--debug", "scheduler", "run", "--once"], SCHEDULER),
+        (["flask", "--env-file=.env", "worker", "run"], WORKER),
+        (["/x/site-packages/flask/__main__.py", "worker", "run"], WORKER),
+        (["flask", "worker", "list"], WEB),
+        (["flask", "worker"], WEB),
+        (["flask", "job", "run"], WEB),
+        (["flask", "--help"], WEB),
+        (["flask"], WEB),
+        (["gunicorn", "--config", "gunicorn.conf.py", "wsgi:app"], WEB),
+        (["/venv/bin/pytest", "worker", "run"], WEB),
+        ([], WEB),
+    ],
+)
+def test_process_kind_from_the_command_line(argv, kind):
+    assert process_kind(argv) == kind
+
+
+def test_an_unknown_kind_is_refused():
+    with pytest.raises(ValueError, match="unknown app kind 'wokrer'"):
+        create_app(kind="wokrer")
