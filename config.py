@@ -139,6 +139,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "LOG_FORMAT": env.get("LOG_FORMAT", "text" if debug else "json"),
         "LOG_LEVEL": env.get("LOG_LEVEL", "INFO"),
         "SCHEDULER_TICK_SECONDS": _int(env, "SCHEDULER_TICK_SECONDS", 5, 1),
+        # Occurrences are written this long before their time (claimable only at it; 0: at their time).
+        "SCHEDULER_LEAD_MS": _int(env, "SCHEDULER_LEAD_MS", 2000, 0),
         "WORKER_POLL_SECONDS": _int(env, "WORKER_POLL_SECONDS", 1, 1),
         "LISTEN_NOTIFY": _bool(env.get("LISTEN_NOTIFY"), True),
         "WORKER_SHUTDOWN_GRACE_SECONDS": _int(env, "WORKER_SHUTDOWN_GRACE_SECONDS", 30, 0),

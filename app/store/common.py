@@ -297,9 +297,157 @@ class CommonStore:
         stmt = update(j).where(*conditions).values(enabled=False, updated_at=now).returning(j.c.id, j.c.disabled_reason)
         return sorted((row.id, row.disabled_reason) for row in conn.execute(stmt))
 
-    def earliest_next_run(self, conn: Connection) -> datetime | None:
-        """The earliest next_run_at of any enabled job (how long the scheduler may sleep)."""
-        return conn.execute(select(func.min(jobs.c.next_run_at)).where(jobs.c.enabled)).scalar()
+    def earliest_next_run(self, conn: Connection, *, after: datetime | None = None) -> datetime | None:
+        """The earliest next_run_at of any enabled job (how long the scheduler may sleep); with
+        `after`, the earliest one later than that (the jobs beyond the lead time's horizon)."""
+        stmt = select(func.min(jobs.c.next_run_at)).where(jobs.c.enabled)
+        if after is not None:
+            stmt = stmt.where(jobs.c.next_run_at > after)
+        return conn.execute(stmt).scalar()
+
+    # --- occurrences written ahead (SCHEDULER_LEAD_MS, app/domain/lead_time.py) ----------------
+
+    def jobs_with_work(self, conn: Connection, job_ids: Sequence[int]) -> set[int]:
+        """Which of `job_ids` have a run in flight or waiting, whatever its available_at: an
+        overlap-skip job with any is not written ahead (its next occurrence is decided at its time)."""
+        if not job_ids:
+            return set()
+        e = executions
+        return set(
+            conn.execute(
+                select(e.c.job_id)
+                .distinct()
+                .where(
+                    e.c.job_id.in_(list(job_ids)),
+                    e.c.trigger.not_in(["batch", "callback"]),
+                    e.c.status.in_(status_values(IN_FLIGHT | CLAIMABLE)),
+                )
+            ).scalars()
+        )
+
+    def withdraw_ahead(self, conn: Connection, job_id: int, *, now: datetime) -> tuple[int, Row | None]:
+        """Delete the job's occurrences written ahead whose time has not come (pending, trigger
+        schedule, scheduled_for > now) and move its cursor back to the first of them, with its
+        runs_created count: they were a forecast, and the job is about to change. The job row is
+        locked first, so a tick writing ahead at the same moment either committed (its rows are
+        deleted here) or waits for this transaction. Returns how many were withdrawn and the
+        job's (next_run_at, runs_created) afterwards."""
+        e = executions
+        locked = conn.execute(
+            select(jobs.c.next_run_at, jobs.c.runs_created).where(jobs.c.id == job_id).with_for_update()
+        ).first()
+        withdrawn = sorted(
+            conn.execute(
+                e.delete()
+                .where(
+                    e.c.job_id == job_id,
+                    e.c.status == S.PENDING.value,
+                    e.c.trigger == "schedule",
+                    e.c.attempts == 0,
+                    e.c.scheduled_for > now,
+                )
+                .returning(e.c.scheduled_for)
+            ).scalars()
+        )
+        if not withdrawn or locked is None:
+            return 0, locked
+        next_run_at = withdrawn[0] if locked.next_run_at is None else min(withdrawn[0], locked.next_run_at)
+        runs_created = max(0, (locked.runs_created or 0) - len(withdrawn))
+        conn.execute(update(jobs).where(jobs.c.id == job_id).values(next_run_at=next_run_at, runs_created=runs_created))
+        return len(withdrawn), conn.execute(
+            select(jobs.c.next_run_at, jobs.c.runs_created).where(jobs.c.id == job_id)
+        ).first()
+
+    def pending_ahead(self, conn: Connection, job_ids: Sequence[int], *, now: datetime) -> dict[int, datetime]:
+        """The occurrences of `job_ids` written ahead and not yet due: {id: scheduled_for}."""
+        if not job_ids:
+            return {}
+        e = executions
+        found = conn.execute(
+            select(e.c.id, e.c.scheduled_for).where(
+                e.c.job_id.in_(sorted(job_ids)),
+                e.c.trigger == "schedule",
+                e.c.status == S.PENDING.value,
+                e.c.scheduled_for > now,
+            )
+        )
+        return {row.id: row.scheduled_for for row in found}
+
+    def overlap_skip_ahead(self, conn: Connection) -> dict[int, datetime]:
+        """Every overlap-skip occurrence written ahead that no worker has started: {id:
+        scheduled_for}. A row written ahead is one created before its time (created_at <
+        scheduled_for; the tick's own rows are created at or after it). Read once when a
+        scheduler starts, so the rows an earlier scheduler wrote are checked at their time too."""
+        e = executions
+        found = conn.execute(
+            select(e.c.id, e.c.scheduled_for)
+            .select_from(e.join(jobs, jobs.c.id == e.c.job_id))
+            .where(
+                e.c.status == S.PENDING.value,
+                e.c.trigger == "schedule",
+                e.c.attempts == 0,
+                e.c.created_at < e.c.scheduled_for,
+                jobs.c.overlap_policy == "skip",
+            )
+        )
+        return {row.id: row.scheduled_for for row in found}
+
+    def jobs_by_id(self, conn: Connection, job_ids: Sequence[int]) -> list[Row]:
+        """The jobs rows of `job_ids` (those that exist)."""
+        if not job_ids:
+            return []
+        return list(conn.execute(select(jobs).where(jobs.c.id.in_(sorted(job_ids)))))
+
+    def take_overlapped_ahead(self, conn: Connection, execution_ids: Sequence[int], *, now: datetime) -> list[Row]:
+        """Of the overlap-skip occurrences written ahead (`execution_ids`), delete those whose time
+        has come while another run of their job is active (in flight, or waiting and due: the
+        tick's own test, `jobs_with_active_runs`), so the caller writes the `missed` row the tick
+        would have written. A row a worker already started is left alone (status guard). Returns
+        (id, job_id, scheduled_for) of each taken."""
+        if not execution_ids:
+            return []
+        e, other = executions, executions.alias("other")
+        active = (
+            select(other.c.id)
+            .where(
+                other.c.job_id == e.c.job_id,
+                other.c.id != e.c.id,
+                other.c.trigger.not_in(["batch", "callback"]),
+                or_(
+                    other.c.status.in_(status_values(IN_FLIGHT)),
+                    and_(other.c.status.in_(status_values(CLAIMABLE)), other.c.available_at <= now),
+                ),
+            )
+            .exists()
+        )
+        return list(
+            conn.execute(
+                e.delete()
+                .where(
+                    e.c.id.in_(sorted(execution_ids)),
+                    e.c.status == S.PENDING.value,
+                    e.c.attempts == 0,
+                    e.c.scheduled_for <= now,
+                    active,
+                )
+                .returning(e.c.id, e.c.job_id, e.c.scheduled_for)
+            )
+        )
+
+    def earliest_claimable(
+        self, conn: Connection, *, after: datetime, queue_ids: Sequence[int] | None = None
+    ) -> datetime | None:
+        """The earliest available_at later than `after` of a waiting row (in `queue_ids`, or any
+        queue): when an idle worker next has something to claim (an occurrence written ahead, a
+        retry, a delayed run). A paused queue or a busy exclusive job may still hold it back then;
+        the worker simply finds nothing and sleeps again."""
+        e = executions
+        stmt = select(func.min(e.c.available_at)).where(
+            e.c.status.in_(status_values(CLAIMABLE)), e.c.available_at > after
+        )
+        if queue_ids:
+            stmt = stmt.where(e.c.queue_id.in_(list(queue_ids)))
+        return conn.execute(stmt).scalar()
 
     def jobs_with_active_runs(self, conn: Connection, job_ids: Sequence[int], now: datetime) -> set[int]:
         """Which of `job_ids` have an active run (one query for a whole tick batch): in flight,

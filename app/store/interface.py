@@ -68,8 +68,32 @@ class Store(Protocol):
     def expire_queued(self, conn: Connection, *, now: datetime, limit: int = 1000) -> list[ExpiredRun]:
         """End waiting rows past their job's queued_ttl_seconds `expired`: the rows expired."""
 
-    def earliest_next_run(self, conn: Connection) -> datetime | None:
-        """The earliest next_run_at of an enabled job."""
+    def earliest_next_run(self, conn: Connection, *, after: datetime | None = None) -> datetime | None:
+        """The earliest next_run_at of an enabled job (later than `after`, when given)."""
+
+    def jobs_with_work(self, conn: Connection, job_ids: Sequence[int]) -> set[int]:
+        """Which of `job_ids` have a run in flight or waiting, whatever its available_at."""
+
+    def withdraw_ahead(self, conn: Connection, job_id: int, *, now: datetime) -> tuple[int, Row | None]:
+        """Delete the job's occurrences written ahead whose time has not come and move its cursor
+        back (job row locked first): how many, and the job's (next_run_at, runs_created)."""
+
+    def pending_ahead(self, conn: Connection, job_ids: Sequence[int], *, now: datetime) -> dict[int, datetime]:
+        """The occurrences of `job_ids` written ahead and not yet due: {id: scheduled_for}."""
+
+    def overlap_skip_ahead(self, conn: Connection) -> dict[int, datetime]:
+        """Every overlap-skip occurrence written ahead that no worker has started: {id: scheduled_for}."""
+
+    def jobs_by_id(self, conn: Connection, job_ids: Sequence[int]) -> list[Row]:
+        """The jobs rows of `job_ids` (those that exist)."""
+
+    def take_overlapped_ahead(self, conn: Connection, execution_ids: Sequence[int], *, now: datetime) -> list[Row]:
+        """Delete the overlap-skip rows written ahead that fell due while their job was busy."""
+
+    def earliest_claimable(
+        self, conn: Connection, *, after: datetime, queue_ids: Sequence[int] | None = None
+    ) -> datetime | None:
+        """The earliest available_at later than `after` of a waiting row (an idle worker's wake-up)."""
 
     def jobs_with_active_runs(self, conn: Connection, job_ids: Sequence[int], now: datetime) -> set[int]:
         """Which of `job_ids` have a run in flight, pending or due for retry (overlap policy skip)."""

@@ -215,6 +215,7 @@ def _auto_pause(conn: Connection, job, failures: int, now: datetime, report: Ale
     ).rowcount
     if not done:
         return
+    store_for(conn).withdraw_ahead(conn, job.id, now=now)  # runs written ahead (SCHEDULER_LEAD_MS) never existed
     cancelled = store_for(conn).cancel_queued_for_job(conn, job.id, now=now, reason="job auto-paused")
     insert_event(
         conn,

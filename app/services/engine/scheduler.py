@@ -1,10 +1,17 @@
 """The scheduler: decides what is due and writes durable executions for it.
 
 `Scheduler.tick(now)` is one pass and what tests call; `run_forever()` is a thin loop around it
-that sleeps until the earliest next_run_at (capped by the tick interval) and wakes early when a
+that sleeps until the next tick is needed (capped by the tick interval) and wakes early when a
 job changes (PostgreSQL NOTIFY). Several schedulers may run at once: each tick locks the due
 jobs it works on with SKIP LOCKED, and the unique occurrence key makes a duplicate row
 impossible even if two schedulers ever considered the same occurrence.
+
+With a lead time (SCHEDULER_LEAD_MS, app/domain/lead_time.py) a tick also writes the occurrences
+of on-time jobs falling due within the lead, so the tick is off the path between an occurrence's
+time and its start: workers sleep until the earliest claimable time and claim it then. A row
+written ahead is claimable at its available_at, never before; until its time it is withdrawn
+when its job changes (`withdraw_ahead`), and an overlap-skip job busy at its time gets the
+`missed` row instead (`_confirm_ahead`).
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from flask import Flask
 from app import cache, metrics
 from app.clock import iso_z, utcnow
 from app.database import write_transaction
-from app.domain import run_limits
+from app.domain import lead_time, run_limits
 from app.domain.jitter import jitter_offset
 from app.domain.policies import plan_occurrences, starving_since
 from app.domain.run_limits import RunLimits
@@ -92,6 +99,14 @@ class Scheduler:
         self.clock = clock
         self.batch_size = batch_size
         self.cap = app.config["MISFIRE_CATCH_UP_CAP"]
+        self.lead = timedelta(milliseconds=app.config.get("SCHEDULER_LEAD_MS", 0))
+        # Overlap-skip rows this scheduler wrote ahead, checked at their time: id -> scheduled_for.
+        self._skip_ahead: dict[int, datetime] = {}
+        self._skip_ahead_loaded = False
+        self._deferred: datetime | None = None  # earliest job time that could not be written ahead
+        self._again = False  # a job is still inside the horizon after the last tick
+        self._full = False  # the last batch was full: more jobs may be due
+        self._horizon = clock()  # the last tick's now + lead
         self.started_at = clock()
         self.ticks = 0
         self._last_upkeep: datetime | None = None
@@ -115,10 +130,12 @@ class Scheduler:
         upkeep = self._upkeep_due(now)
         if upkeep:
             self._heartbeat(now)
+        self._deferred, self._again, self._horizon = None, False, now + self.lead
         while True:
-            batch = self.schedule_due_jobs(now, report)
-            if batch < self.batch_size:
-                break
+            moved = self.schedule_due_jobs(now, report)
+            if not self._full or not moved:
+                break  # a full batch of jobs left waiting for their time cannot move on this tick
+        self._confirm_ahead(now, report)
         if upkeep:
             recovered = recovery.recover_expired_leases(self.engine, now=now)
             metrics.observe_recovery(recovered)
@@ -135,38 +152,123 @@ class Scheduler:
         return report
 
     def schedule_due_jobs(self, now: datetime, report: TickReport) -> int:
-        """Lock one batch of due jobs and create their occurrences; returns the batch size.
+        """Lock one batch of due jobs (and, with a lead time, of jobs falling due within it) and
+        create their occurrences; returns how many jobs moved on (0 ends the tick's loop).
 
         Statements are per batch, not per job: one overlap query, multi-row inserts, and one
         executemany for the new next_run_at values.
         """
+        horizon = now + self.lead
         with write_transaction(self.engine) as conn:
             store = store_for(conn)
-            due = store.lock_due_jobs(conn, now=now, limit=self.batch_size)
-            if due:
-                busy = store.jobs_with_active_runs(conn, [j.id for j in due if j.overlap_policy == "skip"], now)
-                rows: list[dict] = []
-                next_runs: list[tuple[int, datetime | None]] = []
-                runs_added: dict[int, int] = {}
-                limited: dict[int, str] = {}  # jobs that reached a run limit this tick: the reason
-                for job in due:
-                    job_rows, next_run_at = self._plan_job(conn, job, now, job.id in busy, report)
-                    job_rows, next_run_at = self._bound_by_limits(conn, job, job_rows, next_run_at, now, limited)
-                    rows += job_rows
-                    next_runs.append((job.id, next_run_at))
-                    runs_added[job.id] = sum(1 for row in job_rows if row["status"] == S.PENDING.value)
-                for _id, status in store.insert_occurrences(conn, rows):
-                    if status == S.PENDING.value:
-                        report.created += 1
+            due = store.lock_due_jobs(conn, now=horizon, limit=self.batch_size)
+            self._full = len(due) >= self.batch_size
+            if not due:
+                return 0
+            # Jobs whose time has come are planned as always; the others fall due within the lead.
+            due_now = [j for j in due if j.next_run_at <= now]
+            ahead = [j for j in due if j.next_run_at > now]
+            busy = store.jobs_with_active_runs(conn, [j.id for j in due_now if j.overlap_policy == "skip"], now)
+            waiting = store.jobs_with_work(conn, [j.id for j in ahead if j.overlap_policy == "skip"])
+            rows: list[dict] = []
+            next_runs: list[tuple[int, datetime | None]] = []
+            runs_added: dict[int, int] = {}
+            limited: dict[int, str] = {}  # jobs that reached a run limit this tick: the reason
+            skip_ahead: list[int] = []
+            for job in due_now:
+                job_rows, next_run_at = self._plan_job(conn, job, now, job.id in busy, report)
+                job_rows, next_run_at = self._bound_by_limits(conn, job, job_rows, next_run_at, now, limited)
+                rows += job_rows
+                next_runs.append((job.id, next_run_at))
+                runs_added[job.id] = sum(1 for row in job_rows if row["status"] == S.PENDING.value)
+            for job in ahead:
+                skip = job.overlap_policy == "skip"
+                has_limits = job.max_runs is not None or job.end_at is not None
+                if (skip and job.id in waiting) or not lead_time.writes_ahead(
+                    next_run_at=job.next_run_at, now=now, lead=self.lead, limited=has_limits
+                ):
+                    self._defer(job.next_run_at)  # ticked at its time, as without a lead
+                    continue
+                job_rows, next_run_at = self._plan_ahead(job, now)
+                rows += job_rows
+                next_runs.append((job.id, next_run_at))
+                runs_added[job.id] = len(job_rows)
+                report.job_ids.add(job.id)
+                if skip:
+                    skip_ahead.append(job.id)
+                if next_run_at is not None and next_run_at <= horizon:
+                    if skip:
+                        self._defer(next_run_at)  # its row ahead makes it wait: decided at its time
                     else:
-                        report.missed += 1
-                store.advance_jobs(conn, next_runs, runs_added=runs_added, limit_reasons=limited)
-                if limited:
-                    self._disable_finished(conn, now, job_ids=list(limited))
-                if report.created:
-                    wakeups.notify(conn, wakeups.WORK_CHANNEL)
-        report.due += len(due)
-        return len(due)
+                        self._again = True  # more than MISFIRE_CATCH_UP_CAP occurrences inside the lead
+            for _id, status in store.insert_occurrences(conn, rows):
+                if status == S.PENDING.value:
+                    report.created += 1
+                else:
+                    report.missed += 1
+            store.advance_jobs(conn, next_runs, runs_added=runs_added, limit_reasons=limited)
+            if limited:
+                self._disable_finished(conn, now, job_ids=list(limited))
+            if skip_ahead:
+                self._skip_ahead.update(store.pending_ahead(conn, skip_ahead, now=now))
+            if report.created:
+                wakeups.notify(conn, wakeups.WORK_CHANNEL)
+        report.due += len(next_runs)
+        return len(next_runs)
+
+    def _defer(self, at: datetime) -> None:
+        self._deferred = at if self._deferred is None else min(self._deferred, at)
+
+    def _plan_ahead(self, job, now: datetime) -> tuple[list[dict], datetime | None]:
+        """The rows an on-time job gets written ahead (app/domain/lead_time.py) and its next run."""
+        schedule = cached_schedule(job.schedule_type, job.schedule, job.timezone)
+        plan = lead_time.plan_ahead(
+            next_run_at=job.next_run_at,
+            now=now,
+            lead=self.lead,
+            next_after=schedule.next_after,
+            only_one=job.overlap_policy == "skip",
+            limit=self.cap,
+        )
+        rows = []
+        for scheduled_for in plan.fire:
+            row = occurrence_row(job, scheduled_for, trigger="schedule", status=S.PENDING, now=now)
+            row["available_at"] = scheduled_for + jitter_offset(job.id, job.jitter_seconds)  # as in _plan_job
+            rows.append(row)
+        return rows, plan.next_run_at
+
+    def _confirm_ahead(self, now: datetime, report: TickReport) -> None:
+        """Overlap skip for rows written ahead, decided at their time as the tick would have: a
+        row whose job has another run active then is replaced by a `missed` row (same occurrence,
+        same reason); the others stay, and a worker starts them."""
+        if not self._skip_ahead_loaded:  # the rows an earlier scheduler process wrote ahead
+            with self.engine.connect() as conn:
+                self._skip_ahead.update(store_for(conn).overlap_skip_ahead(conn))
+            self._skip_ahead_loaded = True
+        due = sorted(execution_id for execution_id, at in self._skip_ahead.items() if at <= now)
+        if not due:
+            return
+        with write_transaction(self.engine) as conn:
+            store = store_for(conn)
+            taken = store.take_overlapped_ahead(conn, due, now=now)
+            if taken:
+                by_id = {job.id: job for job in store.jobs_by_id(conn, sorted({row.job_id for row in taken}))}
+                rows = [
+                    occurrence_row(
+                        by_id[row.job_id],
+                        row.scheduled_for,
+                        trigger="schedule",
+                        status=S.MISSED,
+                        now=now,
+                        reason="overlap: an earlier run of this job was still active",
+                    )
+                    for row in taken
+                    if row.job_id in by_id
+                ]
+                report.missed += len(store.insert_occurrences(conn, rows))
+                report.job_ids |= {row.job_id for row in taken}
+        for execution_id in due:
+            self._skip_ahead.pop(execution_id, None)
 
     def _plan_job(self, conn, job, now: datetime, busy: bool, report: TickReport) -> tuple[list[dict], datetime | None]:
         """The execution rows one due job gets this tick and its next run (misfire events are
@@ -386,9 +488,24 @@ class Scheduler:
     # --- the loop ---------------------------------------------------------------------------
 
     def seconds_until_due(self, now: datetime, cap: float) -> float:
-        """How long to sleep: until the earliest enabled next_run_at, at most `cap` seconds."""
-        with self.engine.connect() as conn:
-            earliest = store_for(conn).earliest_next_run(conn)
+        """How long to sleep: until the earliest enabled next_run_at (with a lead time: until the
+        next tick the lead needs, `lead_time.wake_at`), at most `cap` seconds."""
+        if self.lead <= timedelta(0):
+            with self.engine.connect() as conn:
+                earliest = store_for(conn).earliest_next_run(conn)
+        else:
+            # Every job up to the last tick's horizon was written, deferred or flagged `_again`;
+            # the ones beyond it are written `lead` before their time.
+            with self.engine.connect() as conn:
+                beyond = store_for(conn).earliest_next_run(conn, after=self._horizon)
+            earliest = lead_time.wake_at(
+                now=now,
+                lead=self.lead,
+                earliest_beyond=beyond,
+                deferred=self._deferred,
+                confirm=min(self._skip_ahead.values(), default=None),
+                again=self._again,
+            )
         if earliest is None:
             return cap
         return max(0.0, min(cap, (earliest - now).total_seconds()))
@@ -430,6 +547,21 @@ class Scheduler:
                 self.forget_heartbeat()
             except Exception:  # the database may be the reason we are stopping
                 log.warning("could not remove heartbeat", extra={"event": "heartbeat_remove_failed"})
+
+
+def withdraw_ahead(conn, job, *, now: datetime) -> int:
+    """Before a job changes (edit, disable, auto-pause): delete its occurrences written ahead
+    whose time has not come and move its cursor back to them, so the change applies to them as
+    it would have without a lead time (the scheduler writes them again, changed, if the job
+    still has them). `job` is a Job or a jobs row; a Job's attributes follow. Returns how many."""
+    count, row = store_for(conn).withdraw_ahead(conn, job.id, now=now)
+    if count and row is not None and hasattr(job, "_sa_instance_state"):
+        from sqlalchemy.orm.attributes import set_committed_value
+
+        # The database already holds these values: the ORM object learns them without a write.
+        set_committed_value(job, "next_run_at", row.next_run_at)
+        set_committed_value(job, "runs_created", row.runs_created)
+    return count
 
 
 def _iso(value: datetime | None) -> str | None:

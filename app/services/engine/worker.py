@@ -310,11 +310,36 @@ class Worker:
         timeout = self.poll_seconds if wait is None else wait
         if wait == 0.0 and self.running:
             timeout = 0.05  # burst: wait briefly for a result rather than spin
+        if wait is None and claiming and len(self.running) < self.slots:
+            # A slot is idle: wake when the next waiting row becomes claimable, not at the next
+            # poll (occurrences written ahead of their time, retries, delayed runs).
+            timeout = min(timeout, self._until_claimable())
         if self.running:  # wake in time to renew the leases
             timeout = min(timeout, max(0.0, self._last_renewal + self._renew_every - time.monotonic()))
         self._wait(timeout, listener)
         self._flush_cache()
         return started + finished
+
+    def _until_claimable(self) -> float:
+        """Seconds until the earliest waiting row in this worker's queues becomes claimable (its
+        available_at; never before it, so nothing starts early), or the poll interval when none."""
+        if self._conn is None:
+            self._conn = self.engine.connect()
+        conn = self._conn
+        try:
+            now = self.clock()
+            if conn.dialect.name == "postgresql":
+                with single_statement_on(conn):
+                    earliest = self.store.earliest_claimable(conn, after=now, queue_ids=self.queue_ids)
+            else:
+                earliest = self.store.earliest_claimable(conn, after=now, queue_ids=self.queue_ids)
+                conn.commit()  # a read: end it, so the next turn's write transaction starts clean
+        except Exception:
+            self._drop_connection()
+            raise
+        if earliest is None:
+            return self.poll_seconds
+        return max(0.0, (earliest - self.clock()).total_seconds())
 
     def _wait(self, timeout: float, listener: wakeups.Listener | None) -> None:
         if timeout <= 0:

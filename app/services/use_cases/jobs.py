@@ -28,6 +28,7 @@ from app.services import audit_log, scoping
 from app.services.audit import record_event
 from app.services.caller import Caller
 from app.services.engine import wakeups
+from app.services.engine.scheduler import withdraw_ahead
 from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.services.use_cases import queues
 from app.services.validation import clean_job_fields
@@ -171,6 +172,7 @@ def update_job(job_id: int, data: dict, *, now: datetime, actor: str, caller: Ca
     enabled = cleaned.pop("enabled", None)
     begin_write(db.session)
     job = get_job(job_id, caller)
+    withdraw_ahead(db.session.connection(), job, now=now)  # runs written ahead follow the edit
     before = audit_log.job_state(job)
     if "name" in cleaned:
         _unique_name(cleaned["name"], job.project_id, exclude_id=job.id)
@@ -274,6 +276,7 @@ def _set_enabled(job: Job, enabled: bool, *, now: datetime, actor: str) -> int:
         return 0
     job.enabled = False
     conn = db.session.connection()
+    withdraw_ahead(conn, job, now=now)  # a run written ahead whose time has not come never existed
     ids = store_for(conn).cancel_queued_for_job(conn, job.id, now=now, reason="job disabled")
     # next_run_at is kept so enabling resumes; the ledger also needs it to excuse occurrences.
     record_event(
