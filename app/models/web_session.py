@@ -3,7 +3,8 @@
 The browser's session cookie is signed, not secret-bearing on its own: before this table a cookie
 copied before sign-out still opened the dashboard. Now the cookie carries a random token whose
 hash must match a row here; signing out deletes the row, and a password change, a disabled
-account or a new role deletes every row of that user (`app.services.use_cases.sessions`).
+account or a new role deletes every row of that user (`app.services.use_cases.sessions`). A row
+older than SESSION_MAX_AGE_HOURS opens nothing and is deleted by the retention pass.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ class WebSession(db.Model):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), index=True)
     # sha256 of the token in the cookie: a copy of this table cannot be replayed as a cookie.
     token_hash: Mapped[str] = mapped_column(String(64), unique=True)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Indexed for the retention pass, which deletes the sessions past SESSION_MAX_AGE_HOURS.
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
 
     def __repr__(self) -> str:
         return f"<WebSession {self.id} user={self.user_id}>"
