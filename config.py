@@ -106,6 +106,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "SCHEDULER_CLI_SECRET": env.get("SCHEDULER_CLI_SECRET") or None,
         "LOGIN_RATE_LIMIT_ATTEMPTS": _int(env, "LOGIN_RATE_LIMIT_ATTEMPTS", 10, 1),
         "LOGIN_RATE_LIMIT_WINDOW_SECONDS": _int(env, "LOGIN_RATE_LIMIT_WINDOW_SECONDS", 300, 1),
+        # A web session ends this long after sign-in, however active (docs/web.md "Sessions").
+        "SESSION_MAX_AGE_HOURS": _int(env, "SESSION_MAX_AGE_HOURS", 168, 1),
         "LEASE_SECONDS": _int(env, "LEASE_SECONDS", 120, 1),
         "LEASE_BUFFER_SECONDS": _int(env, "LEASE_BUFFER_SECONDS", 30, 0),
         # A worker that cannot renew its leases stops its tasks before they lapse (docs/reliability.md).

@@ -86,7 +86,9 @@ def register_request_metrics(app: Flask) -> None:
 
 
 def register_login(app: Flask) -> None:
-    from flask import session
+    from datetime import timedelta
+
+    from flask import current_app, session
 
     from app.extensions import login_manager
     from app.services.use_cases import sessions, users
@@ -97,12 +99,14 @@ def register_login(app: Flask) -> None:
     @login_manager.user_loader
     def load_user(user_id: str):
         # The signed cookie is not enough: its server-side session must still exist (sign-out,
-        # a password change, a disabled account or a role change ends it).
+        # a password change, a disabled account or a role change ends it) and be younger than
+        # SESSION_MAX_AGE_HOURS.
         try:
             user_key = int(user_id)
         except (TypeError, ValueError):
             return None
-        if not sessions.is_live(user_key, session.get(sessions.COOKIE_KEY)):
+        max_age = timedelta(hours=current_app.config["SESSION_MAX_AGE_HOURS"])
+        if not sessions.is_live(user_key, session.get(sessions.COOKIE_KEY), now=utcnow(), max_age=max_age):
             return None
         return users.get_active_user(user_key)
 

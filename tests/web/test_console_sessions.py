@@ -1,7 +1,12 @@
 """Sessions end on the server: a cookie saved before sign-out (or before the user's sessions were
-ended for a password change, a disabled account or a role change) opens nothing afterwards."""
+ended for a password change, a disabled account or a role change) opens nothing afterwards, and
+none outlives SESSION_MAX_AGE_HOURS."""
 
 from __future__ import annotations
+
+import importlib
+
+import pytest
 
 from app.extensions import db
 from app.services.use_cases import sessions
@@ -90,3 +95,41 @@ def test_a_forged_or_missing_session_token_is_refused(app):
     with client.client.session_transaction() as saved:
         saved.pop(sessions.COOKIE_KEY, None)
     assert client.get("/dashboard/").status_code == 302
+
+
+# --- the age limit (SESSION_MAX_AGE_HOURS) ----------------------------------------------------------
+
+
+def _on_clock(monkeypatch, clock) -> None:
+    """Sign-in and the user loader read `clock` (the edges' clock; nothing here sleeps)."""
+    monkeypatch.setattr(importlib.import_module("app.auth.routes"), "utcnow", clock)
+    monkeypatch.setattr(importlib.import_module("app.web"), "utcnow", clock)
+
+
+def test_a_session_past_the_max_age_gets_the_sign_in_page_however_active(app, monkeypatch, clock):
+    app.config["SESSION_MAX_AGE_HOURS"] = 12
+    _on_clock(monkeypatch, clock)
+    client = signed_in_client(app)
+    saved = _cookie(client)
+    for _ in range(11):  # used every hour: activity does not extend it
+        clock.advance(hours=1)
+        assert client.get("/dashboard/").status_code == 200
+    clock.advance(minutes=59, seconds=59)
+    assert client.get("/dashboard/").status_code == 200
+    clock.advance(seconds=1)  # 12 h after sign-in
+    for browser in (client, _replay(app, saved)):
+        response = browser.get("/dashboard/")
+        assert response.status_code == 302 and response.headers["Location"].startswith("/auth/login")
+    # Signing in again starts a new session with a new 12 h.
+    assert client.login(first_username(client)).status_code == 302
+    clock.advance(hours=11)
+    assert client.get("/dashboard/").status_code == 200
+
+
+def test_the_max_age_is_a_setting_with_a_week_by_default(app):
+    from config import load_settings
+
+    assert load_settings({})["SESSION_MAX_AGE_HOURS"] == 168
+    assert load_settings({"SESSION_MAX_AGE_HOURS": "8"})["SESSION_MAX_AGE_HOURS"] == 8
+    with pytest.raises(ValueError, match="SESSION_MAX_AGE_HOURS must be >= 1"):
+        load_settings({"SESSION_MAX_AGE_HOURS": "0"})

@@ -2,17 +2,21 @@
 change, a disabled account or a role change ends every session of the user (`end_sessions`).
 
 The cookie holds a random token; the table holds its sha256 (`app.models.WebSession`). The
-user loader accepts a cookie only while its row exists, so a cookie saved before sign-out opens
-nothing afterwards.
+user loader accepts a cookie only while its row exists and is younger than SESSION_MAX_AGE_HOURS,
+so a cookie saved before sign-out opens nothing afterwards, and a stolen one stops working after
+the age limit however busy it is kept. The retention pass deletes the rows past that age
+(`prune_expired`). No idle timeout: SPEC asks for none, and the dashboard's polling would keep an
+open tab "active" anyway.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import datetime
+from datetime import datetime, timedelta
 
-from sqlalchemy import delete, select
+from sqlalchemy import delete, func, select
+from sqlalchemy.engine import Connection
 
 from app.database import begin_write
 from app.extensions import db
@@ -54,14 +58,28 @@ def end_sessions(user_id: int) -> int:
     return result.rowcount or 0
 
 
-def is_live(user_id: int, token: str | None) -> bool:
-    """Whether `token` belongs to a session of this user that has not been ended."""
+def is_live(user_id: int, token: str | None, *, now: datetime, max_age: timedelta) -> bool:
+    """Whether `token` belongs to a session of this user that has not been ended and was started
+    less than `max_age` before `now`."""
     if not token or not isinstance(token, str) or len(token) > 200:
         return False
     found = db.session.scalar(
-        select(WebSession.id).where(WebSession.user_id == user_id, WebSession.token_hash == _digest(token))
+        select(WebSession.id).where(
+            WebSession.user_id == user_id,
+            WebSession.token_hash == _digest(token),
+            WebSession.created_at > now - max_age,
+        )
     )
     return found is not None
+
+
+def prune_expired(conn: Connection, *, now: datetime, max_age: timedelta, dry_run: bool = False) -> int:
+    """Delete the sessions started `max_age` or more before `now` (they open nothing any more);
+    returns how many (with `dry_run`, how many would go). Runs on the retention pass's connection."""
+    expired = WebSession.created_at <= now - max_age
+    if dry_run:
+        return conn.execute(select(func.count()).select_from(WebSession).where(expired)).scalar_one()
+    return conn.execute(delete(WebSession).where(expired)).rowcount or 0
 
 
 def count_sessions(user_id: int) -> int:
