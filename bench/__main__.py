@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [options]`: run benchmarks, print a table, write JSON.
 
-Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, api (default:
-all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
+Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, api, burst
+(default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 `python -m bench peers [--help]` runs the side-by-side comparison with the peers (bench/peers/).
 """
 
@@ -30,6 +30,7 @@ BENCHMARKS = {
     "queues": "bench.queues",
     "console": "bench.console",
     "api": "bench.api",
+    "burst": "bench.burst",
 }
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 
@@ -62,6 +63,19 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="how long the idle transaction is held in the degradation run (default 30)",
     )
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each burst scenario (default 3)")
+    parser.add_argument(
+        "--burst-leads",
+        default="2000,0",
+        help="SCHEDULER_LEAD_MS values the burst scenarios run with (default 2000,0: with and without a lead)",
+    )
+    parser.add_argument("--burst-jobs", type=int, default=1000, help="cron jobs in the minute burst (default 1000)")
+    parser.add_argument(
+        "--burst-fork-count",
+        type=int,
+        default=1000,
+        help="forks timed for the fork limit after each burst (default 1000)",
+    )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the benchmark database at the end")
     parser.add_argument("--output", type=Path, default=None, help="JSON file to write (default bench/results/...)")
     options = parser.parse_args(argv)
@@ -80,6 +94,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if getattr(options, key) is None:
             setattr(options, key, value)
     options.tick_sizes = [int(x) for x in str(options.tick_sizes).split(",") if x]
+    options.burst_leads = [int(x) for x in str(options.burst_leads).split(",") if x]
     unknown = [n for n in options.names if n not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")

@@ -1,0 +1,177 @@
+"""Cron bursts: many jobs due in the same instant, drained by a real scheduler and worker.
+
+Two scenarios, each with a real `flask scheduler run` and `flask worker run` on PostgreSQL, three
+rounds each (`--rounds`), interleaved with the same-run fork limit:
+- 100 interval jobs (overlap policy skip, the default) all due at the same instant, every 10 s,
+  1 worker x 4 slots. Targets (issue 19): lateness p50 <= 1.2 x (50 / F + 10 ms) and
+  p99 <= 1.2 x (100 / F + 20 ms), F = the fork limit with 4 in flight;
+- 1,000 `* * * * *` cron jobs, 1 worker x 8 slots: every occurrence of the minute starts within
+  1.5 x 1,000 / F (F with 8 in flight), i.e. max lateness / (1,000 / F) <= 1.5.
+Lateness = started_at - scheduled_for (started_at is stamped just before the fork; the task's
+first instruction is one fork start cost later, see `executor`). The fork limit is fork + exit +
+waitpid in an interpreter the zygote's size (`bench.child fork`, as `throughput` measures it),
+measured between the bursts while the scheduler and worker are idle. Each scenario runs with the
+lead time (SCHEDULER_LEAD_MS, default 2000) and, for comparison, without it (`--burst-leads`).
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+from app.clock import utcnow
+from bench import loaders
+from bench.harness import BenchDatabase, Figure, flask_process, run_children, stop_process, summary, wait_for
+
+NAME = "burst"
+PERIOD = 10  # seconds between the 100-job bursts
+
+
+def _fork_limit(env: dict, slots: int, count: int) -> float:
+    go, reports = run_children([["fork", "--slots", str(slots), "--count", str(count)]], env)
+    return count / max(1e-6, reports[0]["end"] - go)
+
+
+def _create_jobs(db: BenchDatabase, count: int, *, cron: bool, first: datetime) -> None:
+    with db.connect() as conn:
+        for i in range(count):
+            if cron:
+                schedule, stype = {"expression": "* * * * *"}, "cron"
+            else:
+                schedule = {"every": f"{PERIOD}s", "start_at": first.strftime("%Y-%m-%dT%H:%M:%SZ")}
+                stype = "interval"
+            loaders.insert_job(
+                conn,
+                f"burst-{i}",
+                now=utcnow(),
+                overlap_policy="skip",
+                next_run_at=first,
+                schedule=schedule,
+                schedule_type=stype,
+            )
+        conn.execute("VACUUM ANALYZE jobs")
+
+
+def _lateness(db: BenchDatabase, at: datetime) -> tuple[list[float], dict]:
+    with db.connect() as conn:
+        rows = conn.execute(
+            """SELECT status, extract(epoch FROM started_at - scheduled_for) * 1000,
+                      extract(epoch FROM created_at - scheduled_for) * 1000
+               FROM executions WHERE trigger = 'schedule' AND scheduled_for = %s""",
+            (at,),
+        ).fetchall()
+    by_status: dict[str, int] = {}
+    for row in rows:
+        by_status[row[0]] = by_status.get(row[0], 0) + 1
+    written = [float(r[2]) for r in rows]
+    return [float(r[1]) for r in rows if r[1] is not None], {
+        "by_status": by_status,
+        "written_ms_before": -min(written) if written else None,
+    }
+
+
+def _all_done(db: BenchDatabase, at: datetime, count: int) -> bool:
+    with db.connect() as conn:
+        return (
+            conn.execute(
+                "SELECT count(*) FROM executions WHERE scheduled_for = %s AND finished_at IS NOT NULL", (at,)
+            ).fetchone()[0]
+            >= count
+        )
+
+
+def _sleep_until(at: datetime) -> None:
+    while (left := (at - utcnow()).total_seconds()) > 0:
+        time.sleep(min(left, 0.5))
+
+
+def scenario(db: BenchDatabase, options, *, jobs: int, slots: int, cron: bool, lead_ms: int) -> dict:
+    """One scenario: `rounds` bursts, each followed by a fork-limit measurement."""
+    db.reset()
+    now = utcnow()
+    if cron:
+        first = (now + timedelta(minutes=1)).replace(second=0, microsecond=0)
+        if (first - now).total_seconds() < 8:
+            first += timedelta(minutes=1)
+        step = timedelta(minutes=1)
+    else:
+        first = now.replace(microsecond=0) + timedelta(seconds=8)
+        step = timedelta(seconds=PERIOD)
+    _create_jobs(db, jobs, cron=cron, first=first)
+    env = db.env(SCHEDULER_LEAD_MS=str(lead_ms), WORKER_POLL_SECONDS="1")
+    logs = Path(tempfile.mkdtemp(prefix=f"cronwell_bench_burst_{jobs}_{lead_ms}_"))
+    scheduler = flask_process(["scheduler", "run"], env, log_path=logs / "scheduler.log")
+    worker = flask_process(["worker", "run", "--workers", str(slots)], env, log_path=logs / "worker.log")
+    rounds = []
+    try:
+        for k in range(options.rounds):
+            at = first + k * step
+            _sleep_until(at)
+            wait_for(lambda at=at: _all_done(db, at, jobs), 60, what=f"the burst at {at} to finish")
+            if scheduler.poll() is not None or worker.poll() is not None:
+                raise RuntimeError(f"scheduler or worker exited early; logs in {logs}")
+            late, facts = _lateness(db, at)
+            fork = _fork_limit(db.env(), slots, options.burst_fork_count)
+            rounds.append({"at": at.isoformat(), "lateness": summary(late), "fork_limit": fork, **facts})
+            print(
+                f"  {jobs} jobs x {slots} slots, lead {lead_ms} ms, round {k + 1}: "
+                f"p50 {summary(late)['p50']:.1f} / p99 {summary(late)['p99']:.1f} / max {summary(late)['max']:.1f} ms, "
+                f"fork limit {fork:.0f}/s, {facts['by_status']}",
+                flush=True,
+            )
+    finally:
+        stop_process(worker)
+        stop_process(scheduler)
+    return {"rounds": rounds, "logs": str(logs), "lead_ms": lead_ms, "slots": slots, "jobs": jobs}
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    return ordered[len(ordered) // 2]
+
+
+def _figures(result: dict) -> list[Figure]:
+    jobs, slots, lead = result["jobs"], result["slots"], result["lead_ms"]
+    figures = []
+    for k, rnd in enumerate(result["rounds"], 1):
+        fork, late = rnd["fork_limit"], rnd["lateness"]
+        where = f"{jobs} jobs x {slots} slots, lead {lead} ms, round {k}"
+        note = f"fork limit {fork:.0f}/s; {rnd['by_status']}; written {rnd['written_ms_before'] or 0:.0f} ms ahead"
+        if jobs <= 100:
+            figures += [
+                Figure(
+                    NAME, f"lateness p50, {where}", late["p50"], "ms", "50 / F + 10 ms", 50_000 / fork + 10, note=note
+                ).judge("ratio <= 1.2"),
+                Figure(NAME, f"lateness p99, {where}", late["p99"], "ms", "100 / F + 20 ms", 100_000 / fork + 20).judge(
+                    "ratio <= 1.2"
+                ),
+                Figure(NAME, f"lateness max, {where}", late["max"], "ms", "100 / F + 20 ms", 100_000 / fork + 20),
+            ]
+        else:
+            figures.append(
+                Figure(
+                    NAME,
+                    f"lateness max (all started), {where}",
+                    late["max"],
+                    "ms",
+                    "N / F",
+                    jobs * 1000 / fork,
+                    note=note,
+                ).judge("ratio <= 1.5")
+            )
+            figures.append(Figure(NAME, f"lateness p50, {where}", late["p50"], "ms", "N / F", jobs * 1000 / fork))
+    return figures
+
+
+def run(db: BenchDatabase, options) -> list[Figure]:
+    results = []
+    for lead in options.burst_leads:
+        results.append(scenario(db, options, jobs=100, slots=4, cron=False, lead_ms=lead))
+    for lead in options.burst_leads:
+        results.append(scenario(db, options, jobs=options.burst_jobs, slots=8, cron=True, lead_ms=lead))
+    figures = [figure for result in results for figure in _figures(result)]
+    if figures:
+        figures[0].extra = {"scenarios": results}
+    return figures
