@@ -12,6 +12,21 @@ least five times per lease), so a task with no timeout keeps its run as long as 
 a worker that cannot renew stops its own tasks before their leases expire
 (app/services/engine/lease_watchdog.py), so a recovered run never has two copies running.
 
+Claiming ahead keeps the turn off the path between a slot freeing and the next fork. While tasks
+are short (a moving average under AHEAD_TASK_SECONDS), a turn claims up to `slots` runs more than
+the free slots; they wait in `_ready`, started in the database (status running, lease, Attempt
+row) but not forked. When a result arrives its slot is refilled from `_ready` at once, and only
+then does the turn record the result and claim the replacement. Why the history stays truthful
+(docs/adr/0010-claim-ahead.md): a process is forked only for a run whose claim and Attempt row
+have committed, so a worker killed at any instant leaves an Attempt for every process it forked;
+a run claimed but not forked when the worker dies is `running` under a lease like any run whose
+worker died, so lease recovery settles its Attempt as abandoned and retries it (never lost, and
+never run twice: the dead worker cannot fork it any more, and nobody else may before the lease
+ends). A graceful stop forks the waiting runs within its grace period and settles what is left as
+abandoned "before the task started"; a cancel request or a lost lease takes a waiting run out of
+`_ready` without a process. tests/integration/test_worker_killed_at_random.py kills workers at
+random points under load and checks both claims.
+
 `run(burst=True)` drains what is due and returns, which is how tests drive it; `run()` keeps
 going, sleeping on the executor's socket and the PostgreSQL LISTEN socket together.
 
@@ -30,6 +45,7 @@ import random
 import select
 import signal
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -60,6 +76,22 @@ HEARTBEAT_EVERY = timedelta(seconds=5)
 RECOVERY_EVERY = timedelta(seconds=15)
 LISTEN_TO = [wakeups.WORK_CHANNEL, wakeups.CONTROL_CHANNEL]
 REGISTRY_EXECUTIONS = 50  # running executions listed in the heartbeat (the registry shows them)
+# Claim ahead (up to `slots` runs started in the database but not forked yet) only while tasks
+# finish this fast on average: then a claimed run waits a few ms for its slot, never a long task.
+AHEAD_TASK_SECONDS = 0.25
+AHEAD_SMOOTHING = 0.2  # weight of the newest task duration in the moving average
+
+
+@dataclass
+class Ready:
+    """A run claimed and started in the database (lease, Attempt row) whose process is not
+    forked yet: it waits for a slot in `Worker._ready`. `now` and `read_at` are the claiming
+    turn's, so the watchdog measures its lease from the statement that granted it."""
+
+    item: ClaimedExecution
+    attempt: int
+    now: datetime
+    read_at: float
 
 
 @dataclass
@@ -123,7 +155,9 @@ class Worker:
         self.clock = clock
         self.executor = executor or ForkServer(kill_grace_seconds=2.0, pool=PoolLimits.from_config(app.config))
         self.poll_seconds = poll_seconds if poll_seconds is not None else app.config["WORKER_POLL_SECONDS"]
-        self.running: dict[int, Running] = {}
+        self.running: dict[int, Running] = {}  # claimed by this worker: forked, or waiting in _ready
+        self._ready: deque[Ready] = deque()  # claimed ahead, not forked yet (see the module docstring)
+        self._task_seconds: float | None = None  # moving average of task durations (claim-ahead rule)
         self.stats = WorkerStats()
         self.started_at = clock()
         self._stopping = False
@@ -254,6 +288,7 @@ class Worker:
         deadline = time.monotonic() + grace
         while self.running and time.monotonic() < deadline:
             try:
+                self._fork_ready()  # runs claimed ahead are started in the database: run them too
                 self._record_results(self.executor.poll(min(0.5, max(0.0, deadline - time.monotonic()))))
             except ExecutorCrashed as crash:
                 self._record_results(crash.results)
@@ -264,16 +299,22 @@ class Worker:
                     extra={"event": "shutdown_record_failed", "error": str(exc)[:300]},
                 )
                 break
-        leftovers = list(self.running.values())
+        waiting = {ready.item.id for ready in self._ready}
+        self._ready.clear()
+        leftovers = [run for run in self.running.values() if run.execution_id not in waiting]
+        never_forked = [run for run in self.running.values() if run.execution_id in waiting]
         try:
             self.executor.stop(0)
         except Exception:
             log.exception("executor did not stop cleanly")
         self.watchdog.stop()
-        if leftovers:
+        if leftovers or never_forked:
             how = "was stopped by an operator" if self._stop_now else "stopped"
             try:
-                self._abandon(leftovers, reason=f"worker {self.id} {how} before the task finished")
+                if never_forked:
+                    self._abandon(never_forked, reason=f"worker {self.id} {how} before the task started")
+                if leftovers:
+                    self._abandon(leftovers, reason=f"worker {self.id} {how} before the task finished")
             except Exception as exc:
                 log.error(
                     "could not settle running executions while stopping; their leases will expire",
@@ -302,11 +343,15 @@ class Worker:
         now = self.clock()  # read after housekeeping so started_at and the lease are not early
         results = [r for r in [*self._unrecorded, *self.executor.poll(0)] if r.execution_id in self.running]
         self._unrecorded = []
+        # Slots these results freed are refilled from the runs claimed ahead before the turn that
+        # records them: the turn is not on the path between a slot freeing and the next fork.
+        self._fork_ready(busy=len(self.running) - len(self._ready) - len(results))
         claiming = not (self._stopping or self._draining)
-        free = self.slots - len(self.running) + len(results) if claiming else 0
+        free = self.slots + self._ahead() - len(self.running) + len(results) if claiming else 0
         started = finished = 0
         if results or free > 0:
             started, finished = self._settle_and_claim(results, free, now)
+            self._fork_ready()
         timeout = self.poll_seconds if wait is None else wait
         if wait == 0.0 and self.running:
             timeout = 0.05  # burst: wait briefly for a result rather than spin
@@ -376,6 +421,8 @@ class Worker:
         for execution_id, requested_by in orders.cancels.items():
             if execution_id in self.running and execution_id not in self._cancelling:
                 self._cancelling[execution_id] = requested_by
+                if self._unfork(execution_id, "cancelled", "cancelled before its task process started"):
+                    continue
                 self.executor.kill(execution_id, reason="cancelled")
                 log.info(
                     "cancelling a running execution",
@@ -435,6 +482,10 @@ class Worker:
             self._dirty_jobs.add(run.job_id)
             self.stats.fork_ms.append(result.fork_ms)
             metrics.observe_task(result)
+            if result.pid:  # a process ran (not a run dropped before its fork)
+                took = max(0.0, result.finished_at - result.started_at)
+                average = self._task_seconds
+                self._task_seconds = took if average is None else average + AHEAD_SMOOTHING * (took - average)
         claimed = len(turn.started) + len(turn.cancelled)
         if claimed:
             metrics.observe_claim(claimed)
@@ -451,7 +502,7 @@ class Worker:
             self._give_back(again, now)
         for item, number in turn.started:
             if item.id not in again:
-                self._submit(item, number, now)
+                self._take(item, number, now)
         started = len(turn.started)
         if free > started and (turn.recorded or turn.cancelled):
             # Claim again at once, rather than at the next wake-up, when slots are still free and
@@ -461,8 +512,9 @@ class Worker:
             started += self._settle_and_claim([], free - started, now)[0]
         return started, len(results)
 
-    def _submit(self, item: ClaimedExecution, attempt: int, now: datetime) -> None:
-        self.watchdog.hold(item.id, lease_expires_at=item.lease_expires_at, now=now, read_at=self._now_read_at)
+    def _take(self, item: ClaimedExecution, attempt: int, now: datetime) -> None:
+        """A run the turn claimed and started: this worker's from now on (its lease is renewed with
+        the others); it waits in `_ready` until `_fork_ready` gives it a slot."""
         self.running[item.id] = Running(
             item.id,
             item.job_id,
@@ -480,6 +532,28 @@ class Worker:
                 item.retry_kind, item.retry_backoff_seconds, item.retry_max_delay_seconds, item.retry_jitter
             ),
         )
+        self._ready.append(Ready(item, attempt, now, self._now_read_at))
+        self._dirty_jobs.add(item.job_id)
+
+    def _fork_ready(self, busy: int | None = None) -> None:
+        """Fork runs waiting in `_ready` into the free slots. `busy` is how many task processes
+        occupy a slot (default: every run that is not waiting; the caller passes less when
+        results it holds have freed slots the turn has not recorded yet)."""
+        if busy is None:
+            busy = len(self.running) - len(self._ready)
+        while self._ready and busy < self.slots:
+            self._submit(self._ready.popleft())
+            busy += 1
+
+    def _ahead(self) -> int:
+        """How many runs to claim beyond the slots: a slot's worth each while tasks are short."""
+        short = self._task_seconds is not None and self._task_seconds < AHEAD_TASK_SECONDS
+        return self.slots if short else 0
+
+    def _submit(self, ready: Ready) -> None:
+        item, attempt = ready.item, ready.attempt
+        # Measured from the turn that granted the lease, not from now: the watchdog errs early.
+        self.watchdog.hold(item.id, lease_expires_at=item.lease_expires_at, now=ready.now, read_at=ready.read_at)
         context = dict(
             self._context_base,
             execution_id=item.id,
@@ -511,7 +585,6 @@ class Worker:
                 "attempt": attempt,
             },
         )
-        self._dirty_jobs.add(item.job_id)
 
     @contextmanager
     def _transaction(self, *, single_statement: bool = False) -> Iterator[Connection]:
@@ -709,7 +782,7 @@ class Worker:
                 info={
                     "state": state.value,
                     "slots": self.slots,
-                    "busy": len(self.running),
+                    "busy": len(self.running) - len(self._ready),
                     "queues": self.queues or ["*"],
                     "running": [run.execution_id for run in runs],
                     "executions": [
@@ -739,6 +812,8 @@ class Worker:
             "lease lost; stopping the task",
             extra={"event": "lease_lost", "execution_id": execution_id, "worker_id": self.id},
         )
+        if self._unfork(execution_id, "failed", "the lease was lost before the task process started"):
+            return
         self.watchdog.stopped.setdefault(execution_id, time.monotonic())
         if execution_id in self.executor.running():
             self.executor.kill(execution_id, reason="killed")
@@ -754,12 +829,32 @@ class Worker:
                 "claimed a run this worker still has a task for (a claim lost in a failover); giving it back",
                 extra={"event": "claimed_again", "execution_id": execution_id, "worker_id": self.id},
             )
+            if self._unfork(execution_id, None, ""):
+                self.running.pop(execution_id, None)  # no process: nothing to stop or discard
+                self.watchdog.release(execution_id)
+                continue
             self._disowned.add(execution_id)
             if execution_id in self.executor.running():
                 self.executor.kill(execution_id, reason="killed")
         with write_transaction(self.engine) as conn:
             for execution_id in sorted(execution_ids):
                 self.store.expire_lease(conn, execution_id, worker_id=self.id, now=now)
+
+    def _unfork(self, execution_id: int, status: str | None, error: str) -> bool:
+        """Take a run out of `_ready` before its fork; False if it is not waiting there. With a
+        `status`, its result (no process ran) is recorded by the next turn like any other."""
+        for ready in self._ready:
+            if ready.item.id == execution_id:
+                self._ready.remove(ready)
+                break
+        else:
+            return False
+        if status is not None:
+            now = time.time()
+            self._unrecorded.append(
+                TaskResult(execution_id, status, None, "", error, 0, now, now, 0.0)  # type: ignore[arg-type]
+            )
+        return True
 
     def _stop_every_task(self) -> None:
         """The lease watchdog's fallback (a task whose fork is not reported yet): SIGTERM makes the
