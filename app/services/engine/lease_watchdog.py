@@ -39,6 +39,7 @@ from datetime import datetime
 log = logging.getLogger("cronwell.worker")
 
 SAFETY_SECONDS = 5.0  # beyond the kill grace: scheduling delays, the recoverer's clock error
+CHECK_EVERY = 1.0  # seconds: the thread's longest sleep
 
 
 def margin_for(lease_seconds: float, kill_grace_seconds: float) -> float:
@@ -99,7 +100,10 @@ class LeaseWatchdog:
                 self._leases[execution_id] = _Lease(ends_at)
             elif lease.signalled == 0:
                 lease.ends_at = max(lease.ends_at, ends_at)
-        self._changed.set()
+        # The thread looks again within CHECK_EVERY anyway; waking it for every started run cost a
+        # thread switch per execution. Only a lease that needs action sooner wakes it now.
+        if ends_at - self.margin - self._monotonic() < CHECK_EVERY:
+            self._changed.set()
 
     def renewed(self, leases: dict[int, datetime], *, now: datetime, read_at: float) -> None:
         for execution_id, expires_at in leases.items():
@@ -187,4 +191,4 @@ class LeaseWatchdog:
         while not self._stopping:
             self._changed.clear()  # before the check, so a lease held during it wakes the next wait
             wait = self.check()
-            self._changed.wait(timeout=1.0 if wait is None else min(wait, 1.0))
+            self._changed.wait(timeout=CHECK_EVERY if wait is None else min(wait, CHECK_EVERY))
