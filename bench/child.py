@@ -48,7 +48,7 @@ def run_worker(slots: int, worker_id: str, null: bool) -> dict:
 
     app = _app()
     with app.app_context():
-        executor = InstantExecutor() if null else None
+        executor = InstantExecutor() if null else MeasuredForkServer(kill_grace_seconds=2.0)
         worker = Worker(app, worker_id=worker_id, slots=slots, executor=executor)
         worker.start()
         from app.extensions import db
@@ -56,10 +56,10 @@ def run_worker(slots: int, worker_id: str, null: bool) -> dict:
         with db.engine.connect():  # open the pool's first connection before the clock starts
             pass
         go = _ready_then_go()
-        before = _cpu()
+        before, pg_before = _cpu(), _postgres_cpu(db.engine)
         stats = worker.run(burst=True)  # returns after the zygote is stopped and reaped
         end = time.time()
-        after = _cpu()
+        after, pg_after = _cpu(), _postgres_cpu(db.engine)
     return {
         "go": go,
         "end": end,
@@ -69,6 +69,9 @@ def run_worker(slots: int, worker_id: str, null: bool) -> dict:
         "fork_ms": stats.fork_ms,
         "cpu_parent_s": after[0] - before[0],
         "cpu_zygote_and_tasks_s": after[1] - before[1],
+        "cpu_zygote_s": getattr(executor, "zygote_cpu_s", None),
+        # The backends serving this worker (its kept turn connection and its pool), from /proc.
+        "cpu_postgres_s": sum(cpu - pg_before.get(pid, 0.0) for pid, cpu in pg_after.items()),
     }
 
 
@@ -76,6 +79,56 @@ def _cpu() -> tuple[float, float]:
     """CPU seconds (user + system) of this process, and of its reaped children (zygote + tasks)."""
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
+def _proc_cpu(pid: int) -> tuple[float, float]:
+    """CPU seconds (user + system) of process `pid` itself, and of its reaped children, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks, (int(fields[13]) + int(fields[14])) / ticks
+
+
+def _forkserver_class():
+    from app.executor import ForkServer
+
+    class Measured(ForkServer):
+        """The real fork server, reading its zygote's own CPU (without the task processes it
+        reaped) just before stopping it, so the benchmark can tell the two apart."""
+
+        zygote_cpu_s: float | None = None
+
+        def stop(self, grace_seconds: float = 0.0):
+            if self.zygote_pid is not None:
+                try:
+                    self.zygote_cpu_s = _proc_cpu(self.zygote_pid)[0]
+                except OSError:
+                    pass
+            return super().stop(grace_seconds)
+
+    return Measured
+
+
+def MeasuredForkServer(**kwargs):  # noqa: N802 - a class, built late so the import stays lazy
+    return _forkserver_class()(**kwargs)
+
+
+def _postgres_cpu(engine) -> dict[int, float]:
+    """CPU seconds (user + system) so far of each server backend connected to this database as
+    this process's connections (named by PGAPPNAME, see `main`): read from /proc, so only with the
+    server on this host (else {})."""
+    with engine.connect() as conn:
+        pids = conn.exec_driver_sql(
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
+            " AND application_name = current_setting('application_name')"
+        ).scalars()
+        pids = list(pids)
+    found = {}
+    for pid in pids:
+        try:
+            found[pid] = _proc_cpu(pid)[0]
+        except OSError:
+            continue
+    return found
 
 
 class DbPath:
@@ -243,6 +296,7 @@ def main() -> None:
     parser.add_argument("--windows", type=float, default=5.0)
     parser.add_argument("--worker-id", default=f"bench-{os.getpid()}")
     args = parser.parse_args()
+    os.environ["PGAPPNAME"] = args.worker_id  # libpq names every connection: its backends' CPU is read
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     if args.mode == "worker":
         result = run_worker(args.slots, args.worker_id, null=False)

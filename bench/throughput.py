@@ -51,6 +51,8 @@ def _measure(db_env: dict, mode: str, procs: int, slots: int, finished_sql) -> d
     cpu = {
         "parent": sum(r.get("cpu_parent_s", 0) for r in reports) * per,
         "zygote_and_tasks": sum(r.get("cpu_zygote_and_tasks_s", 0) for r in reports) * per,
+        "zygote": sum(r.get("cpu_zygote_s") or 0 for r in reports) * per,
+        "postgres": sum(r.get("cpu_postgres_s", 0) for r in reports) * per,
     }
     return {"rate": done / elapsed, "done": done, "seconds": elapsed, "fork_ms": summary(fork_ms), "cpu_ms": cpu}
 
@@ -116,8 +118,9 @@ def run(db: BenchDatabase, options) -> list[Figure]:
         details[label] = {"ours": ours, "db_path_a": limit_a, "null_executor_c": loop_c, "fork_b": limit_b}
         cpu = ours["cpu_ms"]
         note = (
-            f"{ours['done']}/{count} done; zygote fork p50 {ours['fork_ms']['p50'] or 0:.2f} ms; CPU per exec: "
-            f"worker {cpu['parent']:.2f} ms, zygote+task {cpu['zygote_and_tasks']:.2f} ms; "
+            f"{ours['done']}/{count} done; zygote fork p50 {ours['fork_ms']['p50'] or 0:.2f} ms; CPU ms per exec: "
+            f"worker {cpu['parent']:.2f}, zygote {cpu['zygote']:.2f}, task processes "
+            f"{cpu['zygote_and_tasks'] - cpu['zygote']:.2f}, PostgreSQL {cpu['postgres']:.2f}; "
             f"{ours['commits_per_exec']:.2f} commits per exec"
         )
         main = Figure(
@@ -141,7 +144,7 @@ def run(db: BenchDatabase, options) -> list[Figure]:
                     NAME, f"{label}: execs/s (target)", ours["rate"], "/s", "fork+wait (b)", limit_b["rate"], note=note
                 ).judge(">= 300")
             )
-            main.judge("ratio >= 0.5")
+            main.judge("ratio >= 0.8")  # issue 19: 1 x 4 at 0.8 of the same-run fork limit
             vs_a.judge("ratio >= 0.5")
         figures += [main, vs_a, diag]
     commits = commit_latency(db)
