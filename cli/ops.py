@@ -114,7 +114,9 @@ def _print_report(report: dict) -> None:
 def prune_history_cli(dry_run, cli_secret, as_json):
     """Apply each job's retention (retention_count executions, retention_days of age).
 
-    In-flight, queued and dead-lettered executions are never removed.
+    In-flight, queued and dead-lettered executions are never removed. Audit events older than
+    AUDIT_RETENTION_DAYS and web sessions older than SESSION_MAX_AGE_HOURS go too; --dry-run
+    counts all three.
 
     \b
     Example:
@@ -133,6 +135,10 @@ def prune_history_cli(dry_run, cli_secret, as_json):
     )
     if result["by_job"]:
         print_table(["JOB", "EXECUTIONS"], sorted(result["by_job"].items(), key=lambda item: int(item[0])))
+    click.echo(
+        f"Retention {verb} {result['audit_deleted']} audit event(s) older than AUDIT_RETENTION_DAYS and "
+        f"{result['sessions_deleted']} web session(s) older than SESSION_MAX_AGE_HOURS"
+    )
     if result.get("more"):
         click.echo("Stopped at the time limit with more history to prune: run it again (the scheduler goes on hourly).")
 

@@ -16,7 +16,7 @@ from datetime import UTC, date, datetime, timedelta
 from enum import Enum
 from typing import Any
 
-from sqlalchemy import delete, insert, select, text
+from sqlalchemy import delete, func, insert, select, text
 from sqlalchemy.engine import Connection
 
 from app.clock import iso_z
@@ -295,8 +295,9 @@ def to_dict(event: AuditEvent) -> dict[str, Any]:
     }
 
 
-def prune_audit(conn: Connection, *, now: datetime, retention_days: int) -> int:
-    """Delete audit events older than `retention_days` (0 keeps them forever); returns how many.
+def prune_audit(conn: Connection, *, now: datetime, retention_days: int, dry_run: bool = False) -> int:
+    """Delete audit events older than `retention_days` (0 keeps them forever); returns how many
+    (with `dry_run`, counts them and deletes nothing).
 
     The only DELETE the database lets through (migration 0011): on PostgreSQL the transaction says
     so with a local setting, on SQLite with a row in `audit_prune_gate` that leaves with the
@@ -305,6 +306,8 @@ def prune_audit(conn: Connection, *, now: datetime, retention_days: int) -> int:
     if retention_days <= 0:
         return 0
     cutoff = now - timedelta(days=retention_days)
+    if dry_run:
+        return conn.execute(select(func.count()).where(AuditEvent.created_at < cutoff)).scalar_one()
     doomed = delete(AuditEvent).where(AuditEvent.created_at < cutoff)
     if conn.dialect.name == "postgresql":
         conn.execute(text("SELECT set_config('cronwell.audit_prune', 'on', true)"))

@@ -40,6 +40,9 @@ class TaskContext:
     # Only for tasks registered with needs_database=True; None for every other task, whose process
     # also starts without DATABASE_URL or any other secret in its environment.
     database_url: str | None = None
+    # The retention settings (`retention.retention_settings`: audit days, session hours), with the
+    # URL: a task that prunes applies the same limits as `flask prune-history`.
+    retention: dict | None = None
 
 
 @dataclass(frozen=True)

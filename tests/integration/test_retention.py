@@ -1,4 +1,5 @@
-"""Retention keeps recent finished history and never touches queued, in-flight or dead-lettered rows."""
+"""Retention keeps recent finished history and never touches queued, in-flight or dead-lettered rows;
+the same pass removes audit events and web sessions past their settings, from every entry point."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -7,11 +8,12 @@ from sqlalchemy import func, select
 from app.clock import utcnow
 from app.database import write_transaction
 from app.extensions import db
-from app.models import DeadLetter, Execution
+from app.models import AuditEvent, DeadLetter, Execution, WebSession
+from app.services import audit_log
 from app.services.engine import retention
 from app.services.engine.worker import Worker
 from app.services.use_cases import jobs
-from tests.factories import make_job
+from tests.factories import make_job, make_user
 
 NOW = datetime(2026, 6, 1, 12, tzinfo=UTC)
 
@@ -143,3 +145,34 @@ def test_a_dry_run_is_one_pass_that_deletes_nothing(app):
     result = retention.prune_engine(db.engine, now=NOW, dry_run=True, batch=2)
     assert (result["deleted"], result["batches"]) == (3, 1)
     assert len(statuses(job)) == 4 and history_pruned_events() == []
+
+
+def _ages(model, now) -> list[timedelta]:
+    """How old each row older than an hour is, oldest first (the rows a test made)."""
+    db.session.rollback()
+    stamps = db.session.scalars(select(model.created_at).where(model.created_at < now - timedelta(hours=1)))
+    return sorted((now - stamp for stamp in stamps), reverse=True)
+
+
+def test_the_cleanup_old_runs_task_prunes_audit_events_and_sessions_by_the_settings(app):
+    # The task runs in a forked process with no app: the worker hands it the two settings.
+    app.config["AUDIT_RETENTION_DAYS"] = 30
+    app.config["SESSION_MAX_AGE_HOURS"] = 24
+    now = utcnow()
+    user = make_user("sam")
+    for age in (timedelta(days=31), timedelta(days=29)):
+        audit_log.record_change("cli", "updated", "job", 1, {"x": 1}, {"x": 2}, now=now - age)
+    for key, age in (("old", timedelta(hours=25)), ("young", timedelta(hours=23))):
+        db.session.add(WebSession(user_id=user.id, token_hash=key.ljust(64, "0"), created_at=now - age))
+    db.session.commit()
+    cleaner = make_job(now=now, task="cleanup_old_runs", retention_count=0, retention_days=0)
+    execution = jobs.trigger_job(cleaner.id, now=now, actor="test")
+
+    Worker(app, worker_id="w").run(burst=True)
+
+    db.session.rollback()
+    row = db.session.get(Execution, execution.id)
+    assert row.status == "succeeded", row.error
+    assert "audit_deleted: 1" in row.output and "sessions_deleted: 1" in row.output
+    assert _ages(AuditEvent, now) == [timedelta(days=29)]
+    assert _ages(WebSession, now) == [timedelta(hours=23)]

@@ -10,8 +10,9 @@ from sqlalchemy import func, select
 
 from app.clock import utcnow
 from app.extensions import db as database
-from app.models import Execution, User
-from tests.factories import make_alert, make_execution, make_heartbeat, make_job
+from app.models import AuditEvent, Execution, User, WebSession
+from app.services import audit_log
+from tests.factories import make_alert, make_execution, make_heartbeat, make_job, make_user
 from tests.helpers.cli import assert_error, cli_events, ok, ok_json, row_counts
 
 # --- health ---------------------------------------------------------------------------------------
@@ -82,11 +83,47 @@ def test_prune_history_dry_run_then_for_real(cli):
     out = ok(cli("prune-history", "--dry-run"))
     assert "would delete 3 execution(s) (dry run, nothing deleted)" in out and execution_count() == 6
     doc = ok_json(cli("prune-history", "--json"))
-    assert doc == {"deleted": 3, "dry_run": False, "by_job": {str(job.id): 3}, "more": False}
+    assert doc == {
+        "deleted": 3,
+        "dry_run": False,
+        "by_job": {str(job.id): 3},
+        "more": False,
+        "audit_deleted": 0,
+        "sessions_deleted": 0,
+    }
     assert execution_count() == 3
     [event] = cli_events("history_pruned")
     assert event.payload["deleted"] == 3 and event.payload["by_job"] == {str(job.id): 3}
     assert "Retention deleted 0 execution(s)" in ok(cli("prune-history"))
+
+
+def test_prune_history_counts_then_deletes_old_audit_events_and_expired_sessions(app, cli):
+    app.config["AUDIT_RETENTION_DAYS"] = 30
+    app.config["SESSION_MAX_AGE_HOURS"] = 24
+    now = utcnow()
+    user = make_user("sam")
+    for age in (timedelta(days=31), timedelta(days=29)):
+        audit_log.record_change("cli", "updated", "job", 1, {"x": 1}, {"x": 2}, now=now - age)
+    for key, age in (("old", timedelta(hours=25)), ("young", timedelta(hours=23))):
+        database.session.add(WebSession(user_id=user.id, token_hash=key.ljust(64, "0"), created_at=now - age))
+    database.session.commit()
+
+    out = ok(cli("prune-history", "--dry-run"))
+    assert "would delete 1 audit event(s) older than AUDIT_RETENTION_DAYS and 1 web session(s)" in out
+    assert _ages(AuditEvent, now) == [timedelta(days=31), timedelta(days=29)]
+    assert _ages(WebSession, now) == [timedelta(hours=25), timedelta(hours=23)]
+
+    doc = ok_json(cli("prune-history", "--json"))
+    assert doc["audit_deleted"] == 1 and doc["sessions_deleted"] == 1
+    assert _ages(AuditEvent, now) == [timedelta(days=29)]
+    assert _ages(WebSession, now) == [timedelta(hours=23)]
+
+
+def _ages(model, now) -> list[timedelta]:
+    """How old each row older than an hour is, oldest first (the rows the test made)."""
+    database.session.rollback()
+    stamps = database.session.scalars(select(model.created_at).where(model.created_at < now - timedelta(hours=1)))
+    return sorted((now - stamp for stamp in stamps), reverse=True)
 
 
 # --- ensure-dev-user ------------------------------------------------------------------------------

@@ -5,13 +5,18 @@ dead-lettered ones (and any execution with a DeadLetter row) are never removed, 
 never hide work or an unresolved failure. Either axis set to 0 is disabled. Deletes run in
 batches, each its own short transaction, so a large backlog never holds one huge transaction
 (its row locks, and the snapshot that keeps VACUUM from reclaiming what the workers update).
+
+The first batch also deletes audit events older than AUDIT_RETENTION_DAYS and web sessions older
+than SESSION_MAX_AGE_HOURS (they open nothing any more); a dry run counts both. Every entry point
+(the scheduler, `flask prune-history`, the `cleanup_old_runs` task) passes both settings
+(`retention_settings`), so none of them forgets a table.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import create_engine
 from sqlalchemy.engine import Connection, Engine
@@ -20,6 +25,7 @@ from sqlalchemy.pool import NullPool
 from app.database import configure_engine, write_transaction
 from app.services.audit import insert_event
 from app.services.audit_log import prune_audit
+from app.services.use_cases import sessions
 from app.store import store_for
 
 # Rows per transaction: measured at 10M executions (`python -m bench retention`,
@@ -40,13 +46,15 @@ def prune(
     dry_run: bool = False,
     actor: str = "system",
     audit_retention_days: int = 0,
+    session_max_age_hours: int = 0,
     limit: int | None = None,
     housekeeping: bool = True,
 ) -> dict:
     """Prune one batch of history on `conn` (at most `limit` rows per retention axis, default
     BATCH; DRY_RUN_LIMIT for a dry run); returns counts per job and in total and `found` (how many
-    candidates the axes returned). With `housekeeping`, expired credentials and audit events
-    older than `audit_retention_days` go too (0: kept)."""
+    candidates the axes returned). With `housekeeping`, expired credentials, audit events older
+    than `audit_retention_days` and web sessions older than `session_max_age_hours` go too (0:
+    kept); `audit_deleted` and `sessions_deleted` say how many (a dry run counts them)."""
     store = store_for(conn)
     doomed = store.prunable_history(conn, now=now, limit=limit or (DRY_RUN_LIMIT if dry_run else BATCH))
     by_job: dict[int, int] = {}
@@ -67,14 +75,21 @@ def prune(
             deleted=len(doomed),
             by_job={str(k): v for k, v in sorted(by_job.items())},
         )
-    if not dry_run and housekeeping:
-        prune_audit(conn, now=now, retention_days=audit_retention_days)  # writes its own `audit_pruned` event
+    audit_deleted = sessions_deleted = 0
+    if housekeeping:
+        # Writes its own `audit_pruned` event when it deletes.
+        audit_deleted = prune_audit(conn, now=now, retention_days=audit_retention_days, dry_run=dry_run)
+        if session_max_age_hours > 0:
+            max_age = timedelta(hours=session_max_age_hours)
+            sessions_deleted = sessions.prune_expired(conn, now=now, max_age=max_age, dry_run=dry_run)
     # A dry run's "deleted" is what it would delete.
     return {
         "deleted": len(doomed),
         "found": len(doomed),
         "dry_run": dry_run,
         "by_job": {str(k): v for k, v in sorted(by_job.items())},
+        "audit_deleted": audit_deleted,
+        "sessions_deleted": sessions_deleted,
     }
 
 
@@ -85,6 +100,7 @@ def prune_engine(
     dry_run: bool = False,
     actor: str = "system",
     audit_retention_days: int = 0,
+    session_max_age_hours: int = 0,
     max_seconds: float | None = MAX_SECONDS,
     batch: int = BATCH,
     monotonic: Callable[[], float] = time.monotonic,
@@ -96,6 +112,7 @@ def prune_engine(
     A dry run is one pass that counts (up to DRY_RUN_LIMIT rows per axis) and deletes nothing."""
     started = monotonic()
     total = {"deleted": 0, "dry_run": dry_run, "by_job": {}, "batches": 0, "more": False}
+    total |= {"audit_deleted": 0, "sessions_deleted": 0}
     while True:
         with write_transaction(engine) as conn:
             result = prune(
@@ -104,9 +121,12 @@ def prune_engine(
                 dry_run=dry_run,
                 actor=actor,
                 audit_retention_days=audit_retention_days,
+                session_max_age_hours=session_max_age_hours,
                 limit=None if dry_run else batch,
                 housekeeping=total["batches"] == 0,
             )
+        if total["batches"] == 0:
+            total["audit_deleted"], total["sessions_deleted"] = result["audit_deleted"], result["sessions_deleted"]
         total["batches"] += 1
         total["deleted"] += result["deleted"]
         for job_id, count in result["by_job"].items():
@@ -122,14 +142,14 @@ def prune_engine(
 
 def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system") -> dict:
     """Apply every job's retention settings (`flask prune-history`, the scheduler's periodic run):
-    deleted, dry_run, by_job, and more (True when the time budget ran out with history left)."""
+    deleted, dry_run, by_job, more (True when the time budget ran out with history left),
+    audit_deleted and sessions_deleted."""
     from flask import current_app
 
     from app import cache
     from app.extensions import db
 
-    audit_days = current_app.config.get("AUDIT_RETENTION_DAYS", 365)
-    result = prune_engine(db.engine, now=now, dry_run=dry_run, actor=actor, audit_retention_days=audit_days)
+    result = prune_engine(db.engine, now=now, dry_run=dry_run, actor=actor, **retention_settings(current_app.config))
     if result["deleted"] and not dry_run:
         keys = [cache.SUMMARY, cache.QUEUE_DEPTH]
         for job_id in result["by_job"]:
@@ -138,14 +158,32 @@ def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system"
             cache.get_cache().delete(keys)
         except RuntimeError:
             pass
-    return {key: result[key] for key in ("deleted", "dry_run", "by_job", "more")}
+    keys = ("deleted", "dry_run", "by_job", "more", "audit_deleted", "sessions_deleted")
+    return {key: result[key] for key in keys}
 
 
-def prune_with_url(database_url: str, *, now: datetime, dry_run: bool = False) -> dict:
-    """For the cleanup_old_runs task, which runs in a forked process with no app context."""
+def retention_settings(config) -> dict:
+    """`prune`'s keywords for the audit log and the web sessions, from the app's settings."""
+    return {
+        "audit_retention_days": config.get("AUDIT_RETENTION_DAYS", 365),
+        "session_max_age_hours": config.get("SESSION_MAX_AGE_HOURS", 168),
+    }
+
+
+def prune_with_url(
+    database_url: str, *, now: datetime, dry_run: bool = False, audit_retention_days: int, session_max_age_hours: int
+) -> dict:
+    """For the cleanup_old_runs task, which runs in a forked process with no app context: the
+    worker hands it the two settings (`TaskContext.retention`)."""
     engine = create_engine(database_url, poolclass=NullPool)
     configure_engine(engine)
     try:
-        return prune_engine(engine, now=now, dry_run=dry_run)
+        return prune_engine(
+            engine,
+            now=now,
+            dry_run=dry_run,
+            audit_retention_days=audit_retention_days,
+            session_max_age_hours=session_max_age_hours,
+        )
     finally:
         engine.dispose()

@@ -66,6 +66,7 @@ from app.extensions import db
 from app.services.audit import insert_event
 from app.services.engine import callbacks, heartbeats, lease_watchdog, recovery, wakeups, worker_commands
 from app.services.engine.dead_letters import dead_letter
+from app.services.engine.retention import retention_settings
 from app.services.errors import NotFound
 from app.store import ClaimedExecution, ExpiredLease, Finished, Outcome, Store, store_for
 from app.tasks.registry import needs_database
@@ -192,6 +193,7 @@ class Worker:
         self._callback_timeout = cfg.get("CALLBACK_TIMEOUT_SECONDS", 60)
         # Given only to tasks registered with needs_database=True (app/tasks/registry.py).
         self._database_url = db.engine.url.render_as_string(hide_password=False)
+        self._retention = retention_settings(cfg)  # for them too: cleanup_old_runs prunes by these
 
     def _resolve_queues(self, names: list[str]) -> list[int]:
         with self.engine.connect() as conn:
@@ -564,6 +566,7 @@ class Worker:
         )
         if needs_database(item.task_to_run):
             context["database_url"] = self._database_url
+            context["retention"] = self._retention
         self.executor.submit(
             TaskRequest(
                 execution_id=item.id,

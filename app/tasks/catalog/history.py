@@ -16,6 +16,9 @@ from app.tasks.registry import TaskContext, task
 DEFAULT_REPORT_HOURS = 24
 MAX_REPORT_HOURS = 720
 TOP_FAILING_JOBS = 5
+# The settings' defaults, for a context without `retention` (a task run outside a worker).
+AUDIT_RETENTION_DAYS = 365
+SESSION_MAX_AGE_HOURS = 168
 # Terminal statuses that count as a failure of the job in the report.
 FAILURE_STATUSES = ("failed", "timed_out", "dead_lettered")
 
@@ -99,8 +102,9 @@ def generate_report(config: dict, ctx: TaskContext) -> None:
     "cleanup_old_runs",
     description=(
         "Apply each job's retention (retention_count executions and retention_days of age; 0 "
-        "disables that limit) and print what was removed. With `dry_run` true (default false) "
-        "only report what would be removed."
+        "disables that limit), delete audit events older than AUDIT_RETENTION_DAYS and web "
+        "sessions older than SESSION_MAX_AGE_HOURS, and print what was removed. With `dry_run` "
+        "true (default false) only report what would be removed."
     ),
     schema={
         "type": "object",
@@ -110,11 +114,19 @@ def generate_report(config: dict, ctx: TaskContext) -> None:
     needs_database=True,
 )
 def cleanup_old_runs(config: dict, ctx: TaskContext) -> None:
-    """Prune execution history with the same rules as `flask prune-history`."""
+    """Prune execution history, old audit events and expired web sessions with the same rules
+    and settings as `flask prune-history` (the worker passes the settings in `ctx.retention`)."""
     from app.services.engine.retention import prune_with_url
 
     dry_run = config.get("dry_run", False)
-    summary = prune_with_url(ctx.database_url, now=utcnow(), dry_run=dry_run)
+    settings = ctx.retention or {}
+    summary = prune_with_url(
+        ctx.database_url,
+        now=utcnow(),
+        dry_run=dry_run,
+        audit_retention_days=settings.get("audit_retention_days", AUDIT_RETENTION_DAYS),
+        session_max_age_hours=settings.get("session_max_age_hours", SESSION_MAX_AGE_HOURS),
+    )
     print("retention dry run (nothing deleted):" if dry_run else "retention applied:")
     for key, value in sorted(summary.items()):
         print(f"  {key}: {value}")
