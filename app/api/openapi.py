@@ -99,8 +99,8 @@ def _token_links(token_id: str) -> dict:
     }
 
 
-FIRST = "/items/0/id"  # the first object of a page
-# operationId -> status -> links of that answer. `$response.body#/id` is the object answered.
+# operationId -> status -> links of that answer. `$response.body#/id` is the object answered. No
+# links from filtered lists: a filter that matches nothing leaves no id to follow.
 LINKS: dict[str, dict[str, dict]] = {
     "jobs.create_job": {"201": _job_links(_body("/id"))},
     "jobs.get_job": {
@@ -114,7 +114,6 @@ LINKS: dict[str, dict[str, dict]] = {
             },
         }
     },
-    "jobs.list_jobs": {"200": {"GetJob": _to("jobs.get_job", "Read the first job.", job_id=_body(FIRST))}},
     "jobs.trigger_job": {"201": _execution_links(_body("/id"))},
     "executions.retry_execution": {"201": _execution_links(_body("/id"))},
     "executions.get_execution": {
@@ -123,21 +122,12 @@ LINKS: dict[str, dict[str, dict]] = {
             "GetJob": _to("jobs.get_job", "The job it is a run of.", job_id=_body("/job_id")),
         }
     },
-    "executions.list_executions": {
-        "200": _execution_links(_body(FIRST)),
-    },
     "batches.submit_batch": {"201": _batch_links(_body("/id"))},
-    "batches.list_batches": {"200": {"GetBatch": _to("batches.get_batch", "The newest batch.", batch_id=_body(FIRST))}},
     "queues.create_queue": {"201": _queue_links(_body("/id"))},
-    "queues.list_queues": {"200": {"GetQueue": _to("queues.get_queue", "The first queue.", queue_id=_body(FIRST))}},
     "projects.create_project": {
         "201": {"GetProject": _to("projects.get_project", "Read it.", project_id=_body("/id"))}
     },
     "tokens.create_token": {"201": _token_links(_body("/id"))},
-    "alerts.list_alerts": {
-        "200": {"ResolveAlert": _to("alerts.resolve_alert", "Resolve the newest alert.", alert_id=_body(FIRST))}
-    },
-    "workers.list_all": {"200": {"GetWorker": _to("workers.get_one", "The first worker.", worker_id=_body("/0/id"))}},
     "organizations.list_organizations": {
         "200": {"GetOrganization": _to("organizations.get_organization", "The first one.", name=_body("/0/name"))}
     },

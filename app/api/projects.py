@@ -6,6 +6,7 @@ from flask import url_for
 from flask_smorest import Blueprint
 
 from app.api import examples as ex
+from app.api.errors import ApiError
 from app.api.schemas import ProjectCreateSchema, ProjectSchema
 from app.api.scope import ID_MAX
 from app.api.security import authenticated, current_caller
@@ -41,10 +42,15 @@ def list_projects():
 def create_project(body):
     """Create a project (with its `default` queue) in an organization you administer.
 
-    Roles: admin. Errors: 401, 403, 404 (organization), 422 (name taken or invalid).
+    Roles: admin, signed in (an API token acts in its own project only). Errors: 401, 403, 404
+    (organization), 422 (name taken or invalid).
     """
+    caller = current_caller()
+    if caller.project_id is not None:
+        # It could create the project but never read or use it: a token is for its one project.
+        raise ApiError(403, "an API token acts in its own project only; create projects signed in as a person")
     project = tenancy.add_project(
-        body["organization"], body["name"], now=utcnow(), caller=current_caller(), description=body["description"]
+        body["organization"], body["name"], now=utcnow(), caller=caller, description=body["description"]
     )
     return (
         tenancy.project_to_dict(project),
