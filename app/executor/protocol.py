@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import struct
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Literal
 
 _HEADER = struct.Struct("!I")
@@ -49,7 +49,9 @@ class TaskRequest:
     isolation: str = "process"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Shallow: the dict is encoded at once. asdict() deep-copies every value, once per task
+        # on each side of the socket.
+        return self.__dict__.copy()
 
 
 @dataclass
@@ -76,7 +78,9 @@ class TaskResult:
         return max(0.0, self.finished_at - self.started_at)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Shallow: the dict is encoded at once. asdict() deep-copies every value, once per task
+        # on each side of the socket.
+        return self.__dict__.copy()
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskResult:

@@ -95,6 +95,7 @@ class Zygote:
         self.terminated = False  # SIGTERM received (normally: PDEATHSIG, the worker died)
         self.pid = os.getpid()  # task children compare it with getppid()
         self._wakeup_r, self._wakeup_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._control_events = selectors.EVENT_READ  # what the control socket is registered for
         # Attempts of `isolation = pool` jobs run in reused processes (app/executor/pool.py); they
         # appear in `children` like forked ones, so deadlines, kills and shutdown treat both alike.
         self.pool = Pool(self, pool_limits or PoolLimits(), TaskChild)
@@ -233,8 +234,11 @@ class Zygote:
         except (BrokenPipeError, ConnectionResetError):
             self.outbox.clear()
         events = selectors.EVENT_READ | (selectors.EVENT_WRITE if self.outbox else 0)
+        if events == self._control_events:
+            return  # unchanged: no epoll_ctl for every message sent
         try:
             self.selector.modify(self.control, events, ("control", None))
+            self._control_events = events
         except KeyError:
             pass
 
