@@ -11,6 +11,9 @@ from __future__ import annotations
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from app.definitions.fields import Instant, Text, TextLength, printable
+from app.services.use_cases.queues import DESCRIPTION_MAX as QUEUE_DESCRIPTION_MAX
+from app.services.use_cases.queues import NAME_PATTERN as QUEUE_NAME
+from app.services.use_cases.queues import NAME_RULE as QUEUE_NAME_RULE
 
 PAGE_LIMIT_DEFAULT = 50
 PAGE_LIMIT_MAX = 200
@@ -225,8 +228,12 @@ class QueueSchema(Schema):
 
 
 class QueueCreateSchema(StrictSchema):
-    name = fields.String(required=True, metadata={"example": "reports"})
-    description = fields.String(load_default=None)
+    name = fields.String(
+        required=True,
+        validate=validate.Regexp(QUEUE_NAME.pattern, error=QUEUE_NAME_RULE),
+        metadata={"example": "reports"},
+    )
+    description = fields.String(load_default=None, validate=validate.Length(0, QUEUE_DESCRIPTION_MAX))
     concurrency_limit = fields.Integer(
         strict=True, load_default=None, allow_none=True, validate=validate.Range(1, 100000)
     )
@@ -234,7 +241,7 @@ class QueueCreateSchema(StrictSchema):
 
 
 class QueueEditSchema(StrictSchema):
-    description = fields.String()
+    description = fields.String(validate=validate.Length(0, QUEUE_DESCRIPTION_MAX))
     concurrency_limit = fields.Integer(strict=True, allow_none=True, validate=validate.Range(1, 100000))
     priority = fields.Integer(strict=True, validate=validate.Range(-1000, 1000))
 
