@@ -16,15 +16,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from flask import Flask
 
-# Flask is imported inside the factory, not here: the executor's zygote imports `app.*` task
-# modules and forks every task from itself, so whatever this package imports at module level
-# is memory every fork copies and a slower fork.
+# Flask (and even pathlib, which brings urllib.parse and ipaddress) is imported inside the
+# functions, not here: the executor's zygote imports `app.*` task modules and forks every task
+# from itself, so whatever this package imports at module level is memory every fork copies and
+# a slower fork.
 
 
 WEB = "web"
@@ -38,7 +38,9 @@ _FLASK_OPTIONS = {"--app": True, "-A": True, "--env-file": True, "-e": True, "--
 def process_kind(argv: list[str]) -> str:
     """The app kind a process started with `argv` needs: "worker" for `flask worker run`,
     "scheduler" for `flask scheduler run`, "web" for anything else (gunicorn, other commands)."""
-    program = Path(argv[0]) if argv else Path()
+    from pathlib import PurePath
+
+    program = PurePath(argv[0]) if argv else PurePath()
     if program.name != "flask" and program.parts[-2:] != ("flask", "__main__.py"):
         return WEB
     words = iter(argv[1:])
@@ -71,6 +73,8 @@ def create_app(
         kind = process_kind(sys.argv)
     if kind not in KINDS:
         raise ValueError(f"unknown app kind {kind!r}; expected one of {', '.join(KINDS)}")
+    from pathlib import Path
+
     from flask import Flask
 
     from config import BASE_DIR, load_settings

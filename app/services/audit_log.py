@@ -20,7 +20,6 @@ from sqlalchemy import delete, func, insert, select, text
 from sqlalchemy.engine import Connection
 
 from app.clock import iso_z
-from app.definitions import dump_job
 from app.extensions import db
 from app.models import Job, Project, Queue
 from app.models.audit import AUDIT_SOURCES, AuditEvent, AuditPruneGate
@@ -114,6 +113,10 @@ JOB_BOOKKEEPING = frozenset({"id", "created_at", "updated_at", "next_run_at", "r
 
 def job_state(job: Any) -> dict[str, Any]:
     """A job's fields as its before/after (the job definition's names, bookkeeping left out)."""
+    # Imported here: the worker imports this module to record events, never a job's before/after,
+    # and the job definition brings marshmallow (docs/performance.md, "Memory").
+    from app.definitions import dump_job
+
     return {k: v for k, v in dump_job(job).items() if k not in JOB_BOOKKEEPING}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -80,6 +79,10 @@ def always_fail(config: dict, ctx: TaskContext) -> None:
 )
 def fail_once_then_succeed(config: dict, ctx: TaskContext) -> None:
     """First attempt leaves a marker and fails; the next attempt finds it, removes it, succeeds."""
+    # Imported here, in the task process: hashlib initialises OpenSSL (about 4 MB), and the zygote
+    # every task is forked from imports this module, so a module-level import grows every worker.
+    import hashlib
+
     os.makedirs(ctx.marker_dir, exist_ok=True)
     # Hash the key: it is operator-influenced text and must not become a path by itself.
     digest = hashlib.sha256(ctx.idempotency_key.encode("utf-8")).hexdigest()
