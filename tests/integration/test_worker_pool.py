@@ -108,3 +108,28 @@ def test_process_jobs_still_fork_a_process_per_attempt(app):
     assert job.isolation == "process"
     assert len({a.pid for a in rows}) == 3 and all(a.status == "succeeded" for a in rows)
     assert all('"runs": 1' in execution(i).output for i in ids)  # nothing carried between attempts
+
+
+@pytest.mark.slow
+def test_cancel_kills_a_pool_attempt_and_the_worker_replaces_the_process(app, flask_processes):
+    from tests.helpers.processes import is_alive, wait_for
+    from tests.integration.test_worker_control import fresh, run_cli, task_pid
+
+    job = make_job(
+        now=utcnow(), every="1d", task="sleep_for_seconds", config={"seconds": 60}, isolation="pool", max_attempts=3
+    )
+    [execution_id] = trigger(job)
+    worker = flask_processes.start_worker("--workers", "1", "--worker-id", "pool-canceller")
+    pool_pid = task_pid(worker, execution_id)  # the pool process, a child of the zygote
+
+    run_cli(flask_processes, "execution", "cancel", str(execution_id))
+    wait_for(lambda: not is_alive(pool_pid), within=5, what=lambda: "the pool process to be gone\n" + worker.describe())
+    wait_for(lambda: fresh(Execution, execution_id).status == "cancelled", within=10, what=worker.describe)
+    [attempt] = attempts([execution_id])
+    assert attempt.status == "cancelled" and attempt.pid == pool_pid and "cancelled" in attempt.error
+
+    quick = make_job(now=utcnow(), every="1d", task="always_succeed", isolation="pool")
+    [after_id] = trigger(quick)
+    wait_for(lambda: fresh(Execution, after_id).status == "succeeded", within=20, what=worker.describe)
+    [after] = attempts([after_id])
+    assert after.pid != pool_pid and worker.popen.poll() is None
