@@ -7,10 +7,18 @@ pages requested in a loop. Peak RSS is the kernel's VmHWM, read just before each
 task processes are sampled every 50 ms while alive (their VmHWM, and USS: the memory that is
 theirs alone, since a forked child shares the zygote's pages until it writes to them).
 The same-run limit for a task process is the zygote it was forked from.
+
+Then the drain (issue 19, item 4): `flask worker run --workers 4` drains N pending no-op
+executions (default 3000, `--throughput-n`) on PostgreSQL, the peaks read while it is still
+alive, and the worker parent's peak is printed as a ratio to Celery's prefork main process on
+this machine (51 MB, issue 19). Each round runs it twice, interleaved: as shipped (the lean
+"worker" app kind) and with the whole app (`create_app` as the web server builds it), so the
+saving is measured in the same run.
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import tempfile
@@ -34,6 +42,12 @@ from bench.harness import (
 )
 
 NAME = "memory"
+# Peak RSS of Celery 5.7's prefork main process on this machine (issue 19's side-by-side table).
+CELERY_MAIN_MB = 51.0
+DRAIN_SLOTS = 4
+# `flask worker run` with the whole app: the same CLI, but a program name that is not `flask`, so
+# `app.process_kind` picks the web kind (everything the web server has) instead of the lean one.
+_WHOLE_APP = "import sys; from flask.cli import main; sys.argv[0] = 'cronwell-whole-app'; sys.exit(main())"
 HISTORY_ROWS = 100_000
 PAGES = ["/dashboard/", "/jobs/", "/executions/", "/executions/?status=failed", "/jobs/1", "/alerts/", "/health/"]
 
@@ -137,10 +151,10 @@ def run(db: BenchDatabase, options) -> list[Figure]:
             "worker parent peak RSS",
             peaks["worker_parent"].get("VmHWM"),
             "MB",
-            "zygote peak RSS",
-            zygote_hwm,
-            note="flask worker run, 4 slots",
-        ).judge("<= 80"),
+            "Celery prefork main process",
+            CELERY_MAIN_MB,
+            note="flask worker run, 4 slots, next to the scheduler and the web",
+        ).judge("ratio <= 1.0"),
         Figure(
             NAME,
             "scheduler peak RSS",
@@ -179,6 +193,134 @@ def run(db: BenchDatabase, options) -> list[Figure]:
         ),
     ]
     figures[0].extra = {"peaks": peaks, "tasks_sampled": len(tasks), "logs": str(logs)}
+    return figures + _drain_figures(db, options, logs)
+
+
+def _drain(db: BenchDatabase, count: int, *, whole_app: bool, log_path: Path) -> dict:
+    """Drain `count` pending no-op executions with one 4-slot worker; peaks of its processes."""
+    db.reset()
+    with db.connect() as conn:
+        job = loaders.insert_job(conn, "memory-drain", now=utcnow(), overlap_policy="allow")
+        loaders.insert_pending(conn, job, count, now=utcnow())
+        conn.execute("VACUUM ANALYZE executions")
+    env = db.env(LOG_LEVEL="WARNING")
+    args = ["worker", "run", "--workers", str(DRAIN_SLOTS)]
+    if whole_app:
+        worker = subprocess.Popen(
+            [str(VENV_BIN / "python"), "-c", _WHOLE_APP, *args],
+            cwd=PROJECT_ROOT,
+            env=env,
+            stdout=open(log_path, "wb"),
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+    else:
+        worker = flask_process(args, env, log_path=log_path)
+    tasks: dict[int, dict] = {}
+    zygote: dict = {}
+    done = 0
+    try:
+        deadline = time.monotonic() + 600
+        next_count = 0.0
+        while time.monotonic() < deadline and worker.poll() is None:
+            for pid in children_of(worker.pid):
+                zygote = proc_status(pid) or zygote
+                for child in children_of(pid):
+                    facts = proc_status(child)
+                    if facts:
+                        old = tasks.get(child, {})
+                        tasks[child] = {k: max(v, old.get(k, 0.0)) for k, v in facts.items()}
+            if time.monotonic() >= next_count:
+                next_count = time.monotonic() + 0.25
+                with db.connect() as conn:
+                    done = conn.execute("SELECT count(*) FROM executions WHERE status = 'succeeded'").fetchone()[0]
+                if done >= count:
+                    break
+            time.sleep(0.02)
+        parent = proc_status(worker.pid)
+    finally:
+        stop_process(worker)
+    return {
+        "done": done,
+        "parent": parent,
+        "zygote": zygote,
+        "task_hwm": max((t["VmHWM"] for t in tasks.values() if "VmHWM" in t), default=None),
+        "task_uss": max((t["USS"] for t in tasks.values() if "USS" in t), default=None),
+        "tasks_sampled": len(tasks),
+    }
+
+
+def _median(values: list) -> float | None:
+    values = sorted(v for v in values if v is not None)
+    return values[len(values) // 2] if values else None
+
+
+def _drain_figures(db: BenchDatabase, options, logs: Path) -> list[Figure]:
+    count = getattr(options, "throughput_n", None) or 3000
+    rounds = 1 if options.quick else max(1, getattr(options, "rounds", 3) or 3)
+    runs: dict[str, list[dict]] = {"lean": [], "whole": []}
+    for i in range(rounds):
+        for kind in ("lean", "whole"):  # interleaved, so both see the same machine
+            runs[kind].append(_drain(db, count, whole_app=kind == "whole", log_path=logs / f"drain-{kind}-{i}.log"))
+
+    def med(kind: str, process: str, key: str) -> float | None:
+        return _median([run[process].get(key) for run in runs[kind]])
+
+    lean_parent = med("lean", "parent", "VmHWM")
+    whole_parent = med("whole", "parent", "VmHWM")
+    note = f"1 worker x {DRAIN_SLOTS} slots draining {count} no-op jobs on PostgreSQL, median of {rounds}"
+    figures = [
+        Figure(
+            NAME,
+            "drain: worker parent peak RSS",
+            lean_parent,
+            "MB",
+            "Celery prefork main process",
+            CELERY_MAIN_MB,
+            note=note + "; each round: " + ", ".join(f"{r['parent'].get('VmHWM', 0):.1f}" for r in runs["lean"]),
+        ).judge("ratio <= 1.0"),
+        Figure(
+            NAME,
+            "drain: worker parent peak RSS, whole app",
+            whole_parent,
+            "MB",
+            "Celery prefork main process",
+            CELERY_MAIN_MB,
+            note="the same worker with the web parts loaded (before issue 19)",
+        ),
+        Figure(NAME, "drain: lean / whole app parent peak", lean_parent, "MB", "whole app", whole_parent),
+        Figure(
+            NAME,
+            "drain: worker parent PSS / USS",
+            med("lean", "parent", "Pss"),
+            "MB",
+            "USS",
+            med("lean", "parent", "USS"),
+        ),
+        Figure(NAME, "drain: zygote peak RSS", med("lean", "zygote", "VmHWM"), "MB", "worker parent", lean_parent),
+        Figure(
+            NAME, "drain: zygote PSS / USS", med("lean", "zygote", "Pss"), "MB", "USS", med("lean", "zygote", "USS")
+        ),
+        Figure(
+            NAME,
+            "drain: task process peak RSS (max)",
+            _median([run["task_hwm"] for run in runs["lean"]]),
+            "MB",
+            "zygote peak RSS",
+            med("lean", "zygote", "VmHWM"),
+            note=f"{sum(run['tasks_sampled'] for run in runs['lean'])} task processes sampled",
+        ),
+        Figure(
+            NAME,
+            "drain: task process private (USS, max)",
+            _median([run["task_uss"] for run in runs["lean"]]),
+            "MB",
+            "zygote peak RSS",
+            med("lean", "zygote", "VmHWM"),
+        ),
+    ]
+    figures[0].extra = {"runs": runs, "loadavg_after": os.getloadavg()}
     return figures
 
 

@@ -22,7 +22,16 @@ from config import BASE_DIR
 from tests.helpers.databases import app_env_for
 
 # Top-level packages a worker or scheduler must not import.
-WEB_PACKAGES = ("flask_wtf", "wtforms", "flask_smorest", "apispec", "webargs", "flask_jwt_extended", "jwt")
+WEB_PACKAGES = (
+    "flask_wtf",
+    "wtforms",
+    "flask_smorest",
+    "apispec",
+    "webargs",
+    "marshmallow",
+    "flask_jwt_extended",
+    "jwt",
+)
 # Cronwell modules only the web server and the other commands need.
 WEB_MODULES = ("app.web", "app.api", "app.auth", "app.dashboard", "app.metrics_routes", "cli.job", "cli.demo")
 
