@@ -273,3 +273,39 @@ def test_links_lead_to_operations_and_parameters_that_exist(document):
     assert count >= 40
     create_job = document["paths"]["/api/v1/jobs"]["post"]["responses"]["201"]["links"]
     assert {"GetJob", "TriggerJob", "EnableJob"} <= set(create_job)
+
+
+def test_the_request_examples_work_as_written(app, api):
+    """The document's request examples, sent as they are (ids swapped for the objects made here):
+    each is accepted, and the answers have the shape of their examples."""
+    from app.api import examples as ex
+    from tests.factories import make_user
+
+    make_user("alice", ex.LOGIN["password"], role="admin")
+    assert set(api.login("alice", ex.LOGIN["password"], organization="default")) == set(ex.TOKEN_PAIR)
+
+    def send(method, path, body, status):
+        response = api.request(method, path, json=body)
+        assert response.status_code == status, (method, path, response.get_data(as_text=True))
+        return response.get_json(silent=True)
+
+    send("POST", "/api/v1/projects", ex.PROJECT_CREATE, 201)
+    queue = send("POST", "/api/v1/queues", ex.QUEUE_CREATE, 201)
+    send("PATCH", f"/api/v1/queues/{queue['id']}", ex.QUEUE_EDIT, 200)
+    job = send("POST", "/api/v1/jobs", ex.JOB_CREATE, 201)
+    assert set(job) == set(ex.JOB)
+    send("PATCH", f"/api/v1/jobs/{job['id']}", ex.JOB_EDIT, 200)
+    triggered = send("POST", f"/api/v1/jobs/{job['id']}/trigger", ex.TRIGGER, 201)
+    send("POST", f"/api/v1/executions/{triggered['id']}/cancel", ex.CANCEL, 200)
+    # The answers without a schema of their own have their examples' fields.
+    plan = send("POST", f"/api/v1/jobs/{job['id']}/backfill", ex.BACKFILL, 200)
+    assert set(plan) == set(ex.BACKFILL_PLAN)
+    explained = api.get(f"/api/v1/jobs/{job['id']}/explain?at={ex.EXPLAIN['at']}").get_json()
+    assert set(explained) == set(ex.EXPLAIN) and set(explained["occurrence"]) == set(ex.EXPLAIN["occurrence"])
+    assert send("POST", "/api/v1/schedules/preview", ex.SCHEDULE_PREVIEW, 200) == ex.SCHEDULE_PREVIEW_ANSWER
+    send("POST", "/api/v1/batches", {**ex.BATCH_SUBMIT, "job_id": job["id"]}, 201)
+    send("POST", f"/api/v1/queues/{queue['id']}/pause", ex.PAUSE, 200)
+    send("POST", "/api/v1/tokens", ex.TOKEN_CREATE, 201)
+    invitation = send("POST", "/api/v1/users/invitations", {"role": "operator"}, 201)
+    send("POST", "/api/v1/auth/register", {**ex.REGISTER, "invitation": invitation["invitation"]}, 201)
+    send("POST", "/api/v1/auth/password", ex.PASSWORD_CHANGE, 204)
