@@ -116,7 +116,9 @@ class Execution(db.Model):
         # with index-only scans (migration 0002).
         Index("ix_executions_job_id", "job_id", "id"),
         # The list filtered by queue, newest first; also what deleting a queue follows (SET NULL).
-        Index("ix_executions_queue_id", "queue_id", "id"),
+        # On PostgreSQL it carries trigger and status, so a queue list filtered by either counts
+        # its rows from the index alone (migration 0014).
+        Index("ix_executions_queue_id", "queue_id", "id", postgresql_include=["trigger", "status"]),
         Index("ix_executions_job_status", "job_id", "status"),
         Index("ix_executions_status_id", "status", "id"),
         # The list filtered by trigger (manual runs, retries: few among many scheduled ones).

@@ -1,0 +1,102 @@
+"""Migration 0014 on both databases: on PostgreSQL, executions and attempts get autovacuum
+thresholds that stay small at 10M rows and ix_executions_queue_id carries trigger and status
+(rebuilt concurrently, existing rows indexed), and the downgrade puts both back; on SQLite (no
+autovacuum parameters, no INCLUDE) it is a no-op both ways that keeps the rows."""
+
+from __future__ import annotations
+
+from tests.helpers import migrations
+from tests.helpers.migrations import flask_db, rows
+
+fresh_url = migrations.fresh_url  # the fixture: an empty database on each backend
+
+OPTIONS = "SELECT relname, reloptions FROM pg_class WHERE relname IN ('executions', 'attempts') ORDER BY relname"
+
+
+def storage_options(url: str) -> dict[str, set[str]]:
+    return {name: set(options or []) for name, options in rows(url, OPTIONS)}
+
+
+def queue_index(url: str) -> str:
+    [(definition,)] = rows(url, "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_executions_queue_id'")
+    return definition.split(" USING ", 1)[1]
+
+
+def count_by_queue_and_trigger(url: str) -> tuple[int, str]:
+    """The queue list's count filtered by trigger, and whether its plan needs the table."""
+    sql = "SELECT count(*) FROM executions WHERE queue_id = 1 AND trigger = 'schedule'"
+    [(count,)] = rows(url, sql)
+    if not url.startswith("postgresql"):
+        return count, ""
+    from sqlalchemy import text
+
+    from tests.helpers.migrations import engine_for
+
+    engine = engine_for(url)
+    with engine.connect() as conn:  # three rows: only a planner told to avoid the table uses an index
+        conn.execute(text("SET enable_seqscan = off"))
+        conn.execute(text("SET enable_bitmapscan = off"))
+        plan = "\n".join(line for (line,) in conn.execute(text("EXPLAIN " + sql)))
+    engine.dispose()
+    return count, plan
+
+
+def test_autovacuum_thresholds_up_and_down(fresh_url, tmp_path):
+    instance = tmp_path / "instance"
+    flask_db(fresh_url, instance, "upgrade", "0013")
+    postgres = fresh_url.startswith("postgresql")
+    if postgres:
+        assert storage_options(fresh_url) == {"attempts": set(), "executions": set()}
+    seed_executions(fresh_url)
+    flask_db(fresh_url, instance, "upgrade", "0014")
+    assert count_by_queue_and_trigger(fresh_url)[0] == 2
+    if postgres:
+        assert queue_index(fresh_url) == "btree (queue_id, id) INCLUDE (trigger, status)"
+        assert "Index Only Scan using ix_executions_queue_id" in count_by_queue_and_trigger(fresh_url)[1]
+        assert storage_options(fresh_url) == {
+            "executions": {
+                "autovacuum_vacuum_scale_factor=0.02",
+                "autovacuum_vacuum_threshold=1000",
+                "autovacuum_analyze_scale_factor=0.01",
+                "autovacuum_vacuum_cost_limit=2000",
+            },
+            "attempts": {"autovacuum_vacuum_scale_factor=0.05", "autovacuum_analyze_scale_factor=0.02"},
+        }
+    flask_db(fresh_url, instance, "downgrade", "0013")
+    if postgres:
+        assert storage_options(fresh_url) == {"attempts": set(), "executions": set()}
+        assert queue_index(fresh_url) == "btree (queue_id, id)"
+    flask_db(fresh_url, instance, "upgrade", "head")
+    assert count_by_queue_and_trigger(fresh_url)[0] == 2
+
+
+def seed_executions(url: str) -> None:
+    """Three executions of one job in the default queue (two scheduled, one manual), at 0013."""
+    from sqlalchemy import text
+
+    from tests.helpers.migrations import engine_for
+
+    engine = engine_for(url)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO jobs (name, description, task, config, schedule_type, schedule, timezone, enabled,"
+                " overlap_policy, misfire_policy, misfire_grace_seconds, max_attempts, retry_backoff_seconds,"
+                " timeout_seconds, alert_mode, retention_count, retention_days, queue_id, priority, created_at,"
+                " updated_at, project_id) SELECT 'nightly', '', 'always_succeed', '{}', 'interval', '{\"every\": \"1m\"}',"
+                " 'UTC', true, 'skip', 'coalesce', 60, 3, 10, 30, 'web', 0, 0, q.id, 0, :now, :now, q.project_id"
+                " FROM queues AS q WHERE q.id = 1"
+            ),
+            {"now": "2026-06-01 12:00:00"},
+        )
+        for n, trigger in enumerate(("schedule", "schedule", "manual")):
+            conn.execute(
+                text(
+                    "INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts,"
+                    " max_attempts, queue_id, priority, exclusive, available_at, output, error, created_at,"
+                    " updated_at) SELECT id, :at, :trigger, :key, 'pending', 0, 3, 1, 0, false, :at, '', '', :at, :at"
+                    " FROM jobs WHERE name = 'nightly'"
+                ),
+                {"at": f"2026-06-01 12:0{n}:00", "trigger": trigger, "key": f"k{n}"},
+            )
+    engine.dispose()
