@@ -11,19 +11,60 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
 
 from app.executor import ForkServer, TaskRequest
 from app.executor.pool_limits import PoolLimits
-from tests.integration.test_executor import collect, is_alive, make_context, rss_kib, wait_until_dead
+from tests.helpers.processes import is_alive, wait_for
 
 pytestmark = pytest.mark.timeout(60)
 
 PRELOAD = ("tests.helpers.executor_tasks", "tests.helpers.pool_tasks")
 KILL_GRACE = 0.5
 _next_id = iter(range(1, 1_000_000))
+
+
+def make_context(artifact_dir: Path, execution_id: int) -> dict:
+    return {
+        "execution_id": execution_id,
+        "job_id": None,
+        "job_name": "pool-test",
+        "idempotency_key": f"pool-test-{execution_id}",
+        "attempt": 1,
+        "artifact_dir": str(artifact_dir),
+        "marker_dir": str(artifact_dir),
+    }
+
+
+def collect(server: ForkServer, execution_ids: set[int], within: float = 30.0) -> dict:
+    """Poll until every id has a result (bounded)."""
+    results: dict = {}
+
+    def all_in() -> bool:
+        for result in server.poll(timeout=0.2):
+            results[result.execution_id] = result
+        return set(results) >= execution_ids
+
+    wait_for(all_in, within=within, what=lambda: f"results for {execution_ids - set(results)}")
+    return results
+
+
+def wait_until_dead(pids: list[int], within: float = 5.0) -> list[int]:
+    """Poll until none of `pids` is alive; return the survivors after `within` seconds."""
+    deadline = time.monotonic() + within
+    while any(is_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return [pid for pid in pids if is_alive(pid)]
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError(f"no VmRSS for {pid}")
 
 
 def pool_request(

@@ -19,6 +19,7 @@ from app.models import Attempt, Execution
 from app.services.engine.worker import Worker
 from app.services.use_cases import jobs
 from tests.factories import make_job
+from tests.helpers.processes import children_of, cmdline, is_alive, wait_for
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -110,11 +111,32 @@ def test_process_jobs_still_fork_a_process_per_attempt(app):
     assert all('"runs": 1' in execution(i).output for i in ids)  # nothing carried between attempts
 
 
+def fresh(model, key):
+    db.session.rollback()
+    return db.session.get(model, key)
+
+
+def task_pid(worker, execution_id: int) -> int:
+    """Wait until the execution runs in a process under the worker's zygote; its pid."""
+
+    def running_task():
+        if fresh(Execution, execution_id).status != "running":
+            return None
+        zygotes = [pid for pid in children_of(worker.pid) if "app.executor.zygote" in cmdline(pid)]
+        tasks = [pid for zygote in zygotes for pid in children_of(zygote)]
+        return tasks[0] if tasks else None
+
+    return wait_for(running_task, within=30, what=lambda: f"execution {execution_id} to run\n{worker.describe()}")
+
+
+def run_cli(flask_processes, *args: str) -> str:
+    command = flask_processes.start(*args)
+    assert command.wait_exit(within=30) == 0, command.describe()
+    return command.output()
+
+
 @pytest.mark.slow
 def test_cancel_kills_a_pool_attempt_and_the_worker_replaces_the_process(app, flask_processes):
-    from tests.helpers.processes import is_alive, wait_for
-    from tests.integration.test_worker_control import fresh, run_cli, task_pid
-
     job = make_job(
         now=utcnow(), every="1d", task="sleep_for_seconds", config={"seconds": 60}, isolation="pool", max_attempts=3
     )
