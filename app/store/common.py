@@ -85,15 +85,17 @@ _PRUNABLE_WHERE = f"""
     e.status IN ({sql_statuses(TERMINAL - {S.DEAD_LETTERED})})
     AND NOT EXISTS (SELECT 1 FROM dead_letters AS d WHERE d.execution_id = e.id)
 """
-# Rows beyond the newest retention_count finished executions of their job.
+# Rows beyond the newest retention_count finished executions of their job. Only jobs with a
+# count limit are ranked (the filter is inside the window: a job's rows are all in or all out, so
+# the row numbers do not change): outside, every finished row of 10M was numbered on every pass.
 _OVER_COUNT = f"""
 SELECT id, job_id FROM (
     SELECT e.id, e.job_id, j.retention_count,
            ROW_NUMBER() OVER (PARTITION BY e.job_id ORDER BY e.id DESC) AS newest_first
     FROM executions AS e JOIN jobs AS j ON j.id = e.job_id
-    WHERE {_PRUNABLE_WHERE}
+    WHERE {_PRUNABLE_WHERE} AND j.retention_count > 0
 ) AS ranked
-WHERE retention_count > 0 AND newest_first > retention_count
+WHERE newest_first > retention_count
 LIMIT :batch
 """
 # Candidates for the age axis: finished before the most lenient cutoff any job could have
