@@ -1,8 +1,10 @@
 """Task execution: each task attempt runs in its own OS process, forked from a warm zygote.
 
 `ForkServer` (client.py) is what the worker uses; `zygote.py` is the forking process it spawns;
-`task_child.py` is what a forked task process does; `output.py` bounds captured output;
-`protocol.py` frames the messages between worker and zygote. See zygote.py for the why.
+`task_child.py` is what a forked task process does; `pool.py` runs the attempts of
+`isolation = pool` jobs in reused processes instead (`pool_limits.py`: when one is replaced);
+`output.py` bounds captured output; `protocol.py` frames the messages between worker and zygote.
+See zygote.py for the why.
 
 The names below are loaded on first use (PEP 562) rather than imported here: the zygote imports
 this package too, and client.py brings `subprocess` and with it `threading`, whose after-fork

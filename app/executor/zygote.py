@@ -1,5 +1,8 @@
 """The zygote: a small, pre-warmed, single-threaded process that forks one child per task.
 
+(Attempts of `isolation = pool` jobs go to reused pool processes the zygote forks and manages in
+the same loop instead: app/executor/pool.py.)
+
 Why a zygote. Starting a fresh interpreter per task re-imports Python, Flask and the task catalog
 (300-500 ms); forking an already-warm process costs about a millisecond. Forking the *worker*
 itself would be unsafe: it holds a Flask app, database connections, threads and locks whose state
