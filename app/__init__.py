@@ -90,7 +90,6 @@ def create_app(
         app.config.update(overrides)
     Path(app.config["INSTANCE_DIR"]).mkdir(parents=True, exist_ok=True)
 
-    app.extensions["cronwell.kind"] = kind
     register_logging(app)
     register_extensions(app, web=kind == WEB)
     if kind == WEB:
