@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [options]`: run benchmarks, print a table, write JSON.
 
-Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, api, burst
-(default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
+Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, api, burst,
+retention (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 `python -m bench peers [--help]` runs the side-by-side comparison with the peers (bench/peers/).
 """
 
@@ -31,6 +31,7 @@ BENCHMARKS = {
     "console": "bench.console",
     "api": "bench.api",
     "burst": "bench.burst",
+    "retention": "bench.retention",
 }
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 
@@ -76,7 +77,21 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=1000,
         help="forks timed for the fork limit after each burst (default 1000)",
     )
+    parser.add_argument(
+        "--retention-rows",
+        type=int,
+        default=None,
+        help="oldest history rows the retention run may delete (default 600000; the most it takes from --database)",
+    )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the benchmark database at the end")
+    parser.add_argument(
+        "--database",
+        default=None,
+        metavar="NAME",
+        help="benchmark database to use and keep (e.g. cronwell_bench_10m): created when missing, migrated, and"
+        " the console, api and queues statistics reuse the history loaded there by an earlier run with the same"
+        " --rows instead of loading it again (example: --rows 10000000 --database cronwell_bench_10m)",
+    )
     parser.add_argument("--output", type=Path, default=None, help="JSON file to write (default bench/results/...)")
     options = parser.parse_args(argv)
     quick = options.quick
@@ -89,6 +104,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "tick_sizes": "1000,10000" if quick else "1000,10000,100000",
         "rows": 100_000 if quick else 1_000_000,
         "hold_seconds": 10.0 if quick else 30.0,
+        "retention_rows": 60_000 if quick else 600_000,
     }
     for key, value in defaults.items():
         if getattr(options, key) is None:
@@ -110,9 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         return peers_main(argv[1:])
     options = parse_args(argv)
     started = utcnow()
-    db = BenchDatabase()
-    print(f"creating benchmark database {db.name} ...", flush=True)
-    db.create()
+    db = BenchDatabase(name=options.database)
+    print(f"{'opening' if options.database else 'creating'} benchmark database {db.name} ...", flush=True)
+    db.create(reuse=bool(options.database))
     results: dict = {
         "started_at": started.isoformat(),
         "machine": machine_facts(),
@@ -140,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
             figures += found
             results["benchmarks"][name] = {"seconds": seconds, "figures": [f.to_json() for f in found]}
     finally:
-        if not options.keep_db:
+        if not (options.keep_db or options.database):
             db.drop()
     results["finished_at"] = utcnow().isoformat()
     print("\n== all results")

@@ -119,10 +119,14 @@ class BenchDatabase:
         self.instance_dir = Path("/tmp") / f"{self.name}_instance"
         self.created = False
 
-    def create(self) -> BenchDatabase:
+    def create(self, *, reuse: bool = False) -> BenchDatabase:
+        """Create the database afresh and migrate it; with `reuse`, keep it when it exists (and
+        migrate it to the head), so that a history loaded by an earlier run can be read again."""
         with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=5) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-            conn.execute(f'CREATE DATABASE "{self.name}"')
+            exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.name,)).fetchone()
+            if not (reuse and exists):
+                conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+                conn.execute(f'CREATE DATABASE "{self.name}"')
         self.created = True
         self.instance_dir.mkdir(parents=True, exist_ok=True)
         result = subprocess.run(
@@ -131,7 +135,7 @@ class BenchDatabase:
             env=self.env(),
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=3600,  # a migration of a reused 10M-row history may rewrite the table
         )
         if result.returncode != 0:
             raise RuntimeError(f"flask db upgrade failed:\n{result.stdout}\n{result.stderr}")

@@ -24,7 +24,7 @@ from bench.harness import BenchDatabase, Figure, summary, timed
 from bench.throughput import _commits, _measure, _pg_finished
 
 NAME = "queues"
-QUEUES = ["default", *(f"queue-{n:02d}" for n in range(2, 21))]
+QUEUES = list(loaders.SHARED_QUEUES)
 JOBS = 1000
 REPEAT = 30
 SLOTS = 4
@@ -44,13 +44,13 @@ def add_queue(conn, name: str, *, limit: int | None = None) -> None:
 # --- statistics at 1M rows --------------------------------------------------------------------
 
 
-def _stats(db: BenchDatabase, rows: int) -> tuple[list[Figure], dict]:
-    db.reset()
-    now = utcnow()
-    with db.connect() as conn:
-        for name in QUEUES[1:]:
-            add_queue(conn, name)
-        counts = loaders.load_history(conn, rows, JOBS, now=now, queues=QUEUES)
+def _stats(db: BenchDatabase, options) -> tuple[list[Figure], dict]:
+    rows = options.rows
+    loaded = loaders.history_for(db, options, JOBS, now=utcnow(), queues=QUEUES)
+    counts = loaded["counts"]
+    # The statistics read the last hour and 15 minutes: of a history reused from an earlier run
+    # (`--database`) they read it as at its loading, so that the windows hold as many rows.
+    at = loaded["loaded_at"]
     app = db.app()
     from app import metrics
     from app.extensions import db as sa_db
@@ -68,15 +68,15 @@ def _stats(db: BenchDatabase, rows: int) -> tuple[list[Figure], dict]:
 
         def one_queue():
             queue = sa_db.session.query(Queue).filter_by(name="queue-07").one()
-            return queue_stats(utcnow(), [queue])
+            return queue_stats(at, [queue])
 
-        stats = queue_stats(utcnow())  # untimed: what the figures say, for the JSON
+        stats = queue_stats(at)  # untimed: what the figures say, for the JSON
         sa_db.session.remove()
         timings = {
-            "queue_stats, every queue": summary(timed(fresh(lambda: queue_stats(utcnow())), REPEAT)),
+            "queue_stats, every queue": summary(timed(fresh(lambda: queue_stats(at)), REPEAT)),
             "queue_stats, one queue": summary(timed(fresh(one_queue), REPEAT)),
             "metrics snapshot (gauges + per queue)": summary(
-                timed(lambda: metrics.read_snapshot(sa_db.engine, utcnow()), REPEAT)
+                timed(lambda: metrics.read_snapshot(sa_db.engine, at), REPEAT)
             ),
         }
     totals = {
@@ -160,8 +160,12 @@ def _throughput(db: BenchDatabase, count: int, rounds: int) -> tuple[list[Figure
 
 def run(db: BenchDatabase, options) -> list[Figure]:
     rounds = 1 if options.quick else 3
-    throughput, throughput_details = _throughput(db, options.throughput_n, rounds)
-    stats, stats_details = _stats(db, options.rows)
+    if getattr(options, "database", None):
+        # The throughput rounds empty the database: with a shared history they would throw it away.
+        throughput, throughput_details = [], {"skipped": "--database keeps its history"}
+    else:
+        throughput, throughput_details = _throughput(db, options.throughput_n, rounds)
+    stats, stats_details = _stats(db, options)
     figures = stats + throughput
     figures[0].extra = {"stats": stats_details, "throughput": throughput_details}
     return figures
