@@ -91,7 +91,8 @@ def logout():
     revoked = [(claims["jti"], "access", datetime.fromtimestamp(claims["exp"], UTC))]
     if claims.get("rjti"):
         revoked.append((claims["rjti"], "refresh", refresh_expires))
-    auth.revoke(revoked, user_id=int(claims["sub"]), now=now, actor=current_caller().actor)
+    caller = current_caller()
+    auth.revoke(revoked, user_id=int(claims["sub"]), now=now, actor=caller.actor, caller=caller)
     return None
 
 

@@ -1,5 +1,6 @@
 """Sign in (rate limited, session rotated and recorded server-side, same-site `next=` only) and sign
-out (POST only; ends the server-side session, so an old copy of the cookie opens nothing)."""
+out (POST only; ends the server-side session, so an old copy of the cookie opens nothing, and
+writes an audit row)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from flask_login import login_user, logout_user
 from app.auth.forms import SignInForm, SignOutForm
 from app.clock import utcnow
 from app.services.use_cases import sessions, users
-from app.web.access import auth_enabled, is_signed_in, public, safe_next
+from app.web.access import auth_enabled, current_caller, is_signed_in, public, safe_next
 from app.web.ratelimit import register_login_attempt
 
 bp = Blueprint("auth", __name__, url_prefix="/auth")
@@ -58,7 +59,7 @@ def logout():
     if not form.validate_on_submit():  # CSRF is checked before this; this only guards odd bodies
         return redirect(url_for("dashboard.home"))
     # Ended on the server too: a copy of this cookie opens nothing from now on.
-    sessions.end_session(session.get(sessions.COOKIE_KEY))
+    sessions.end_session(session.get(sessions.COOKIE_KEY), now=utcnow(), who=current_caller())
     logout_user()
     session.clear()
     if current_app.config.get("WEBUI_AUTH", True):

@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
 from app.models import Alert, AlertMute, Execution
+from app.services import audit_log
 
 alerts_t, mutes_t, executions_t = Alert.__table__, AlertMute.__table__, Execution.__table__
 SYSTEM = "system"
@@ -103,10 +104,32 @@ def resolve_after_success(conn: Connection, *, now: datetime, kinds: tuple[str, 
         succeeded_since,
     )
     ids = list(conn.execute(select(alerts_t.c.id).where(candidates)).scalars())
-    if ids:
-        conn.execute(
-            update(alerts_t)
-            .where(alerts_t.c.id.in_(ids), alerts_t.c.resolved_at.is_(None))
-            .values(resolved_at=now, resolved_by=SYSTEM)
+    if not ids:
+        return []
+    return resolve_as_system(conn, alerts_t.c.id.in_(ids), now=now)
+
+
+def resolve_as_system(conn: Connection, which, *, now: datetime) -> list[int]:
+    """Resolve the open alerts matching `which` as `system`, with an audit row for each (source
+    `system`, like an operator's resolution has one of its own); returns their ids."""
+    resolved = conn.execute(
+        update(alerts_t)
+        .where(which, alerts_t.c.resolved_at.is_(None))
+        .values(resolved_at=now, resolved_by=SYSTEM)
+        .returning(alerts_t.c.id, alerts_t.c.kind, alerts_t.c.job_id, alerts_t.c.project_id)
+    ).all()
+    for alert_id, kind, job_id, project_id in sorted(resolved):
+        audit_log.record_change(
+            SYSTEM,
+            "resolved",
+            "alert",
+            alert_id,
+            {"resolved_at": None, "resolved_by": None},
+            {"resolved_at": now, "resolved_by": SYSTEM},
+            now=now,
+            label=kind,
+            job_id=job_id,
+            project_id=project_id,
+            conn=conn,
         )
-    return ids
+    return [alert_id for alert_id, *_ in sorted(resolved)]

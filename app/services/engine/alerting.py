@@ -95,13 +95,8 @@ def _project_of(job_id: int | None, queue_id: int | None):
 
 
 def resolve_alert(conn: Connection, *, key: str, now: datetime) -> bool:
-    """Resolve the open alert under `key` (if any) as the system."""
-    done = conn.execute(
-        update(alerts_t)
-        .where(alerts_t.c.dedup_key == key, alerts_t.c.resolved_at.is_(None))
-        .values(resolved_at=now, resolved_by=SYSTEM)
-    ).rowcount
-    return bool(done)
+    """Resolve the open alert under `key` (if any) as the system (audited)."""
+    return bool(alert_grouping.resolve_as_system(conn, alerts_t.c.dedup_key == key, now=now))
 
 
 def evaluate_alerts(conn: Connection, *, now: datetime, settings: dict) -> AlertReport:

@@ -150,6 +150,17 @@ def send_test(channel_id: int, *, now: datetime, actor: str, caller: Caller | No
     db.session.add(delivery)
     db.session.flush()
     record_event("alert_channel_tested", now=now, actor=actor, channel_id=channel.id, delivery_id=delivery.id)
+    # A test send changes no setting, but it sends a message on the operator's behalf (a webhook
+    # call, a mail): who did that, and which delivery it was, belongs in the audit log.
+    audit_log.record_change(
+        caller or actor,
+        "tested",
+        "channel",
+        channel.id,
+        now=now,
+        extra={"delivery_id": delivery.id, "kind": channel.kind},
+        **_about(channel),
+    )
     db.session.commit()
     return delivery
 

@@ -92,15 +92,36 @@ def is_revoked(jti: str | None, refresh_jti: str | None = None) -> bool:
     return db.session.scalar(select(RevokedToken.jti).where(RevokedToken.jti.in_(ids)).limit(1)) is not None
 
 
-def revoke(tokens: list[tuple[str, str, datetime]], *, user_id: int | None, now: datetime, actor: str) -> None:
-    """Put (jti, type, expires_at) on the denylist; a token already there stays there."""
+def revoke(
+    tokens: list[tuple[str, str, datetime]],
+    *,
+    user_id: int | None,
+    now: datetime,
+    actor: str,
+    caller: Caller | None = None,
+) -> None:
+    """Put (jti, type, expires_at) on the denylist (a token already there stays there): an API
+    sign-out, audited as `signed_out` by `caller` (or `actor`)."""
     begin_write(db.session)
+    fresh = []
     for jti, token_type, expires_at in tokens:
         if db.session.get(RevokedToken, jti) is None:
+            fresh.append(token_type)
             db.session.add(
                 RevokedToken(jti=jti, token_type=token_type, user_id=user_id, revoked_at=now, expires_at=expires_at)
             )
     record_event("api_signed_out", now=now, actor=actor, user_id=user_id)
+    if fresh and user_id is not None:  # a sign-out sent again changes nothing and is not audited twice
+        user = db.session.get(User, user_id)
+        audit_log.record_change(
+            caller or actor,
+            "signed_out",
+            "user",
+            user_id,
+            now=now,
+            label=user.username if user else None,
+            extra={"revoked_tokens": sorted(fresh)},
+        )
     try:
         db.session.commit()
     except IntegrityError:  # the same sign-out sent twice at once
@@ -162,9 +183,21 @@ def invite(caller: Caller, *, role: str, secret_key: str, now: datetime) -> tupl
         raise Forbidden(f"you cannot grant {role}: it is above your own role")
     nonce = secrets.token_hex(16)
     token = _serializer(secret_key).dumps({"org": caller.organization_id, "role": role, "n": nonce, "by": caller.actor})
+    expires_at = now + timedelta(days=INVITATION_DAYS)
     record_event("invitation_created", now=now, actor=caller.actor, organization_id=caller.organization_id, role=role)
+    # Named by its nonce: the token itself would let anyone who reads the log join.
+    audit_log.record_change(
+        caller,
+        "created",
+        "invitation",
+        nonce,
+        None,
+        {"role": role, "expires_at": expires_at},
+        now=now,
+        label=f"{role} invitation",
+    )
     db.session.commit()
-    return token, now + timedelta(days=INVITATION_DAYS)
+    return token, expires_at
 
 
 def register(
@@ -216,6 +249,19 @@ def register(
             )
         )
     record_event("user_registered", now=now, actor=f"api:{username}", username=username, invited=grant is not None)
+    if grant is not None:
+        audit_log.record_change(
+            f"api:{username}",
+            "used",
+            "invitation",
+            grant["n"],
+            {"used_by": None},
+            {"used_by": username},
+            now=now,
+            label=f"{grant['role']} invitation",
+            organization_id=grant["org"],
+            extra={"invited_by": grant.get("by")},
+        )
     audit_log.record_change(
         f"api:{username}",
         "created",

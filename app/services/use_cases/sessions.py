@@ -20,7 +20,8 @@ from sqlalchemy.engine import Connection
 
 from app.database import begin_write
 from app.extensions import db
-from app.models import WebSession
+from app.models import User, WebSession
+from app.services import audit_log
 
 # The key of the token in Flask's signed session cookie.
 COOKIE_KEY = "sid"
@@ -39,12 +40,30 @@ def start_session(user_id: int, *, now: datetime) -> str:
     return token
 
 
-def end_session(token: str | None) -> None:
-    """End the one session holding `token` (sign-out); an unknown token is already ended."""
-    if not token:
+def end_session(token: str | None, *, now: datetime, who) -> None:
+    """End the one session holding `token` (sign-out), with an audit row saying who signed out
+    (`who`: their Caller or actor name); an unknown token is already ended."""
+    if not token or not isinstance(token, str) or len(token) > 200:
         return
     begin_write(db.session)
-    db.session.execute(delete(WebSession).where(WebSession.token_hash == _digest(token)))
+    ended = db.session.execute(
+        delete(WebSession)
+        .where(WebSession.token_hash == _digest(token))
+        .returning(WebSession.user_id, WebSession.created_at)
+    ).first()
+    if ended is not None:
+        user_id, started_at = ended
+        user = db.session.get(User, user_id)
+        audit_log.record_change(
+            who,
+            "signed_out",
+            "user",
+            user_id,
+            {"session_started_at": started_at},
+            {"session_started_at": None},
+            now=now,
+            label=user.username if user else None,
+        )
     db.session.commit()
 
 
