@@ -8,11 +8,12 @@ rendered from the state machine and from the `ClaimedExecution` declaration, not
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import replace
 from datetime import datetime
 from functools import lru_cache
 
+import psycopg
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
@@ -185,6 +186,30 @@ def _turn_statement(filtered: bool, limit: int):
     return text(TURN_SQL.format(queue_filter=queue_filter, limit=int(limit)))
 
 
+_PARAMETER = re.compile(r"(?<![:\w]):(\w+)")  # a :name bind parameter (not a ::cast)
+
+
+@lru_cache(maxsize=64)
+def _turn_query(filtered: bool, limit: int) -> tuple[bytes, tuple[str, ...]]:
+    """`_turn_statement`'s text with PostgreSQL's own $n placeholders, and the parameter names in
+    $n order, for a psycopg `RawCursor`.
+
+    Why not through SQLAlchemy: psycopg caches its conversion of a query with named parameters only
+    up to 4 KB, and the turn is 7.5 KB, so every turn parsed it again; SQLAlchemy then built a
+    result object over 26 columns. Together about a third of the worker parent's CPU per turn
+    (docs/performance.md). A raw query is sent as it is, and psycopg still prepares it.
+    """
+    names: list[str] = []
+
+    def number(match: re.Match) -> str:
+        if match.group(1) not in names:
+            names.append(match.group(1))
+        return f"${names.index(match.group(1)) + 1}"
+
+    sql = _PARAMETER.sub(number, _turn_statement(filtered, limit).text)
+    return sql.encode(), tuple(names)
+
+
 # Plan the turn once per connection instead of once per turn (see `_turn_statement`). Session
 # state on the worker's kept connection; measured in docs/performance.md ("plan once").
 GENERIC_TURN_PLANS = "SET plan_cache_mode = force_generic_plan"
@@ -248,15 +273,22 @@ class PostgresStore(CommonStore):
         recorded: set[int] = set()
         started: list[tuple[ClaimedExecution, int]] = []
         cancelled: list[ClaimedExecution] = []
-        for row in conn.execute(_turn_statement(bool(queue_ids), max(0, limit)), params):
-            mapping = row._mapping
+        query, names = _turn_query(bool(queue_ids), max(0, limit))
+        # On the connection's own DBAPI connection, so in its transaction (or its autocommit).
+        with psycopg.RawCursor(conn.connection.dbapi_connection) as cursor:
+            cursor.execute(query, [params[name] for name in names])
+            columns = [column.name for column in cursor.description]
+            rows = cursor.fetchall()
+        for row in rows:
+            mapping = dict(zip(columns, row, strict=True))
             kind = mapping["kind"]
             if kind == "recorded":
                 recorded.add(mapping["id"])
             elif kind == "started":
                 # RETURNING gives the row after the update: its attempts count is this attempt's number.
-                item = ClaimedExecution.from_mapping(mapping)
-                started.append((replace(item, attempts=item.attempts - 1), item.attempts))
+                number = mapping["attempts"]
+                mapping["attempts"] = number - 1
+                started.append((ClaimedExecution.from_mapping(mapping), number))
             else:
                 cancelled.append(ClaimedExecution.from_mapping(mapping))
         started.sort(key=lambda pair: pair[0].id)

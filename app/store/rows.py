@@ -240,7 +240,7 @@ class ClaimedExecution:
     def from_mapping(cls, row: Mapping) -> ClaimedExecution:
         """Build from a row read by name (`row._mapping`)."""
         item = cls(*_by_name(row))
-        if not item.config or not isinstance(item.job_enabled, bool):
+        if item.config is None or not isinstance(item.job_enabled, bool):
             item = replace(item, config=item.config or {}, job_enabled=bool(item.job_enabled))
         return item
 
