@@ -16,6 +16,7 @@ lead time (SCHEDULER_LEAD_MS, default 2000) and, for comparison, without it (`--
 
 from __future__ import annotations
 
+import os
 import tempfile
 import time
 from datetime import datetime, timedelta
@@ -87,29 +88,47 @@ def _sleep_until(at: datetime) -> None:
         time.sleep(min(left, 0.5))
 
 
+def _ready(db: BenchDatabase) -> bool:
+    with db.connect() as conn:
+        kinds = {row[0] for row in conn.execute("SELECT kind FROM heartbeats")}
+    return {"scheduler", "worker"} <= kinds
+
+
 def scenario(db: BenchDatabase, options, *, jobs: int, slots: int, cron: bool, lead_ms: int) -> dict:
-    """One scenario: `rounds` bursts, each followed by a fork-limit measurement."""
+    """One scenario: `rounds` bursts, each followed by a fork-limit measurement. The first burst
+    is set once the scheduler and worker are up (their heartbeats), so start-up is not measured."""
     db.reset()
-    now = utcnow()
-    if cron:
-        first = (now + timedelta(minutes=1)).replace(second=0, microsecond=0)
-        if (first - now).total_seconds() < 8:
-            first += timedelta(minutes=1)
-        step = timedelta(minutes=1)
-    else:
-        first = now.replace(microsecond=0) + timedelta(seconds=8)
-        step = timedelta(seconds=PERIOD)
-    _create_jobs(db, jobs, cron=cron, first=first)
+    parked = utcnow() + timedelta(days=1)
+    _create_jobs(db, jobs, cron=cron, first=parked)
     env = db.env(SCHEDULER_LEAD_MS=str(lead_ms), WORKER_POLL_SECONDS="1")
     logs = Path(tempfile.mkdtemp(prefix=f"cronwell_bench_burst_{jobs}_{lead_ms}_"))
     scheduler = flask_process(["scheduler", "run"], env, log_path=logs / "scheduler.log")
     worker = flask_process(["worker", "run", "--workers", str(slots)], env, log_path=logs / "worker.log")
     rounds = []
     try:
+        wait_for(lambda: _ready(db), 120, what="the scheduler and worker to start")
+        now = utcnow()
+        if cron:
+            first = (now + timedelta(minutes=1)).replace(second=0, microsecond=0)
+            if (first - now).total_seconds() < 5:
+                first += timedelta(minutes=1)
+            step = timedelta(minutes=1)
+        else:
+            first = now.replace(microsecond=0) + timedelta(seconds=5)
+            step = timedelta(seconds=PERIOD)
+        with db.connect() as conn:  # every job due at `first`; the scheduler is told at once
+            conn.execute("UPDATE jobs SET next_run_at = %s WHERE name LIKE 'burst-%%'", (first,))
+            if not cron:
+                conn.execute(
+                    "UPDATE jobs SET schedule = jsonb_set(schedule, '{start_at}', to_jsonb(%s::text))"
+                    " WHERE name LIKE 'burst-%%'",
+                    (first.strftime("%Y-%m-%dT%H:%M:%SZ"),),
+                )
+            conn.execute("SELECT pg_notify('cronwell_jobs', '')")
         for k in range(options.rounds):
             at = first + k * step
             _sleep_until(at)
-            wait_for(lambda at=at: _all_done(db, at, jobs), 60, what=f"the burst at {at} to finish")
+            wait_for(lambda at=at: _all_done(db, at, jobs), 120, what=f"the burst at {at} to finish")
             if scheduler.poll() is not None or worker.poll() is not None:
                 raise RuntimeError(f"scheduler or worker exited early; logs in {logs}")
             late, facts = _lateness(db, at)
@@ -118,9 +137,10 @@ def scenario(db: BenchDatabase, options, *, jobs: int, slots: int, cron: bool, l
             print(
                 f"  {jobs} jobs x {slots} slots, lead {lead_ms} ms, round {k + 1}: "
                 f"p50 {summary(late)['p50']:.1f} / p99 {summary(late)['p99']:.1f} / max {summary(late)['max']:.1f} ms, "
-                f"fork limit {fork:.0f}/s, {facts['by_status']}",
+                f"fork limit {fork:.0f}/s, {facts['by_status']}, load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
+            rounds[-1]["loadavg"] = os.getloadavg()
     finally:
         stop_process(worker)
         stop_process(scheduler)
