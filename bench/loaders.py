@@ -181,7 +181,7 @@ def load_history(
                             || 'RuntimeError: boom'
                        ELSE '' END,
                   t, t + interval '60 ms'
-           FROM generate_series(%(first)s, %(last)s) AS g,
+           FROM generate_series(%(first)s::int, %(last)s::int) AS g,
                 LATERAL (SELECT (g %% %(jobs)s) + 1,
                                 %(now)s::timestamptz - (%(rows)s - g + 1) * interval '1 second',
                                 CASE WHEN g > %(rows)s - 20 THEN 'running'
