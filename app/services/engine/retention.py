@@ -18,14 +18,14 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
 
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, delete, func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
 from app.database import configure_engine, write_transaction
+from app.models import WebSession
 from app.services.audit import insert_event
 from app.services.audit_log import prune_audit
-from app.services.use_cases import sessions
 from app.store import store_for
 
 # Rows per transaction: measured at 10M executions (`python -m bench retention`,
@@ -81,7 +81,7 @@ def prune(
         audit_deleted = prune_audit(conn, now=now, retention_days=audit_retention_days, dry_run=dry_run)
         if session_max_age_hours > 0:
             max_age = timedelta(hours=session_max_age_hours)
-            sessions_deleted = sessions.prune_expired(conn, now=now, max_age=max_age, dry_run=dry_run)
+            sessions_deleted = prune_sessions(conn, now=now, max_age=max_age, dry_run=dry_run)
     # A dry run's "deleted" is what it would delete.
     return {
         "deleted": len(doomed),
@@ -91,6 +91,15 @@ def prune(
         "audit_deleted": audit_deleted,
         "sessions_deleted": sessions_deleted,
     }
+
+
+def prune_sessions(conn: Connection, *, now: datetime, max_age: timedelta, dry_run: bool = False) -> int:
+    """Delete the web sessions started `max_age` or more before `now` (the user loader accepts
+    none of them any more); returns how many (with `dry_run`, how many would go)."""
+    expired = WebSession.created_at <= now - max_age
+    if dry_run:
+        return conn.execute(select(func.count()).select_from(WebSession).where(expired)).scalar_one()
+    return conn.execute(delete(WebSession).where(expired)).rowcount or 0
 
 
 def prune_engine(

@@ -5,7 +5,7 @@ The cookie holds a random token; the table holds its sha256 (`app.models.WebSess
 user loader accepts a cookie only while its row exists and is younger than SESSION_MAX_AGE_HOURS,
 so a cookie saved before sign-out opens nothing afterwards, and a stolen one stops working after
 the age limit however busy it is kept. The retention pass deletes the rows past that age
-(`prune_expired`). No idle timeout: SPEC asks for none, and the dashboard's polling would keep an
+(`app.services.engine.retention`). No idle timeout: SPEC asks for none, and the dashboard's polling would keep an
 open tab "active" anyway.
 """
 
@@ -15,8 +15,7 @@ import hashlib
 import secrets
 from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select
-from sqlalchemy.engine import Connection
+from sqlalchemy import delete, select
 
 from app.database import begin_write
 from app.extensions import db
@@ -90,15 +89,6 @@ def is_live(user_id: int, token: str | None, *, now: datetime, max_age: timedelt
         )
     )
     return found is not None
-
-
-def prune_expired(conn: Connection, *, now: datetime, max_age: timedelta, dry_run: bool = False) -> int:
-    """Delete the sessions started `max_age` or more before `now` (they open nothing any more);
-    returns how many (with `dry_run`, how many would go). Runs on the retention pass's connection."""
-    expired = WebSession.created_at <= now - max_age
-    if dry_run:
-        return conn.execute(select(func.count()).select_from(WebSession).where(expired)).scalar_one()
-    return conn.execute(delete(WebSession).where(expired)).rowcount or 0
 
 
 def count_sessions(user_id: int) -> int:
