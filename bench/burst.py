@@ -67,9 +67,14 @@ def _lateness(db: BenchDatabase, at: datetime) -> tuple[list[float], dict]:
     for row in rows:
         by_status[row[0]] = by_status.get(row[0], 0) + 1
     written = [float(r[2]) for r in rows]
-    return [float(r[1]) for r in rows if r[1] is not None], {
+    late = [float(r[1]) for r in rows if r[1] is not None]
+    # The tick's share: when the first row started, and when the last row was written (relative
+    # to the instant; negative = before it). With the lead every row exists before the instant.
+    return late, {
         "by_status": by_status,
         "written_ms_before": -min(written) if written else None,
+        "last_written_ms": max(written) if written else None,
+        "first_start_ms": min(late) if late else None,
     }
 
 
@@ -137,7 +142,8 @@ def scenario(db: BenchDatabase, options, *, jobs: int, slots: int, cron: bool, l
             print(
                 f"  {jobs} jobs x {slots} slots, lead {lead_ms} ms, round {k + 1}: "
                 f"p50 {summary(late)['p50']:.1f} / p99 {summary(late)['p99']:.1f} / max {summary(late)['max']:.1f} ms, "
-                f"fork limit {fork:.0f}/s, {facts['by_status']}, load {os.getloadavg()[0]:.1f}",
+                f"fork limit {fork:.0f}/s, {facts['by_status']}, load {os.getloadavg()[0]:.1f}; first start"
+                f" {facts['first_start_ms']:.1f} ms, last row written {facts['last_written_ms']:.1f} ms",
                 flush=True,
             )
             rounds[-1]["loadavg"] = os.getloadavg()
@@ -158,7 +164,10 @@ def _figures(result: dict) -> list[Figure]:
     for k, rnd in enumerate(result["rounds"], 1):
         fork, late = rnd["fork_limit"], rnd["lateness"]
         where = f"{jobs} jobs x {slots} slots, lead {lead} ms, round {k}"
-        note = f"fork limit {fork:.0f}/s; {rnd['by_status']}; written {rnd['written_ms_before'] or 0:.0f} ms ahead"
+        note = (
+            f"fork limit {fork:.0f}/s; {rnd['by_status']}; written {rnd['written_ms_before'] or 0:.0f} ms ahead;"
+            f" first start {rnd['first_start_ms'] or 0:.1f} ms; last row written {rnd['last_written_ms'] or 0:.1f} ms"
+        )
         if jobs <= 100:
             figures += [
                 Figure(
