@@ -50,7 +50,9 @@ def test_the_form_offers_isolation_and_stores_it(app, operator):
     body = operator.get("/jobs/new").get_data(as_text=True)
     assert 'name="isolation"' in body and 'value="pool"' in body
     assert operator.post("/jobs/new", job_form(name="form-pool", isolation="pool")).status_code == 303
-    assert job_named("form-pool").isolation == "pool"
+    job = job_named("form-pool")
+    assert job.isolation == "pool"
+    assert "pool: attempts run in a reused pool process" in operator.get(f"/jobs/{job.id}").get_data(as_text=True)
 
 
 def test_the_form_shows_a_bad_isolation_inline(app, operator):
