@@ -184,7 +184,7 @@ class JobSchema(Schema):
         metadata=shown("Enabled", "Whether the job is scheduled.", cli=False, form_help=""),
     )
     next_run_at = Instant(
-        dump_only=True, metadata={"description": "The next occurrence (UTC); null when there is none."}
+        dump_only=True, allow_none=True, metadata={"description": "The next occurrence (UTC); null when there is none."}
     )
     overlap_policy = Choice(
         OverlapPolicy,
