@@ -119,6 +119,14 @@ class Execution(db.Model):
         # On PostgreSQL it carries trigger and status, so a queue list filtered by either counts
         # its rows from the index alone (migration 0014).
         Index("ix_executions_queue_id", "queue_id", "id", postgresql_include=["trigger", "status"]),
+        # One queue's waiting rows: its statistics, whatever other queues hold (migration 0014).
+        Index(
+            "ix_executions_queue_waiting",
+            "queue_id",
+            "available_at",
+            postgresql_where=_CLAIMABLE_WHERE,
+            sqlite_where=_CLAIMABLE_WHERE,
+        ),
         Index("ix_executions_job_status", "job_id", "status"),
         Index("ix_executions_status_id", "status", "id"),
         # The list filtered by trigger (manual runs, retries: few among many scheduled ones).

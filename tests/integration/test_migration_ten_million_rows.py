@@ -1,7 +1,7 @@
 """Migration 0014 on both databases: on PostgreSQL, executions and attempts get autovacuum
 thresholds that stay small at 10M rows and ix_executions_queue_id carries trigger and status
-(rebuilt concurrently, existing rows indexed), and the downgrade puts both back; on SQLite (no
-autovacuum parameters, no INCLUDE) it is a no-op both ways that keeps the rows."""
+(rebuilt concurrently, existing rows indexed); on both, ix_executions_queue_waiting appears; the
+downgrade puts everything back and the rows stay."""
 
 from __future__ import annotations
 
@@ -20,6 +20,14 @@ def storage_options(url: str) -> dict[str, set[str]]:
 def queue_index(url: str) -> str:
     [(definition,)] = rows(url, "SELECT indexdef FROM pg_indexes WHERE indexname = 'ix_executions_queue_id'")
     return definition.split(" USING ", 1)[1]
+
+
+def waiting_index(url: str) -> list[str]:
+    if url.startswith("postgresql"):
+        sql = "SELECT indexname FROM pg_indexes WHERE indexname = 'ix_executions_queue_waiting'"
+    else:
+        sql = "SELECT name FROM sqlite_master WHERE type = 'index' AND name = 'ix_executions_queue_waiting'"
+    return [name for (name,) in rows(url, sql)]
 
 
 def count_by_queue_and_trigger(url: str) -> tuple[int, str]:
@@ -50,6 +58,7 @@ def test_autovacuum_thresholds_up_and_down(fresh_url, tmp_path):
     seed_executions(fresh_url)
     flask_db(fresh_url, instance, "upgrade", "0014")
     assert count_by_queue_and_trigger(fresh_url)[0] == 2
+    assert waiting_index(fresh_url) == ["ix_executions_queue_waiting"]
     if postgres:
         assert queue_index(fresh_url) == "btree (queue_id, id) INCLUDE (trigger, status)"
         assert "Index Only Scan using ix_executions_queue_id" in count_by_queue_and_trigger(fresh_url)[1]
@@ -66,6 +75,7 @@ def test_autovacuum_thresholds_up_and_down(fresh_url, tmp_path):
     if postgres:
         assert storage_options(fresh_url) == {"attempts": set(), "executions": set()}
         assert queue_index(fresh_url) == "btree (queue_id, id)"
+    assert waiting_index(fresh_url) == []
     flask_db(fresh_url, instance, "upgrade", "head")
     assert count_by_queue_and_trigger(fresh_url)[0] == 2
 
