@@ -176,6 +176,9 @@ def run(db: BenchDatabase, options) -> list[Figure]:
                 alone.append(_claims(db, seconds))
     finally:
         with db.connect() as conn:
+            # The claim workload is not history: a backlog left behind would weigh on the next
+            # benchmark's queue statistics.
+            conn.execute("DELETE FROM executions WHERE queue_id = (SELECT id FROM queues WHERE name = %s)", (QUEUE,))
             conn.execute(
                 "UPDATE queues SET paused = false, paused_at = NULL, paused_by = NULL WHERE name <> %s", (QUEUE,)
             )
