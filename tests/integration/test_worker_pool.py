@@ -4,7 +4,9 @@ timeout or a crash ends only its own attempt, and process-mode jobs still fork p
 
 from __future__ import annotations
 
+import os
 from collections import Counter
+from pathlib import Path
 
 import pytest
 from sqlalchemy import select
@@ -26,8 +28,9 @@ pytestmark = pytest.mark.timeout(120)
 PRELOAD = ("app.tasks.catalog", "tests.helpers.executor_tasks", "tests.helpers.pool_tasks")
 
 
-def drain(app, *, slots: int = 1, max_tasks: int = 3):
-    executor = ForkServer(preload=PRELOAD, kill_grace_seconds=0.5, pool=PoolLimits(max_tasks=max_tasks))
+def drain(app, *, slots: int = 1, max_tasks: int = 3, max_memory_mb: int = 0):
+    limits = PoolLimits(max_tasks=max_tasks, max_memory_mb=max_memory_mb)
+    executor = ForkServer(preload=PRELOAD, kill_grace_seconds=0.5, pool=limits)
     return Worker(app, worker_id="pool-test", slots=slots, executor=executor).run(burst=True)
 
 
@@ -97,6 +100,36 @@ def test_a_crash_in_a_pool_process_fails_only_that_attempt(app):
     assert all(a.exit_code == 3 and "exited with code 3" in a.error for a in crashed)
     assert execution(crash_ids[0]).status == "failed"
     assert all(a.status == "succeeded" for a in attempts(fine_ids))  # the processes beside it were not touched
+
+
+def test_the_worker_takes_its_pool_limits_from_the_settings(app):
+    app.config.update(WORKER_POOL_MAX_TASKS_PER_CHILD=7, WORKER_POOL_MAX_MEMORY_MB=99)
+    worker = Worker(app, worker_id="limits")
+    assert worker.executor.pool == PoolLimits(max_tasks=7, max_memory_mb=99)
+
+
+def test_a_pool_process_over_the_memory_cap_is_replaced_between_recorded_attempts(app):
+    zygote = ForkServer(preload=PRELOAD)
+    zygote.start()
+    try:
+        zygote_mb = (
+            int(Path(f"/proc/{zygote.zygote_pid}/statm").read_text().split()[1])
+            * os.sysconf("SC_PAGE_SIZE")
+            // (1 << 20)
+        )
+    finally:
+        zygote.stop()
+    grow = make_job(now=utcnow(), task="test_pool_grow", config={"megabytes": 64}, isolation="pool")
+    count = make_job(now=utcnow(), task="test_pool_count", isolation="pool", overlap_policy="allow")
+    [grown] = trigger(grow)
+    [after] = trigger(count)
+    drain(app, max_tasks=1000, max_memory_mb=zygote_mb + 32)  # one slot: grown runs first, then after
+
+    assert execution(grown).status == "succeeded"  # the attempt over the cap still succeeds
+    [grown_attempt] = attempts([grown])
+    [after_attempt] = attempts([after])
+    assert after_attempt.pid != grown_attempt.pid  # its process was replaced after it (no cap: the same pid)
+    assert grown_attempt.started_at <= after_attempt.started_at
 
 
 def test_process_jobs_still_fork_a_process_per_attempt(app):
