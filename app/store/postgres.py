@@ -186,6 +186,7 @@ def _turn_statement(filtered: bool, limit: int):
     return text(TURN_SQL.format(queue_filter=queue_filter, limit=int(limit)))
 
 
+_COLUMNS: dict[bytes, list[str]] = {}  # the turn's result columns, by statement text
 _PARAMETER = re.compile(r"(?<![:\w]):(\w+)")  # a :name bind parameter (not a ::cast)
 
 
@@ -277,7 +278,9 @@ class PostgresStore(CommonStore):
         # On the connection's own DBAPI connection, so in its transaction (or its autocommit).
         with psycopg.RawCursor(conn.connection.dbapi_connection) as cursor:
             cursor.execute(query, [params[name] for name in names])
-            columns = [column.name for column in cursor.description]
+            columns = _COLUMNS.get(query)
+            if columns is None:  # the same for every turn of this text: psycopg builds 26 objects each time
+                columns = _COLUMNS[query] = [column.name for column in cursor.description]
             rows = cursor.fetchall()
         for row in rows:
             mapping = dict(zip(columns, row, strict=True))

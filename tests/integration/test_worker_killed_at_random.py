@@ -144,10 +144,11 @@ def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url
         statuses = [attempts[(execution_id, n)][0] for n in range(1, number + 1)]
         assert statuses[-1] == "succeeded" and set(statuses[:-1]) <= {"abandoned"}, (execution_id, statuses, context)
         assert len([key for key in attempts if key[0] == execution_id]) == number, context
-    # Abandoned attempts belong to the killed workers only, and some of them never got a process
-    # (claimed ahead, or claimed just before the kill): those were retried, not lost.
+    # Abandoned attempts belong to the killed workers only; some of them never got a process
+    # (claimed ahead, or claimed just before the kill): those were retried, not lost (above).
     abandoned = [key for key, (status, _, _) in attempts.items() if status == "abandoned"]
     assert {attempts[key][2] for key in abandoned} <= set(killed_ids), context
-    assert len(abandoned) == report.retried, context
+    # (Not all by the recovery above: a later victim that found nothing to claim helps recover
+    # leases that ran out meanwhile, as idle workers do.)
     never_ran = [key for key in abandoned if key not in ran]
     print(f"{len(abandoned)} attempts abandoned by {KILLS} kills, {len(never_ran)} of them never forked {context}")
