@@ -57,7 +57,8 @@ def _prepare_history(db: BenchDatabase, doomed_rows: int):
     the `now` that puts exactly those rows past the cutoff."""
     with db.connect() as conn:
         oldest, first_id = conn.execute(
-            "SELECT finished_at, id FROM executions WHERE finished_at IS NOT NULL ORDER BY id LIMIT 1"
+            "SELECT finished_at, id FROM executions WHERE finished_at IS NOT NULL AND status <> 'dead_lettered'"
+            " ORDER BY id LIMIT 1"  # dead-lettered rows stay: the oldest row retention may take
         ).fetchone()
         conn.execute("UPDATE jobs SET retention_days = 1, retention_count = 0 WHERE name LIKE 'history-%%'")
         # What autovacuum would do soon after (this server runs without it): with statistics that
