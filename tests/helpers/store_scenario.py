@@ -637,5 +637,145 @@ BATCH_SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
 SCENARIO += BATCH_SCENARIO
 
 
+# --- occurrences written ahead (SCHEDULER_LEAD_MS, issue 19) ------------------------------------
+
+
+def make_skip_job(run: Run):
+    """Job `w`, overlap policy skip, its cursor at +12h as a tick at +11h59m58s left it."""
+    run.jobs["w"] = make_job("w", now=at(hours=-1), every="1h", overlap_policy="skip", timeout_seconds=60)
+    run.write(
+        lambda c: c.execute(
+            text("UPDATE jobs SET next_run_at = :at, runs_created = 0 WHERE id = :id"),
+            {"at": at(hours=12), "id": run.jobs["w"].id},
+        )
+    )
+    return "w"
+
+
+def jobs_by_id(run: Run):
+    found = run.write(lambda c: run.store.jobs_by_id(c, [run.jobs["w"].id, run.jobs["a"].id, 999_999]))
+    return sorted(row.name for row in found)
+
+
+def with_work(run: Run, names):
+    found = run.write(lambda c: run.store.jobs_with_work(c, [run.jobs[name].id for name in names]))
+    return sorted(name for name in names if run.jobs[name].id in found)
+
+
+def write_ahead(run: Run, name: str, scheduled: datetime, now: datetime):
+    """The tick's write-ahead of `w`'s occurrence at `scheduled`: the row, and the cursor past it."""
+    job = run.jobs["w"]
+    row = occurrence_row(job, scheduled, trigger="schedule", status=S.PENDING, now=now)
+
+    def go(conn):
+        created = run.store.insert_occurrences(conn, [row])
+        conn.execute(
+            text("UPDATE jobs SET next_run_at = :next, runs_created = runs_created + 1 WHERE id = :id"),
+            {"next": scheduled + timedelta(hours=1), "id": job.id},
+        )
+        return created
+
+    ((execution_id, status),) = run.write(go)
+    run.ids[name] = execution_id
+    return status
+
+
+def ahead(run: Run, now: datetime):
+    found = run.write(lambda c: run.store.pending_ahead(c, [run.jobs["w"].id], now=now))
+    return {run.label(execution_id): scheduled for execution_id, scheduled in found.items()}
+
+
+def skip_ahead(run: Run):
+    return {
+        run.label(execution_id): scheduled
+        for execution_id, scheduled in run.write(run.store.overlap_skip_ahead).items()
+    }
+
+
+def claimable_after(run: Run, after: datetime, queue: str | None = None):
+    def go(conn):
+        queue_ids = [run.store.queue_ids(conn, [queue])[queue]] if queue else None
+        return run.store.earliest_claimable(conn, after=after, queue_ids=queue_ids)
+
+    return run.write(go)
+
+
+def next_run_after(run: Run, after: datetime):
+    return run.write(lambda c: run.store.earliest_next_run(c, after=after))
+
+
+def withdraw(run: Run, now: datetime):
+    count, job = run.write(lambda c: run.store.withdraw_ahead(c, run.jobs["w"].id, now=now))
+    return count, (job.next_run_at, job.runs_created)
+
+
+def take_overlapped(run: Run, name: str, now: datetime):
+    taken = run.write(lambda c: run.store.take_overlapped_ahead(c, [run.ids[name]], now=now))
+    return [(name, row.scheduled_for) for row in taken]
+
+
+LEAD_SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
+    ("job w, overlap skip, next run at +12h", make_skip_job, "w", False),
+    ("jobs by id (an unknown id is left out)", jobs_by_id, ["a", "w"], True),
+    ("w has no work yet; b has (bd waits), a has none", lambda r: with_work(r, ["a", "b", "w"]), ["b"], True),
+    (
+        "the tick writes w's +12h occurrence ahead",
+        lambda r: write_ahead(r, "w12", at(hours=12), at(hours=11, minutes=59, seconds=58)),
+        "pending",
+        True,
+    ),
+    ("w has work now", lambda r: with_work(r, ["w"]), ["w"], True),
+    (
+        "written ahead and not yet due",
+        lambda r: ahead(r, at(hours=11, minutes=59, seconds=59)),
+        {"w12": at(hours=12)},
+        True,
+    ),
+    ("at its time it is an ordinary row", lambda r: ahead(r, at(hours=12)), {}, True),
+    ("the overlap-skip rows written ahead", skip_ahead, {"w12": at(hours=12)}, True),
+    ("an idle worker wakes at w12's time", lambda r: claimable_after(r, at(hours=11)), at(hours=12), True),
+    ("then at bd's (in its queue too)", lambda r: claimable_after(r, at(hours=12), "default"), at(hours=20), True),
+    ("the scheduler's next horizon", lambda r: next_run_after(r, at(hours=12)), at(hours=13), True),
+    (
+        "w is edited before +12h: w12 withdrawn, cursor back",
+        lambda r: withdraw(r, at(hours=11, minutes=59, seconds=59)),
+        (1, (at(hours=12), 0)),
+        True,
+    ),
+    (
+        "nothing left to withdraw",
+        lambda r: withdraw(r, at(hours=11, minutes=59, seconds=59)),
+        (0, (at(hours=12), 0)),
+        True,
+    ),
+    (
+        "written ahead again",
+        lambda r: write_ahead(r, "w12b", at(hours=12), at(hours=11, minutes=59, seconds=59)),
+        "pending",
+        True,
+    ),
+    (
+        "an operator's run of w, due now",
+        lambda r: insert_manual(r, "wm", "w", at(hours=11, minutes=59, seconds=59)),
+        "wm",
+        True,
+    ),
+    (
+        "before its time w12b is left alone",
+        lambda r: take_overlapped(r, "w12b", at(hours=11, minutes=59, seconds=59)),
+        [],
+        True,
+    ),
+    (
+        "at its time w is busy: w12b taken",
+        lambda r: take_overlapped(r, "w12b", at(hours=12)),
+        [("w12b", at(hours=12))],
+        True,
+    ),
+]
+SCENARIO += LEAD_SCENARIO
+FINAL["wm"] = ("pending", 0, None, [])
+
+
 def new_run() -> Run:
     return Run(store=Recorder(store_for(db.engine)))
