@@ -7,6 +7,7 @@ the status vocabulary and the finished_at rule with CHECK constraints.
 
 from __future__ import annotations
 
+from datetime import datetime
 from enum import Enum
 
 
@@ -62,6 +63,18 @@ ALLOWED: dict[ExecutionStatus, frozenset[ExecutionStatus]] = {
 
 # Statuses a new execution row may be created in (nothing else is inserted).
 INITIAL = frozenset({S.PENDING, S.MISSED})
+
+
+def is_forecast(
+    status: ExecutionStatus | str, *, trigger: str, attempts: int, created_at: datetime, scheduled_for: datetime
+) -> bool:
+    """A scheduled occurrence the scheduler wrote ahead of its time (SCHEDULER_LEAD_MS) that no
+    worker has started: a forecast, not yet history. It is the one non-terminal row that may be
+    deleted: withdrawn before its time when its job changes (the cursor moves back, so the change
+    applies as without a lead), or replaced at its time by the `missed` row the tick would have
+    written when its overlap-skip job is busy (docs/scheduling.md, "Lead time"). Rows the tick
+    writes at or after their time are never forecasts."""
+    return S(status) == S.PENDING and trigger == "schedule" and attempts == 0 and created_at < scheduled_for
 
 
 def can_transition(current: ExecutionStatus | str, target: ExecutionStatus | str) -> bool:
