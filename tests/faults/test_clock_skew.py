@@ -5,7 +5,9 @@ Every long-running process measures its host clock against the database's at sta
 heartbeat and follows the database (app/clock.py, heartbeats.sync_clock), so the skew changes
 nothing observable:
 - due times: an observer polling the executions table on the database's clock never sees an
-  occurrence before its scheduled time (a scheduler 30 s ahead would otherwise fire 30 s early);
+  occurrence started before its scheduled time (a worker 30 s ahead would otherwise start it 30 s
+  early), and never sees one written more than the scheduler's lead time (SCHEDULER_LEAD_MS,
+  default 2 s) before it (a scheduler 30 s ahead would otherwise write it 30 s early);
 - leases: a 6 s task with no timeout under a 4 s lease runs on whichever worker takes it and is
   never recovered by the other host (a worker 30 s behind would otherwise write leases that are
   already expired for everyone else);
@@ -31,8 +33,14 @@ from tests.helpers.scenario import assert_alive, check_ledger, log_events, rows,
 pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(110)]
 
 SKEW = 30
+LEAD_SECONDS = 2
 RUN_SECONDS = 16
-ENV = {"LEASE_SECONDS": "4", "LEASE_BUFFER_SECONDS": "0", "WORKER_POLL_SECONDS": "1"}
+ENV = {
+    "LEASE_SECONDS": "4",
+    "LEASE_BUFFER_SECONDS": "0",
+    "WORKER_POLL_SECONDS": "1",
+    "SCHEDULER_LEAD_MS": str(LEAD_SECONDS * 1000),
+}
 
 
 class Observer:
@@ -41,6 +49,7 @@ class Observer:
 
     def __init__(self, url: str) -> None:
         self.first_seen: dict[int, tuple] = {}  # id -> (scheduled_for, seen at)
+        self.first_started: dict[int, tuple] = {}  # id -> (scheduled_for, first seen no longer pending)
         self.heartbeat_gaps: list[float] = []  # database now - last_seen, seconds
         self._conn = psycopg.connect(plain_url(url), autocommit=True)
         self._running = True
@@ -50,10 +59,12 @@ class Observer:
     def _run(self) -> None:
         while self._running:
             seen_at = self._conn.execute("SELECT clock_timestamp()").fetchone()[0]
-            for execution_id, scheduled_for in self._conn.execute(
-                "SELECT id, scheduled_for FROM executions WHERE trigger = 'schedule'"
+            for execution_id, scheduled_for, status in self._conn.execute(
+                "SELECT id, scheduled_for, status FROM executions WHERE trigger = 'schedule'"
             ):
                 self.first_seen.setdefault(execution_id, (scheduled_for, seen_at))
+                if status != "pending":
+                    self.first_started.setdefault(execution_id, (scheduled_for, seen_at))
             for (gap,) in self._conn.execute(
                 "SELECT extract(epoch FROM clock_timestamp() - last_seen) FROM heartbeats "
                 "WHERE coalesce(info->>'state', '') <> 'stopped'"
@@ -67,7 +78,11 @@ class Observer:
         self._conn.close()
 
     def earliness(self) -> list[float]:
-        """Seconds each occurrence became visible before its scheduled time (negative: after)."""
+        """Seconds each occurrence was seen started before its scheduled time (negative: after)."""
+        return [(scheduled - seen).total_seconds() for scheduled, seen in self.first_started.values()]
+
+    def written_ahead(self) -> list[float]:
+        """Seconds each occurrence became visible before its scheduled time (the lead time)."""
         return [(scheduled - seen).total_seconds() for scheduled, seen in self.first_seen.values()]
 
 
@@ -128,7 +143,7 @@ def test_hosts_30_s_apart_change_nothing_observable(hosts, fault_app, fault_db):
         process.args[3]: [round(r["correction_seconds"]) for r in log_events(process, "clock_corrected")]
         for process in everyone
     }
-    earliness = observer.earliness()
+    earliness, ahead = observer.earliness(), observer.written_ahead()
     long_attempts = rows(
         "SELECT e.job_id, a.number, a.worker_id, a.status FROM attempts AS a JOIN executions AS e "
         "ON e.id = a.execution_id WHERE e.job_id = ANY(:ids) ORDER BY 1, 2",
@@ -141,6 +156,7 @@ def test_hosts_30_s_apart_change_nothing_observable(hosts, fault_app, fault_db):
         "occurrences_seen": len(earliness),
         "earliest_s": round(max(earliness), 3),
         "latest_s": round(-min(earliness), 3),
+        "written_ahead_s": round(max(ahead), 3),
         "heartbeat_gap_s": (round(min(gaps), 2), round(max(gaps), 2)),
         "long_runs": [tuple(r) for r in long_attempts],
         "leases_recovered": recovered,
@@ -152,9 +168,11 @@ def test_hosts_30_s_apart_change_nothing_observable(hosts, fault_app, fault_db):
     for process_id, seen in corrections.items():
         expected = -SKEW if "ahead" in process_id else SKEW
         assert seen[:1] == [expected], (process_id, seen)
-    # Due times: nothing fired early (100 ms polling, 0.5 s allowance for the measurement).
+    # Due times: nothing started early, nothing written earlier than the lead time (100 ms
+    # polling, 0.5 s allowance for the measurement).
     assert len(earliness) >= 6 * RUN_SECONDS / 2 * 0.6, figures
     assert max(earliness) < 0.5, figures
+    assert max(ahead) < LEAD_SECONDS + 0.5, figures
     # Leases: the long runs ran once each, never recovered.
     assert recovered == 0 and [r[1:] for r in long_attempts if r[1] != 1] == [], figures
     assert all(status == "succeeded" for *_, status in long_attempts), figures
