@@ -73,14 +73,16 @@ def state_of(worker_id: str) -> str | None:
 
 
 def test_drain_lets_the_running_task_finish_and_exits_zero(app, flask_processes):
-    execution = sleeper("drain-me", 6)  # outlasts the stop command and the worker's once-a-second check
+    # Outlasts the stop command (a CLI process, several seconds on a loaded 2-core machine) and the
+    # worker's once-a-second check, so the worker is seen draining before its task ends.
+    execution = sleeper("drain-me", 15)
     worker = flask_processes.start_worker("--workers", "1", "--worker-id", "drainee")
     task_pid(worker, execution.id)
     later = sleeper("never-claimed", 0.1)  # waits for the one slot; a draining worker claims nothing more
 
     out = run_cli(flask_processes, "worker", "stop", "drainee")
     assert "Worker drainee told to drain" in out
-    wait_for(lambda: state_of("drainee") == "draining", within=5, what=lambda: "state draining\n" + worker.describe())
+    wait_for(lambda: state_of("drainee") == "draining", within=12, what=lambda: "state draining\n" + worker.describe())
     assert worker.wait_exit(within=30) == 0, worker.describe()
 
     row = fresh(Execution, execution.id)
