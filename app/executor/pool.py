@@ -55,16 +55,16 @@ from typing import TYPE_CHECKING, NoReturn
 
 from app.executor.outcome import classify_exit
 from app.executor.output import BoundedCapture, truncate_text
+from app.executor.pipes import killpg_quietly, read_into
 from app.executor.pool_limits import PoolLimits
 from app.executor.protocol import _HEADER, MessageReader, ProtocolError, TaskResult, encode_message
-from app.executor.task_child import RESULT_FD, _flush_quietly, _max_fd, _write_all, set_parent_death_signal
+from app.executor.task_child import RESULT_FD, _flush_quietly, _max_fd, _write_all, leave_zygote
 
 if TYPE_CHECKING:
     from app.executor.zygote import TaskChild, Zygote
 
 # fds in a pool process: 0 /dev/null, 1 and 2 the output pipe, 3 the report pipe, 4 requests.
 REQUEST_FD = RESULT_FD + 1
-_READ_CHUNK = 64 * 1024
 
 
 @dataclass(eq=False)
@@ -190,12 +190,12 @@ class Pool:
 
     def _read_output(self, proc: PoolProcess) -> None:
         sink = proc.task.output.add if proc.task is not None else _drop
-        if _read_into(proc.out_fd, sink) == "eof":
+        if read_into(proc.out_fd, sink) == "eof":
             self._close(proc, "out_fd")
 
     def _read_reports(self, proc: PoolProcess) -> None:
         chunks: list[bytes] = []
-        eof = _read_into(proc.res_fd, chunks.append) == "eof"
+        eof = read_into(proc.res_fd, chunks.append) == "eof"
         try:
             reports = proc.reader.feed(b"".join(chunks)) if chunks else []
         except (ProtocolError, ValueError):  # garbage on fd 3 (a task wrote to it): not trusted again
@@ -228,7 +228,7 @@ class Pool:
         """The pool process exited (killed, crashed, retired): reap it and settle its attempt."""
         # A zombie's pid (= its group id) cannot be reused before it is reaped: this killpg
         # reaches only what its tasks left running.
-        _killpg(proc.pid, signal.SIGKILL)
+        killpg_quietly(proc.pid, signal.SIGKILL)
         try:
             _, status = os.waitpid(proc.pid, 0)
             exit_code = os.waitstatus_to_exitcode(status)
@@ -237,7 +237,7 @@ class Pool:
         child = proc.task
         if child is not None:
             if proc.out_fd is not None:
-                _read_into(proc.out_fd, child.output.add)
+                read_into(proc.out_fd, child.output.add)
             if proc.res_fd is not None:
                 self._read_reports(proc)
         self._discard(proc)
@@ -271,7 +271,7 @@ class Pool:
             self.retired[why] = self.retired.get(why, 0) + 1
         if proc in self.idle:
             self.idle.remove(proc)
-        _killpg(proc.pid, signal.SIGKILL)
+        killpg_quietly(proc.pid, signal.SIGKILL)
 
     def retire_idle(self) -> None:
         """Shutting down: no more attempts will come, so the idle processes go now."""
@@ -281,7 +281,7 @@ class Pool:
     def close(self) -> None:
         """SIGKILL and reap every pool process (the zygote is exiting)."""
         for proc in list(self.processes.values()):
-            _killpg(proc.pid, signal.SIGKILL)
+            killpg_quietly(proc.pid, signal.SIGKILL)
         for proc in list(self.processes.values()):
             try:
                 os.waitpid(proc.pid, 0)
@@ -315,24 +315,6 @@ def _drop(chunk: bytes) -> None:
     pass
 
 
-def _read_into(fd: int, sink) -> str:
-    while True:
-        try:
-            chunk = os.read(fd, _READ_CHUNK)
-        except BlockingIOError:
-            return "again"
-        if not chunk:
-            return "eof"
-        sink(chunk)
-
-
-def _killpg(pgid: int, signum: int) -> None:
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 # -- inside a pool process ---------------------------------------------------------------------
 
 
@@ -359,14 +341,7 @@ def serve_in_pool_process(req_r: int, out_w: int, res_w: int, zygote_pid: int, e
 
 
 def _become_pool_process(req_r: int, out_w: int, res_w: int, zygote_pid: int) -> None:
-    # Its own process group: a timeout kills the pool process *and* anything its task started.
-    os.setpgid(0, 0)
-    set_parent_death_signal(signal.SIGKILL)  # dies with the zygote
-    if os.getppid() != zygote_pid:
-        os._exit(1)
-    signal.set_wakeup_fd(-1)
-    for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
-        signal.signal(signum, signal.SIG_DFL)
+    leave_zygote(zygote_pid)  # a timeout kills the pool process *and* anything its task started
     # Park the sources above the target numbers first, so no dup2 overwrites one still needed.
     devnull = os.open(os.devnull, os.O_RDONLY)
     sources = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, REQUEST_FD + 1) for fd in (devnull, out_w, out_w, res_w, req_r)]

@@ -53,7 +53,8 @@ def run_task_in_child(request: dict, out_w: int, res_w: int, zygote_pid: int, er
         os._exit(exit_code)
 
 
-def _become_task_process(out_w: int, res_w: int, zygote_pid: int) -> None:
+def leave_zygote(zygote_pid: int) -> None:
+    """What a process forked from the zygote does first (a task process or a pool process)."""
     # Own process group: a timeout kills the task *and* anything it started (killpg).
     os.setpgid(0, 0)
     # If the zygote dies, the task dies with it; re-check the parent to close the race where the
@@ -67,6 +68,9 @@ def _become_task_process(out_w: int, res_w: int, zygote_pid: int) -> None:
     for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD):
         signal.signal(signum, signal.SIG_DFL)
 
+
+def _become_task_process(out_w: int, res_w: int, zygote_pid: int) -> None:
+    leave_zygote(zygote_pid)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.dup2(out_w, 1)

@@ -40,17 +40,16 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from app.executor.outcome import classify_exit, parse_result_pipe
 from app.executor.output import OUTPUT_LIMIT_CHARS, BoundedCapture, truncate_text
+from app.executor.pipes import READ_CHUNK, killpg_quietly, read_into
 from app.executor.pool import Pool
 from app.executor.pool_limits import DEFAULT_MAX_MEMORY_MB, DEFAULT_MAX_TASKS, PoolLimits
 from app.executor.protocol import KILL_REASONS, MessageReader, TaskResult, encode_message
 from app.executor.task_child import run_task_in_child, set_parent_death_signal
 
-READ_CHUNK = 64 * 1024
 # A result report is one small JSON object; more than this is a misbehaving task writing to fd 3.
 RESULT_LIMIT_BYTES = 1024 * 1024
 
@@ -130,7 +129,7 @@ class Zygote:
     def kill_everything(self) -> None:
         """SIGKILL every task's process group and reap the task processes."""
         for child in self.children.values():
-            _killpg(child.pid, signal.SIGKILL)
+            killpg_quietly(child.pid, signal.SIGKILL)
         for child in list(self.children.values()):
             try:
                 os.waitpid(child.pid, 0)
@@ -162,7 +161,7 @@ class Zygote:
                 if mask & selectors.EVENT_READ:
                     self._read_control()
             elif kind == "wakeup":
-                _read_into(self._wakeup_r, lambda chunk: None)  # just a wake-up; the flag is set
+                read_into(self._wakeup_r, lambda chunk: None)  # just a wake-up; the flag is set
             # A child finished earlier in this batch has closed its fds (set to None); skip them.
             elif kind == "out" and child.out_fd is not None:
                 self._read_output(child)
@@ -177,7 +176,7 @@ class Zygote:
     def _enforce_deadlines(self, now: float) -> None:
         for child in self.children.values():
             if child.sigkill_at is not None and now >= child.sigkill_at:
-                _killpg(child.pid, signal.SIGKILL)
+                killpg_quietly(child.pid, signal.SIGKILL)
                 child.sigkill_at = None
             elif child.kill_reason is None and child.deadline is not None and now >= child.deadline:
                 self._terminate(child, "timeout")
@@ -187,7 +186,7 @@ class Zygote:
         if child.kill_reason is not None:
             return
         child.kill_reason = reason
-        _killpg(child.pid, signal.SIGTERM)
+        killpg_quietly(child.pid, signal.SIGTERM)
         child.sigkill_at = time.monotonic() + self.kill_grace_seconds
 
     # -- control messages ----------------------------------------------------------------------
@@ -204,7 +203,7 @@ class Zygote:
             self.control_closed = True
             self.selector.unregister(self.control)
             for child in self.children.values():
-                _killpg(child.pid, signal.SIGKILL)
+                killpg_quietly(child.pid, signal.SIGKILL)
             return
         for message in self.reader.feed(data):
             op = message.get("op")
@@ -335,7 +334,7 @@ class Zygote:
         )
 
     def _read_output(self, child: TaskChild) -> None:
-        if _read_into(child.out_fd, child.output.add) == "eof":
+        if read_into(child.out_fd, child.output.add) == "eof":
             self._close_fd(child, "out_fd")
 
     def _read_result(self, child: TaskChild) -> None:
@@ -344,7 +343,7 @@ class Zygote:
             if room > 0:
                 child.result += chunk[:room]
 
-        if _read_into(child.res_fd, keep) == "eof":
+        if read_into(child.res_fd, keep) == "eof":
             self._close_fd(child, "res_fd")
 
     def _close_fd(self, child: TaskChild, attr: str) -> None:
@@ -358,14 +357,14 @@ class Zygote:
         """The task process exited: kill its leftovers, reap it, collect the last bytes, report."""
         # The exited child is a zombie until reaped, so its pid (= the group id) cannot be reused
         # yet: killing the group before waitpid cannot hit an unrelated process.
-        _killpg(child.pid, signal.SIGKILL)
+        killpg_quietly(child.pid, signal.SIGKILL)
         _, status = os.waitpid(child.pid, 0)
         finished_at = time.time()
         exit_code = os.waitstatus_to_exitcode(status)
         # Everything the child wrote is in the pipes already; grandchildren were just killed, so
         # read what is there without waiting for EOF (a grandchild may still hold the write end).
         if child.out_fd is not None:
-            _read_into(child.out_fd, child.output.add)
+            read_into(child.out_fd, child.output.add)
         if child.res_fd is not None:
             self._read_result(child)
         self._close_fd(child, "out_fd")
@@ -392,25 +391,6 @@ class Zygote:
             finished_at=finished_at,
             fork_ms=round(fork_ms, 3),
         )
-
-
-def _read_into(fd: int, sink: Callable[[bytes], None]) -> str:
-    """Read everything currently available from a non-blocking fd; return "eof" or "again"."""
-    while True:
-        try:
-            chunk = os.read(fd, READ_CHUNK)
-        except BlockingIOError:
-            return "again"
-        if not chunk:
-            return "eof"
-        sink(chunk)
-
-
-def _killpg(pgid: int, signum: int) -> None:
-    try:
-        os.killpg(pgid, signum)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def main(argv: list[str] | None = None) -> int:
