@@ -170,6 +170,18 @@ def test_the_scheduler_sleeps_until_a_lead_before_the_next_occurrence(app):
     assert scheduler.seconds_until_due(NOW, 60) == pytest.approx(28.0)
 
 
+def test_a_job_due_now_whose_next_run_falls_inside_the_lead_is_not_forgotten(app):
+    """A 2 s job planned at its time moves its cursor inside the lead: the scheduler must tick
+    again for it (write it ahead, or defer it to its time), not sleep a whole tick interval."""
+    job = make_due_job(next_run_at=NOW, every="2s")
+    scheduler = Scheduler(app, scheduler_id="test-scheduler", clock=lambda: NOW)
+    scheduler.tick(NOW)
+    assert [r.scheduled_for for r in rows_of(job.id)] == [NOW]
+    assert scheduler.seconds_until_due(NOW, 5) == 0.0
+    scheduler.tick(NOW)  # skip job with a run waiting: deferred to its time, as without a lead
+    assert scheduler.seconds_until_due(NOW, 5) == pytest.approx(2.0)
+
+
 def test_an_idle_worker_knows_when_the_next_run_becomes_claimable(app):
     job = make_due_job(next_run_at=SOON)
     tick(app)

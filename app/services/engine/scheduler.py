@@ -181,6 +181,10 @@ class Scheduler:
                 rows += job_rows
                 next_runs.append((job.id, next_run_at))
                 runs_added[job.id] = sum(1 for row in job_rows if row["status"] == S.PENDING.value)
+                if next_run_at is not None and now < next_run_at <= horizon:
+                    # Its next occurrence already falls inside the lead: the next tick writes it
+                    # ahead or defers it to its time (it was not among this batch's `ahead`).
+                    self._again = True
             for job in ahead:
                 skip = job.overlap_policy == "skip"
                 has_limits = job.max_runs is not None or job.end_at is not None
