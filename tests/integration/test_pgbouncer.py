@@ -30,8 +30,11 @@ BACKLOG = 60
 
 
 def _count(status: str) -> int:
+    """Rows in `status` whose time has come (the scheduler's lead time writes rows ahead of it)."""
     with db.engine.connect() as conn:
-        return conn.execute(text("SELECT count(*) FROM executions WHERE status = :s"), {"s": status}).scalar_one()
+        return conn.execute(
+            text("SELECT count(*) FROM executions WHERE status = :s AND available_at <= now()"), {"s": status}
+        ).scalar_one()
 
 
 def _flask(env: dict, *args: str) -> subprocess.CompletedProcess:
