@@ -38,6 +38,13 @@ def _int(env: Mapping[str, str], name: str, default: int, minimum: int = 0) -> i
     return value
 
 
+def _percent(env: Mapping[str, str], name: str, default: int) -> int:
+    value = _int(env, name, default, 1)
+    if value > 100:
+        raise ValueError(f"{name} must be <= 100, got {value}")
+    return value
+
+
 def _int_from(env: Mapping[str, str], name: str, default: int) -> int:
     """A result TTL setting: -1 (forever) or more."""
     return _int(env, name, default, -1) if env.get(name) not in (None, "") else default
@@ -131,6 +138,11 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "SMTP_FROM": env.get("SMTP_FROM") or "cronwell@localhost",
         # Audit events older than this are deleted by the retention pass (0: kept forever).
         "AUDIT_RETENTION_DAYS": _int(env, "AUDIT_RETENTION_DAYS", 365, 0),
+        # The retention pass's pace (app.domain.pacing): at most this many rows per second (0: no
+        # cap), working at most this percentage of its time (100: no pauses), so it leaves the
+        # claims their share of a small machine (docs/performance.md, "10M executions").
+        "RETENTION_ROWS_PER_SECOND": _int(env, "RETENTION_ROWS_PER_SECOND", 12000, 0),
+        "RETENTION_DUTY_PERCENT": _percent(env, "RETENTION_DUTY_PERCENT", 50),
         "READYZ_REQUIRE_HEARTBEATS": _bool(env.get("READYZ_REQUIRE_HEARTBEATS"), False),
         "READYZ_REQUIRE_WORKER_HEARTBEAT": _bool(env.get("READYZ_REQUIRE_WORKER_HEARTBEAT"), False),
         "DEV_ADMIN_USERNAME": env.get("DEV_ADMIN_USERNAME", "admin"),

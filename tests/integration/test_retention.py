@@ -176,3 +176,34 @@ def test_the_cleanup_old_runs_task_prunes_audit_events_and_sessions_by_the_setti
     assert "audit_deleted: 1" in row.output and "sessions_deleted: 1" in row.output
     assert _ages(AuditEvent, now) == [timedelta(days=29)]
     assert _ages(WebSession, now) == [timedelta(hours=23)]
+
+
+def _paced_run(reads, **pace):
+    """prune_engine with a clock that returns `reads` in turn (start, then after each batch and
+    after each pause) and a sleep that records what it was asked to wait."""
+    reads, slept = iter(reads), []
+    result = retention.prune_engine(
+        db.engine, now=NOW, batch=2, monotonic=lambda: next(reads), sleep=slept.append, **pace
+    )
+    return result, slept
+
+
+def test_a_paced_run_waits_between_batches_for_the_stricter_limit(app):
+    job = make_job(now=NOW, retention_count=0, retention_days=7)
+    for i in range(7):
+        add_execution(job, status="succeeded", finished_at=NOW - timedelta(days=8), key=f"old{i}")
+    # Start 0; batches end at 1, 5 and 9.5 and the pauses at 4 and 8; the short fourth batch ends it.
+    result, slept = _paced_run([0.0, 1.0, 4.0, 5.0, 8.0, 9.5, 12.0, 13.0], rows_per_second=0.5, duty_cycle=0.5)
+    assert (result["deleted"], result["batches"], result["more"]) == (7, 4, False)
+    # Rows due at 0.5/s: 2 at 4 s, 4 at 8 s, 6 at 12 s (the duty cycle alone: 2, 4 and 7 s).
+    assert slept == [3.0, 3.0, 2.5] and result["paused"] == 8.5
+
+
+def test_a_paced_run_stops_when_its_budget_ends_inside_a_pause(app):
+    job = make_job(now=NOW, retention_count=0, retention_days=7)
+    for i in range(7):
+        add_execution(job, status="succeeded", finished_at=NOW - timedelta(days=8), key=f"old{i}")
+    # Duty cycle 0.25: 1 s of work asks for 3 s of pause; the second pause would end past 6 s.
+    result, slept = _paced_run([0.0, 1.0, 4.0, 5.0], duty_cycle=0.25, max_seconds=6.0)
+    assert (result["deleted"], result["batches"], result["more"]) == (4, 2, True)
+    assert slept == [3.0]

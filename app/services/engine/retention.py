@@ -10,6 +10,12 @@ The first batch also deletes audit events older than AUDIT_RETENTION_DAYS and we
 than SESSION_MAX_AGE_HOURS (they open nothing any more); a dry run counts both. Every entry point
 (the scheduler, `flask prune-history`, the `cleanup_old_runs` task) passes both settings
 (`retention_settings`), so none of them forgets a table.
+
+A pass is paced (`app.domain.pacing`, RETENTION_ROWS_PER_SECOND and RETENTION_DUTY_PERCENT): at full
+speed one pass takes a whole core, mostly the server running the foreign-key triggers each deleted
+execution fires, which on a small machine is the claims' share (docs/performance.md, "10M
+executions"). Between batches it waits so it deletes no faster than the rate and works no more
+than the duty cycle's share of its time.
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
 from app.database import configure_engine, write_transaction
+from app.domain.pacing import Pace
 from app.models import WebSession
 from app.services.audit import insert_event
 from app.services.audit_log import prune_audit
@@ -37,6 +44,10 @@ DRY_RUN_LIMIT = BATCH * 20
 # How long one pruning run may keep deleting before it returns (the scheduler's hourly pass runs
 # on its tick); whatever is left goes in the next run.
 MAX_SECONDS = 30.0
+# The pace's defaults (config.py's RETENTION_ROWS_PER_SECOND and RETENTION_DUTY_PERCENT): chosen with
+# `python -m bench retention` at 10M rows on 2 cores, docs/performance.md.
+ROWS_PER_SECOND = 12_000
+DUTY_CYCLE = 0.5
 
 
 def prune(
@@ -112,16 +123,25 @@ def prune_engine(
     session_max_age_hours: int = 0,
     max_seconds: float | None = MAX_SECONDS,
     batch: int = BATCH,
+    rows_per_second: float = 0,
+    duty_cycle: float = 1.0,
     monotonic: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> dict:
     """Prune batch after batch, each in its own transaction, until a batch finds fewer than
     `batch` rows per axis (the backlog is gone) or `max_seconds` have passed (None: no limit);
-    returns the totals and `batches`, and `more` when it stopped with history left to prune.
+    returns the totals, `batches`, `paused` (seconds spent waiting for the pace) and `more` when
+    it stopped with history left to prune.
 
+    Between batches it waits as `rows_per_second` and `duty_cycle` ask (`Pace`; the defaults, 0
+    and 1, never wait: the entry points pass the settings, `retention_settings`); the waits count
+    in `max_seconds`, so a run never blocks its caller longer for being paced.
     A dry run is one pass that counts (up to DRY_RUN_LIMIT rows per axis) and deletes nothing."""
     started = monotonic()
-    total = {"deleted": 0, "dry_run": dry_run, "by_job": {}, "batches": 0, "more": False}
+    pace = Pace(started=started, rows_per_second=rows_per_second, duty_cycle=duty_cycle)
+    total = {"deleted": 0, "dry_run": dry_run, "by_job": {}, "batches": 0, "more": False, "paused": 0.0}
     total |= {"audit_deleted": 0, "sessions_deleted": 0}
+    began = started
     while True:
         with write_transaction(engine) as conn:
             result = prune(
@@ -134,6 +154,8 @@ def prune_engine(
                 limit=None if dry_run else batch,
                 housekeeping=total["batches"] == 0,
             )
+        ended = monotonic()
+        pace.record(result["deleted"], began=began, ended=ended)
         if total["batches"] == 0:
             total["audit_deleted"], total["sessions_deleted"] = result["audit_deleted"], result["sessions_deleted"]
         total["batches"] += 1
@@ -142,9 +164,18 @@ def prune_engine(
             total["by_job"][job_id] = total["by_job"].get(job_id, 0) + count
         if dry_run or result["found"] < batch:
             break
-        if max_seconds is not None and monotonic() - started >= max_seconds:
+        if max_seconds is not None and ended - started >= max_seconds:
             total["more"] = True
             break
+        wait = pace.wait_after(ended)
+        if max_seconds is not None and ended + wait - started >= max_seconds:
+            total["more"] = True  # the budget ends inside the pause: the next run goes on
+            break
+        began = ended
+        if wait > 0:
+            sleep(wait)
+            total["paused"] += wait
+            began = monotonic()
     total["by_job"] = dict(sorted(total["by_job"].items(), key=lambda item: int(item[0])))
     return total
 
@@ -172,15 +203,25 @@ def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system"
 
 
 def retention_settings(config) -> dict:
-    """`prune`'s keywords for the audit log and the web sessions, from the app's settings."""
+    """`prune_engine`'s keywords for the audit log, the web sessions and the pace, from the app's
+    settings."""
     return {
         "audit_retention_days": config.get("AUDIT_RETENTION_DAYS", 365),
         "session_max_age_hours": config.get("SESSION_MAX_AGE_HOURS", 168),
+        "rows_per_second": config.get("RETENTION_ROWS_PER_SECOND", ROWS_PER_SECOND),
+        "duty_cycle": config.get("RETENTION_DUTY_PERCENT", DUTY_CYCLE * 100) / 100,
     }
 
 
 def prune_with_url(
-    database_url: str, *, now: datetime, dry_run: bool = False, audit_retention_days: int, session_max_age_hours: int
+    database_url: str,
+    *,
+    now: datetime,
+    dry_run: bool = False,
+    audit_retention_days: int,
+    session_max_age_hours: int,
+    rows_per_second: float = ROWS_PER_SECOND,
+    duty_cycle: float = DUTY_CYCLE,
 ) -> dict:
     """For the cleanup_old_runs task, which runs in a forked process with no app context: the
     worker hands it the two settings (`TaskContext.retention`)."""
@@ -193,6 +234,8 @@ def prune_with_url(
             dry_run=dry_run,
             audit_retention_days=audit_retention_days,
             session_max_age_hours=session_max_age_hours,
+            rows_per_second=rows_per_second,
+            duty_cycle=duty_cycle,
         )
     finally:
         engine.dispose()

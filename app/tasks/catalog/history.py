@@ -126,6 +126,7 @@ def cleanup_old_runs(config: dict, ctx: TaskContext) -> None:
         dry_run=dry_run,
         audit_retention_days=settings.get("audit_retention_days", AUDIT_RETENTION_DAYS),
         session_max_age_hours=settings.get("session_max_age_hours", SESSION_MAX_AGE_HOURS),
+        **{key: settings[key] for key in ("rows_per_second", "duty_cycle") if key in settings},  # the pace
     )
     print("retention dry run (nothing deleted):" if dry_run else "retention applied:")
     for key, value in sorted(summary.items()):
