@@ -2,7 +2,7 @@
 
 Used by compose.yaml, scripts/run_all.py and docs/deployment.md. Every value can be overridden
 by environment variables (GUNICORN_*, see .env.example). Logs are Cronwell's own formatters
-(app.logs.GunicornLogger): one JSON object per line with LOG_FORMAT=json, including one
+(app.gunicorn_logs.GunicornLogger): one JSON object per line with LOG_FORMAT=json, including one
 `http_request` event per request. Metrics: each gunicorn worker is a process, so
 prometheus_client's multiprocess mode sums them through files in PROMETHEUS_MULTIPROC_DIR
 (a fresh temporary directory unless set; emptied at start-up).
@@ -40,7 +40,7 @@ worker_tmp_dir = "/dev/shm" if os.path.isdir("/dev/shm") else None
 accesslog = "-"
 errorlog = "-"
 loglevel = _settings["LOG_LEVEL"].lower()
-logger_class = "app.logs.GunicornLogger"
+logger_class = "app.gunicorn_logs.GunicornLogger"
 # gunicorn's control socket lives at one path per user: several gunicorns on a host would clash.
 control_socket_disable = True
 

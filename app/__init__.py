@@ -37,11 +37,13 @@ _FLASK_OPTIONS = {"--app": True, "-A": True, "--env-file": True, "-e": True, "--
 
 def process_kind(argv: list[str]) -> str:
     """The app kind a process started with `argv` needs: "worker" for `flask worker run`,
-    "scheduler" for `flask scheduler run`, "web" for anything else (gunicorn, other commands)."""
+    "scheduler" for `flask scheduler run` (or the same under `python -m cli`), "web" for anything
+    else (gunicorn, other commands)."""
     from pathlib import PurePath
 
     program = PurePath(argv[0]) if argv else PurePath()
-    if program.name != "flask" and program.parts[-2:] != ("flask", "__main__.py"):
+    # `flask`, `python -m flask`, and `python -m cli` (cli/__main__.py: flask without its plugins)
+    if program.name != "flask" and program.parts[-2:] not in (("flask", "__main__.py"), ("cli", "__main__.py")):
         return WEB
     words = iter(argv[1:])
     command: list[str] = []

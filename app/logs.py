@@ -2,7 +2,8 @@
 
 Log records carry structured fields through `extra=` (event, job_id, execution_id, worker_id...);
 the JSON formatter emits them as keys, and every line has an `event` (`log` when the caller gave
-none). gunicorn's own error and access logs go through the same formatters (`GunicornLogger`).
+none). gunicorn's own error and access logs go through the same formatters (`GunicornLogger`, in
+app/gunicorn_logs.py: only the web server imports gunicorn).
 
 Secrets never reach the output: fields whose names look secret (password, token, secret,
 authorization, cookie) are replaced, the values of the secret settings (SECRET_KEY,
@@ -19,7 +20,6 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from gunicorn.glogging import Logger as _GunicornBaseLogger
 from pythonjsonlogger.json import JsonFormatter
 
 from app.clock import iso_z
@@ -149,65 +149,3 @@ def _route_uncaught_exceptions() -> None:
 
     sys.excepthook = log_uncaught
     threading.excepthook = log_thread_exception
-
-
-# --- gunicorn ---------------------------------------------------------------------------------
-
-
-def _name_gunicorn_plainly(record: logging.LogRecord) -> bool:
-    """gunicorn writes everything it says about itself, its INFO lines included, to a logger named
-    `gunicorn.error`: shown as `gunicorn`, so "Booting worker" does not read as an error."""
-    if record.name == "gunicorn.error":
-        record.name = "gunicorn"
-    return True
-
-
-class GunicornLogger(_GunicornBaseLogger):
-    """gunicorn's error and access logs through Cronwell's formatters.
-
-    The access log is one structured record per request (method, path without the query string,
-    status, duration, bytes, remote address), never headers or cookies. LOG_FORMAT comes from the
-    environment, with the same default as the app (json unless DEBUG).
-    """
-
-    def setup(self, cfg) -> None:
-        super().setup(cfg)
-        from config import load_settings
-
-        formatter = make_formatter(load_settings()["LOG_FORMAT"])
-        for log in (self.error_log, self.access_log):
-            for handler in log.handlers:
-                handler.setFormatter(formatter)
-                handler.addFilter(_name_gunicorn_plainly)
-        # gunicorn keeps its access log at INFO whatever the level; at DEBUG the polls show too.
-        self.access_log.setLevel(min(logging.INFO, self.error_log.level))
-
-    def access(self, resp, req, environ, request_time) -> None:
-        if not self.access_log_enabled:
-            return
-        status = resp.status.split(None, 1)[0] if isinstance(resp.status, str) else resp.status
-        duration_ms = round(request_time.total_seconds() * 1000, 3)
-        method, path = environ.get("REQUEST_METHOD"), environ.get("PATH_INFO")
-        # The console's live panels and lists poll every few seconds: at INFO they would bury
-        # everything else in development. A poll is an HTMX GET; it is logged at DEBUG.
-        polling = method == "GET" and environ.get("HTTP_HX_REQUEST") == "true"
-        try:
-            self.access_log.log(
-                logging.DEBUG if polling else logging.INFO,
-                "%s %s %s %sms",
-                method,
-                path,
-                status,
-                duration_ms,
-                extra={
-                    "event": "http_request",
-                    "method": method,
-                    "path": path,
-                    "status": int(status),
-                    "duration_ms": duration_ms,
-                    "bytes": getattr(resp, "sent", None),
-                    "remote": environ.get("REMOTE_ADDR"),
-                },
-            )
-        except Exception:
-            self.error("could not write the access log line", exc_info=True)

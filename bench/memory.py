@@ -11,9 +11,10 @@ The same-run limit for a task process is the zygote it was forked from.
 Then the drain (issue 19, item 4): `flask worker run --workers 4` drains N pending no-op
 executions (default 3000, `--throughput-n`) on PostgreSQL, the peaks read while it is still
 alive, and the worker parent's peak is printed as a ratio to Celery's prefork main process on
-this machine (51 MB, issue 19). Each round runs it twice, interleaved: as shipped (the lean
-"worker" app kind) and with the whole app (`create_app` as the web server builds it), so the
-saving is measured in the same run.
+this machine (51 MB, issue 19). Each round runs it three times, interleaved: as `flask worker run`
+(the lean "worker" app kind), as `python -m cli worker run` (the same without Flask's plugin scan,
+cli/__main__.py) and with the whole app (`create_app` as the web server builds it), so the savings
+are measured in the same run.
 """
 
 from __future__ import annotations
@@ -196,7 +197,11 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     return figures + _drain_figures(db, options, logs)
 
 
-def _drain(db: BenchDatabase, count: int, *, whole_app: bool, log_path: Path) -> dict:
+# How each drain variant starts the worker: `flask`, `python -m cli`, or the whole app.
+DRAIN_VARIANTS = ("lean", "cli", "whole")
+
+
+def _drain(db: BenchDatabase, count: int, *, variant: str, log_path: Path) -> dict:
     """Drain `count` pending no-op executions with one 4-slot worker; peaks of its processes."""
     db.reset()
     with db.connect() as conn:
@@ -205,9 +210,10 @@ def _drain(db: BenchDatabase, count: int, *, whole_app: bool, log_path: Path) ->
         conn.execute("VACUUM ANALYZE executions")
     env = db.env(LOG_LEVEL="WARNING")
     args = ["worker", "run", "--workers", str(DRAIN_SLOTS)]
-    if whole_app:
+    if variant in ("whole", "cli"):
+        program = ["-c", _WHOLE_APP] if variant == "whole" else ["-m", "cli"]
         worker = subprocess.Popen(
-            [str(VENV_BIN / "python"), "-c", _WHOLE_APP, *args],
+            [str(VENV_BIN / "python"), *program, *args],
             cwd=PROJECT_ROOT,
             env=env,
             stdout=open(log_path, "wb"),
@@ -259,15 +265,16 @@ def _median(values: list) -> float | None:
 def _drain_figures(db: BenchDatabase, options, logs: Path) -> list[Figure]:
     count = getattr(options, "throughput_n", None) or 3000
     rounds = 1 if options.quick else max(1, getattr(options, "rounds", 3) or 3)
-    runs: dict[str, list[dict]] = {"lean": [], "whole": []}
+    runs: dict[str, list[dict]] = {variant: [] for variant in DRAIN_VARIANTS}
     for i in range(rounds):
-        for kind in ("lean", "whole"):  # interleaved, so both see the same machine
-            runs[kind].append(_drain(db, count, whole_app=kind == "whole", log_path=logs / f"drain-{kind}-{i}.log"))
+        for kind in DRAIN_VARIANTS:  # interleaved, so all see the same machine
+            runs[kind].append(_drain(db, count, variant=kind, log_path=logs / f"drain-{kind}-{i}.log"))
 
     def med(kind: str, process: str, key: str) -> float | None:
         return _median([run[process].get(key) for run in runs[kind]])
 
     lean_parent = med("lean", "parent", "VmHWM")
+    cli_parent = med("cli", "parent", "VmHWM")
     whole_parent = med("whole", "parent", "VmHWM")
     note = f"1 worker x {DRAIN_SLOTS} slots draining {count} no-op jobs on PostgreSQL, median of {rounds}"
     figures = [
@@ -280,6 +287,17 @@ def _drain_figures(db: BenchDatabase, options, logs: Path) -> list[Figure]:
             CELERY_MAIN_MB,
             note=note + "; each round: " + ", ".join(f"{r['parent'].get('VmHWM', 0):.1f}" for r in runs["lean"]),
         ).judge("ratio <= 1.0"),
+        Figure(
+            NAME,
+            "drain: worker parent peak RSS, python -m cli",
+            cli_parent,
+            "MB",
+            "Celery prefork main process",
+            CELERY_MAIN_MB,
+            note="without Flask's plugin scan; each round: "
+            + ", ".join(f"{r['parent'].get('VmHWM', 0):.1f}" for r in runs["cli"]),
+        ),
+        Figure(NAME, "drain: python -m cli / flask parent peak", cli_parent, "MB", "flask worker run", lean_parent),
         Figure(
             NAME,
             "drain: worker parent peak RSS, whole app",

@@ -5,7 +5,9 @@ through the real `flask` command line (`flask.cli.main` with the process's argv,
 comes from `app.process_kind` as in production), then imports what the command imports when it
 starts its loop, and lists the modules it holds. The web stack (blueprints, WTForms,
 flask-smorest/apispec/webargs, flask-jwt-extended, the other command modules) is most of the
-memory the worker parent used to carry and none of it is used there.
+memory the worker parent used to carry and none of it is used there; Flask-Login and gunicorn
+are not imported there either. `python -m cli` (cli/__main__.py) is the same command line without
+Flask's plugin scan, which loads Flask-Limiter's command (and rich) into every `flask` process.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import os
 import subprocess
 import sys
 
+import click
 import pytest
 
 from app import SCHEDULER, WEB, WORKER, create_app, process_kind
@@ -31,20 +34,30 @@ WEB_PACKAGES = (
     "marshmallow",
     "flask_jwt_extended",
     "jwt",
+    "flask_login",  # only sign-in needs it (User answers Flask-Login's questions itself)
+    "gunicorn",  # only the web server (its logger class lives in app/gunicorn_logs.py)
 )
+# What Flask's plugin scan brings into every `flask` process: Flask-Limiter's `flask limiter`
+# command, with limits and rich. `python -m cli` (cli/__main__.py) does without it.
+PLUGIN_PACKAGES = ("flask_limiter", "limits", "rich")
 # Cronwell modules only the web server and the other commands need.
 WEB_MODULES = ("app.web", "app.api", "app.auth", "app.dashboard", "app.metrics_routes", "cli.job", "cli.demo")
 
 ENGINE_MODULE = {WORKER: "app.services.engine.worker", SCHEDULER: "app.services.engine.scheduler"}
 
 
-def _modules_after(command: list[str], then_import: str, tmp_path, flask_app: str | None) -> dict:
+# How the probe starts the command line: as the `flask` script does, or as `python -m cli` does
+# (runpy runs cli/__main__.py as __main__ with argv[0] set to its path, as -m does).
+FLASK = "from flask.cli import main; sys.argv = ['flask', *COMMAND]; main()"
+PYTHON_M_CLI = "import runpy; sys.argv = ['-m', *COMMAND]; runpy.run_module('cli', run_name='__main__', alter_sys=True)"
+
+
+def _modules_after(command: list[str], then_import: str, tmp_path, flask_app: str | None, entry: str = FLASK) -> dict:
     probe = (
         "import sys, json\n"
-        f"sys.argv = ['flask', *{command!r}, '--help']\n"
-        "from flask.cli import main\n"
+        f"COMMAND = {[*command, '--help']!r}\n"
         "try:\n"
-        "    main()\n"
+        f"    {entry}\n"
         "except SystemExit:\n"
         "    pass\n"
         f"import {then_import}\n"
@@ -79,9 +92,48 @@ def test_worker_and_scheduler_processes_do_not_import_the_web(kind, flask_app, t
 
 def test_the_probe_sees_the_web_stack_in_other_commands(tmp_path):
     """The same probe on `flask job list` finds the web parts: the check above can fail."""
-    modules = _modules_after(["job", "list"], "app.services.engine.worker", tmp_path, None)["modules"]
-    assert "app.web" in modules
-    assert "flask_smorest" in modules
+    modules = _modules_after(["job", "list"], "app.services.engine.worker, app.gunicorn_logs", tmp_path, None)
+    assert "app.web" in modules["modules"]
+    assert "flask_smorest" in modules["modules"]
+    assert "flask_login" in modules["modules"]
+    assert "gunicorn.glogging" in modules["modules"]
+
+
+def _plugin_parts(modules: list[str]) -> list[str]:
+    return sorted(m for m in modules if m.split(".")[0] in PLUGIN_PACKAGES)
+
+
+@pytest.mark.parametrize("kind", [WORKER, SCHEDULER])
+@pytest.mark.parametrize("flask_app", [None, "app"], ids=["wsgi.py", "FLASK_APP=app"])
+def test_python_m_cli_runs_them_lean_and_without_flask_plugins(kind, flask_app, tmp_path):
+    modules = _modules_after([kind, "run"], ENGINE_MODULE[kind], tmp_path, flask_app, entry=PYTHON_M_CLI)["modules"]
+    assert ENGINE_MODULE[kind] in modules
+    assert _web_parts(modules) == []  # the lean kind: process_kind knows cli/__main__.py
+    assert _plugin_parts(modules) == []
+
+
+def test_the_probe_sees_the_plugins_flask_loads(tmp_path):
+    """The same probe on `flask worker run` finds Flask-Limiter's command: the check above can fail."""
+    modules = _modules_after([WORKER, "run"], ENGINE_MODULE[WORKER], tmp_path, "app")["modules"]
+    assert "flask_limiter.commands" in _plugin_parts(modules)
+    assert "rich" in modules
+
+
+def test_python_m_cli_has_flasks_commands_but_the_plugins(app):
+    """The same command line as `flask`: every command but Flask-Limiter's `limiter`."""
+    from flask.cli import ScriptInfo
+    from flask.cli import cli as flask_cli
+
+    from cli.__main__ import cli as cronwell_cli
+
+    def names(group) -> set[str]:
+        ctx = click.Context(group, obj=ScriptInfo(create_app=lambda: app))
+        return set(group.list_commands(ctx))
+
+    ours = names(cronwell_cli)
+    assert {"worker", "scheduler", "job", "db", "run", "shell", "routes"} <= ours
+    assert names(flask_cli) - ours == {"limiter"}
+    assert ours <= names(flask_cli)
 
 
 @pytest.mark.parametrize(
@@ -93,6 +145,9 @@ def test_the_probe_sees_the_web_stack_in_other_commands(tmp_path):
         (["flask", "-A", "app", "--debug", "scheduler", "run", "--once"], SCHEDULER),
         (["flask", "--env-file=.env", "worker", "run"], WORKER),
         (["/x/site-packages/flask/__main__.py", "worker", "run"], WORKER),
+        (["/srv/cronwell/cli/__main__.py", "worker", "run", "--workers", "4"], WORKER),
+        (["/srv/cronwell/cli/__main__.py", "--app", "app", "scheduler", "run"], SCHEDULER),
+        (["/srv/cronwell/cli/__main__.py", "job", "list"], WEB),
         (["flask", "worker", "list"], WEB),
         (["flask", "worker"], WEB),
         (["flask", "job", "run"], WEB),

@@ -9,7 +9,7 @@ import re
 from datetime import timedelta
 from types import SimpleNamespace
 
-from app.logs import GunicornLogger, _name_gunicorn_plainly
+from app.gunicorn_logs import GunicornLogger, _name_gunicorn_plainly
 
 
 def _requests(level: int) -> dict[str, str]:

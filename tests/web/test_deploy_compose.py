@@ -284,7 +284,7 @@ def test_gunicorn_config_reads_the_environment(monkeypatch, tmp_path):
     config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
     assert (config["workers"], config["timeout"], config["bind"]) == (3, 45, "0.0.0.0:9000")
     assert config["worker_class"] == "gthread" and config["accesslog"] == "-" and config["errorlog"] == "-"
-    assert config["logger_class"] == "app.logs.GunicornLogger"
+    assert config["logger_class"] == "app.gunicorn_logs.GunicornLogger"
     assert config["control_socket_disable"] is True
     assert callable(config["on_starting"]) and callable(config["child_exit"])
 

@@ -13,7 +13,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from app.logs import MASK, GunicornLogger, Redactor, configure_logging, make_formatter, secret_values
+from app.gunicorn_logs import GunicornLogger
+from app.logs import MASK, Redactor, configure_logging, make_formatter, secret_values
 
 SECRETS = {
     "SECRET_KEY": "sk-0123456789abcdef",
