@@ -164,7 +164,12 @@ def single_statement_on(conn: Connection) -> Iterator[Connection]:
     """
     if conn.dialect.name != "postgresql":
         raise ValueError("single_statement_on is for PostgreSQL; use write_transaction_on")
-    conn.execution_options(isolation_level="AUTOCOMMIT")
+    # Set on the DBAPI connection, not with `conn.execution_options(isolation_level=...)`: that
+    # also registers a reset with the pool each time, kept until the connection is returned, and
+    # the worker keeps its connection for its whole life, so they piled up (about 0.25 KB a turn,
+    # 0.4 KB of RSS per execution while draining, without end). This resets it itself.
+    dbapi_connection = conn.connection.dbapi_connection
+    conn.dialect.set_isolation_level(dbapi_connection, "AUTOCOMMIT")
     try:
         yield conn
         conn.commit()  # ends SQLAlchemy's autobegun Transaction; the database already committed
@@ -172,7 +177,7 @@ def single_statement_on(conn: Connection) -> Iterator[Connection]:
         conn.rollback()
         raise
     finally:
-        conn.execution_options(isolation_level=conn.default_isolation_level)
+        conn.dialect.set_isolation_level(dbapi_connection, conn.default_isolation_level)
 
 
 def begin_write(session: Session) -> Connection:
