@@ -37,16 +37,17 @@ def _ready_then_go() -> float:
     return time.time()
 
 
-def _app():
+def _app(kind: str = "web"):
     from app import create_app
 
-    return create_app({"TESTING": True})
+    # `--kind worker` builds the lean app `flask worker run` gets (no web stack), as a user runs it.
+    return create_app({"TESTING": True}, kind=kind)
 
 
-def run_worker(slots: int, worker_id: str, null: bool) -> dict:
+def run_worker(slots: int, worker_id: str, null: bool, kind: str = "web") -> dict:
     from app.services.engine.worker import Worker
 
-    app = _app()
+    app = _app(kind)
     with app.app_context():
         executor = InstantExecutor() if null else MeasuredForkServer(kill_grace_seconds=2.0)
         worker = Worker(app, worker_id=worker_id, slots=slots, executor=executor)
@@ -295,11 +296,12 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--windows", type=float, default=5.0)
     parser.add_argument("--worker-id", default=f"bench-{os.getpid()}")
+    parser.add_argument("--kind", choices=["web", "worker"], default="web", help="the app kind (worker modes)")
     args = parser.parse_args()
     os.environ["PGAPPNAME"] = args.worker_id  # libpq names every connection: its backends' CPU is read
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     if args.mode == "worker":
-        result = run_worker(args.slots, args.worker_id, null=False)
+        result = run_worker(args.slots, args.worker_id, null=False, kind=args.kind)
     elif args.mode == "nullworker":
         result = run_worker(args.slots, args.worker_id, null=True)
     elif args.mode == "dbpath":

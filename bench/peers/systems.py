@@ -131,7 +131,19 @@ def run_cronwell(ctx: Context, round_no: int, *, isolation: str = "process", slo
     _prepare_pg(db, ctx.count)
     worker_id = f"peers-cronwell-{isolation}-{round_no}"
     spawn = measure.Spawn(
-        [sys.executable, "-m", "bench.child", "worker", "--slots", str(slots), "--worker-id", worker_id],
+        # The lean worker app `flask worker run` builds (no web stack), not the whole web app.
+        [
+            sys.executable,
+            "-m",
+            "bench.child",
+            "worker",
+            "--kind",
+            "worker",
+            "--slots",
+            str(slots),
+            "--worker-id",
+            worker_id,
+        ],
         db.env(),
         PROJECT_ROOT,
     )
