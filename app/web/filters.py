@@ -1,12 +1,18 @@
 """Template filters for times, ages and durations. Values may be datetimes or ISO 8601 text
-(cached dashboard data is JSON, so its instants arrive as text)."""
+(cached dashboard data is JSON, so its instants arrive as text).
+
+The cell filters (`time_cell`, `status_badge`, `name_link`, `enabled_badge`) hold the markup of
+the small building blocks list tables repeat in every row; the macros of the same names in
+templates/macros/ui.html call them. A Jinja macro call per cell cost the 50-row lists more CPU
+than their queries (issue 18), a filter a fraction of it."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
-from flask import Flask
+from flask import Flask, url_for
+from markupsafe import Markup
 
 from app.clock import iso_z, utcnow
 
@@ -87,6 +93,50 @@ def label(value) -> str:
     return "" if value is None else str(value).replace("_", " ")
 
 
+_DASH_CELL = Markup('<span class="muted">—</span>')
+_ENABLED = Markup('<span class="status status-enabled">enabled</span>')
+_DISABLED = Markup('<span class="status status-disabled">disabled</span>')
+
+
+def time_cell(value) -> Markup:
+    """An instant in a list table (whose header says UTC): `2026-06-01 12:00:05` in a `<time>`
+    with the ISO instant and the full text on hover; a muted dash for nothing."""
+    if not value:
+        return _DASH_CELL
+    moment = as_datetime(value)
+    shown = "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    iso = "" if moment is None else iso_z(moment)
+    return Markup('<time datetime="%s" title="%s">%s</time>') % (iso, shown, shown[:-4])
+
+
+def status_badge(value) -> Markup:
+    """`<span class="status status-timed_out">timed out</span>`."""
+    return Markup('<span class="status status-%s">%s</span>') % (value, label(value))
+
+
+def name_link(text, href) -> Markup:
+    """A name that may be long (a job's, up to 200 characters), cut with an ellipsis by CSS to
+    keep every column of its table in view; the full text on hover and for screen readers."""
+    return Markup('<a class="clip" href="%s" title="%s">%s</a>') % (href, text, text)
+
+
+def enabled_badge(enabled) -> Markup:
+    return _ENABLED if enabled else _DISABLED
+
+
+_URL_SENTINEL = 987654321
+
+
+def url_pattern(endpoint: str, key: str):
+    """`url_for(endpoint, key=value)` for every row of a list: the URL is built once and each
+    row's value formatted into it (url_for per row was a tenth of a list page's CPU)."""
+    url = url_for(endpoint, **{key: _URL_SENTINEL})
+    head, found, tail = url.partition(str(_URL_SENTINEL))
+    if not found or str(_URL_SENTINEL) in tail:
+        return lambda value: url_for(endpoint, **{key: value})
+    return lambda value: f"{head}{value}{tail}"
+
+
 def register_filters(app: Flask) -> None:
     app.add_template_filter(format_utc, "utc")
     app.add_template_filter(iso_utc, "iso")
@@ -94,3 +144,8 @@ def register_filters(app: Flask) -> None:
     app.add_template_filter(format_seconds, "seconds")
     app.add_template_filter(age, "age")
     app.add_template_filter(label, "label")
+    app.add_template_filter(time_cell, "time_cell")
+    app.add_template_filter(status_badge, "status_badge")
+    app.add_template_filter(name_link, "name_link")
+    app.add_template_filter(enabled_badge, "enabled_badge")
+    app.add_template_global(url_pattern, "url_pattern")

@@ -66,7 +66,8 @@ def page_number(arg: str = "page") -> int:
 
 
 def paginate(query: Select, *, page: int, per_page: int) -> Page:
-    """Run one page of `query` (a service's ordered select of ORM rows of one entity)."""
+    """Run one page of `query`: a service's ordered select of ORM objects of one entity, or of
+    columns led by an entity's (then the page's items are rows)."""
     # Counting every matching row costs a scan of all of them (about 100 ms at a million
     # executions), so the count stops at COUNT_CAP + 1.
     total = capped_counts(db.session, {"rows": _keys_of(query).order_by(None)}, COUNT_CAP)["rows"]
@@ -83,8 +84,17 @@ def paginate(query: Select, *, page: int, per_page: int) -> Page:
     # The last counted page stops at the cap, as the pager says ("51-60 of more than 60").
     keys = _keys_of(query).limit(max(0, min(per_page, total - offset))).offset(offset)
     key = _primary_key(query)
-    items = list(db.session.scalars(query.where(key.in_(keys.scalar_subquery()))).unique())
+    page_query = query.where(key.in_(keys.scalar_subquery()))
+    if _selects_entity(query):
+        items = list(db.session.scalars(page_query).unique())
+    else:
+        items = list(db.session.execute(page_query))
     return Page(items=items, page=page, per_page=per_page, total=total, capped=capped, requested=requested)
+
+
+def _selects_entity(query: Select) -> bool:
+    (first, *rest) = query.column_descriptions
+    return not rest and first["expr"] is first["entity"]
 
 
 def _primary_key(query: Select):
