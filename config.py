@@ -141,8 +141,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         # The retention pass's pace (app.domain.pacing): at most this many rows per second (0: no
         # cap), working at most this percentage of its time (100: no pauses), so it leaves the
         # claims their share of a small machine (docs/performance.md, "10M executions").
-        "RETENTION_ROWS_PER_SECOND": _int(env, "RETENTION_ROWS_PER_SECOND", 12000, 0),
-        "RETENTION_DUTY_PERCENT": _percent(env, "RETENTION_DUTY_PERCENT", 50),
+        "RETENTION_ROWS_PER_SECOND": _int(env, "RETENTION_ROWS_PER_SECOND", 11000, 0),
+        "RETENTION_DUTY_PERCENT": _percent(env, "RETENTION_DUTY_PERCENT", 75),
         "READYZ_REQUIRE_HEARTBEATS": _bool(env.get("READYZ_REQUIRE_HEARTBEATS"), False),
         "READYZ_REQUIRE_WORKER_HEARTBEAT": _bool(env.get("READYZ_REQUIRE_WORKER_HEARTBEAT"), False),
         "DEV_ADMIN_USERNAME": env.get("DEV_ADMIN_USERNAME", "admin"),

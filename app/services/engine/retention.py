@@ -46,8 +46,8 @@ DRY_RUN_LIMIT = BATCH * 20
 MAX_SECONDS = 30.0
 # The pace's defaults (config.py's RETENTION_ROWS_PER_SECOND and RETENTION_DUTY_PERCENT): chosen with
 # `python -m bench retention` at 10M rows on 2 cores, docs/performance.md.
-ROWS_PER_SECOND = 12_000
-DUTY_CYCLE = 0.5
+ROWS_PER_SECOND = 11_000
+DUTY_CYCLE = 0.75
 
 
 def prune(
