@@ -48,7 +48,7 @@ from app.executor.pipes import READ_CHUNK, killpg_quietly, read_into
 from app.executor.pool import Pool
 from app.executor.pool_limits import DEFAULT_MAX_MEMORY_MB, DEFAULT_MAX_TASKS, PoolLimits
 from app.executor.protocol import KILL_REASONS, MessageReader, TaskResult, encode_message
-from app.executor.task_child import run_task_in_child, set_parent_death_signal
+from app.executor.task_child import prepare_in_zygote, run_task_in_child, set_parent_death_signal
 
 # A result report is one small JSON object; more than this is a misbehaving task writing to fd 3.
 RESULT_LIMIT_BYTES = 1024 * 1024
@@ -420,6 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     except BaseException:
         control.sendall(encode_message({"type": "fatal", "error": traceback.format_exc()}))
         return 1
+    prepare_in_zygote()
     # Move everything imported so far out of the collector's reach: a collection in a child would
     # otherwise touch (and copy-on-write) every object page inherited from the zygote.
     gc.collect()

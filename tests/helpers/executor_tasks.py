@@ -101,6 +101,8 @@ def describe_process(config: dict, ctx: TaskContext) -> dict:
         "pdeathsig": pdeathsig.value,
         "sigterm_default": signal.getsignal(signal.SIGTERM) == signal.SIG_DFL,
         "open_fds": sorted(int(fd) for fd in os.listdir("/proc/self/fd")),
+        "stdin_is_devnull": os.path.samestat(os.fstat(0), os.stat(os.devnull)),
+        "stdout_seekable": sys.stdout.seekable(),
     }
 
 

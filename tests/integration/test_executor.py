@@ -196,6 +196,8 @@ def test_task_process_is_isolated(server, tmp_path):
     assert facts["pgid"] == result.pid  # its own process group
     assert facts["pdeathsig"] == signal.SIGKILL  # dies with the zygote
     assert facts["sigterm_default"] is True
+    assert facts["stdin_is_devnull"] is True
+    assert facts["stdout_seekable"] is False  # the zygote-built stream knows it writes to a pipe
     # stdin, stdout, stderr, the result pipe, and the fd listdir itself opened; nothing of the zygote's
     assert len(facts["open_fds"]) <= 5
 
