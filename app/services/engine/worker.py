@@ -13,10 +13,12 @@ a worker that cannot renew stops its own tasks before their leases expire
 (app/services/engine/lease_watchdog.py), so a recovered run never has two copies running.
 
 Claiming ahead keeps the turn off the path between a slot freeing and the next fork. While tasks
-are short (a moving average under AHEAD_TASK_SECONDS), a turn claims up to `slots` runs more than
-the free slots; they wait in `_ready`, started in the database (status running, lease, Attempt
-row) but not forked. When a result arrives its slot is refilled from `_ready` at once, and only
-then does the turn record the result and claim the replacement. Why the history stays truthful
+are short (a moving average under AHEAD_TASK_SECONDS), a turn claims runs beyond the free slots
+(a slot's worth each, more for very short tasks: `_ahead`); they wait in `_ready`, started in the
+database (status running, lease, Attempt row) but not forked. When a result arrives its slot is
+refilled from `_ready` at once; the turn that records results and claims the replacements runs
+once `_ready` is half empty or a result has waited RECORD_WITHIN_SECONDS, so one commit serves a
+batch (`_turn_due`). Why the history stays truthful
 (docs/adr/0010-claim-ahead.md): a process is forked only for a run whose claim and Attempt row
 have committed, so a worker killed at any instant leaves an Attempt for every process it forked;
 a run claimed but not forked when the worker dies is `running` under a lease like any run whose
@@ -77,10 +79,18 @@ HEARTBEAT_EVERY = timedelta(seconds=5)
 RECOVERY_EVERY = timedelta(seconds=15)
 LISTEN_TO = [wakeups.WORK_CHANNEL, wakeups.CONTROL_CHANNEL]
 REGISTRY_EXECUTIONS = 50  # running executions listed in the heartbeat (the registry shows them)
-# Claim ahead (up to `slots` runs started in the database but not forked yet) only while tasks
-# finish this fast on average: then a claimed run waits a few ms for its slot, never a long task.
+# Claim ahead (runs started in the database but not forked yet) only while tasks finish this
+# fast on average: then a claimed run waits a few ms for its slot, never a long task.
 AHEAD_TASK_SECONDS = 0.25
 AHEAD_SMOOTHING = 0.2  # weight of the newest task duration in the moving average
+# How far ahead: at least a slot's worth each, and more while tasks are very short (pooled
+# no-ops take well under a millisecond, a turn waits for a WAL flush), as many as the slots run
+# in AHEAD_WAIT_SECONDS at the average task duration, at most AHEAD_MAX_PER_SLOT per slot.
+AHEAD_WAIT_SECONDS = 0.05
+AHEAD_MAX_PER_SLOT = 16
+# A result waits at most this long for the turn that records it (the turn runs earlier when the
+# runs claimed ahead run low); its execution's finished_at is that turn's time.
+RECORD_WITHIN_SECONDS = 0.02
 
 
 @dataclass
@@ -349,12 +359,17 @@ class Worker:
         # records them: the turn is not on the path between a slot freeing and the next fork.
         self._fork_ready(busy=len(self.running) - len(self._ready) - len(results))
         claiming = not (self._stopping or self._draining)
-        free = self.slots + self._ahead() - len(self.running) + len(results) if claiming else 0
+        ahead = self._ahead() if claiming else 0
+        free = _claim_size(self.slots + ahead - len(self.running) + len(results)) if claiming else 0
         started = finished = 0
-        if results or free > 0:
+        if self._turn_due(results, free, ahead, claiming):
             started, finished = self._settle_and_claim(results, free, now)
             self._fork_ready()
+        else:
+            self._unrecorded = results  # the next turn records them, within RECORD_WITHIN_SECONDS
         timeout = self.poll_seconds if wait is None else wait
+        if self._unrecorded:
+            timeout = min(timeout, max(0.0, RECORD_WITHIN_SECONDS - self._unrecorded_age()))
         if wait == 0.0 and self.running:
             timeout = 0.05  # burst: wait briefly for a result rather than spin
         if wait is None and claiming and len(self.running) < self.slots:
@@ -511,7 +526,7 @@ class Worker:
             # (a) a run recorded in this statement did not yet free its job for the claim in the
             # same statement (one snapshot), so a queued successor would wait; or (b) claimed
             # rows were cancelled (job disabled), which used up the claim without filling slots.
-            started += self._settle_and_claim([], free - started, now)[0]
+            started += self._settle_and_claim([], _claim_size(free - started), now)[0]
         return started, len(results)
 
     def _take(self, item: ClaimedExecution, attempt: int, now: datetime) -> None:
@@ -548,9 +563,31 @@ class Worker:
             busy += 1
 
     def _ahead(self) -> int:
-        """How many runs to claim beyond the slots: a slot's worth each while tasks are short."""
-        short = self._task_seconds is not None and self._task_seconds < AHEAD_TASK_SECONDS
-        return self.slots if short else 0
+        """How many runs to claim beyond the slots: none while tasks are long, a slot's worth each
+        while they are short, and as many as the slots run in AHEAD_WAIT_SECONDS (at most
+        AHEAD_MAX_PER_SLOT each) while they are very short, so that one turn records and claims
+        a batch and the slots run the buffer while it waits for its commit."""
+        average = self._task_seconds
+        if average is None or average >= AHEAD_TASK_SECONDS:
+            return 0
+        by_wait = int(self.slots * AHEAD_WAIT_SECONDS / max(average, 1e-4))
+        return max(self.slots, min(self.slots * AHEAD_MAX_PER_SLOT, by_wait))
+
+    def _turn_due(self, results: list[TaskResult], free: int, ahead: int, claiming: bool) -> bool:
+        """Whether this wake-up runs a turn. Every turn waits for a commit (a WAL flush on
+        PostgreSQL) whatever its size, so while runs claimed ahead keep the slots busy, results
+        are gathered and recorded together: the turn runs once the buffer is down to half of
+        `ahead` (with no buffer, at once, as before), or when a result has waited
+        RECORD_WITHIN_SECONDS."""
+        if not results and free <= 0:
+            return False
+        if not claiming or len(self._ready) <= ahead // 2:
+            return True
+        return bool(results) and self._unrecorded_age(results) >= RECORD_WITHIN_SECONDS
+
+    def _unrecorded_age(self, results: list[TaskResult] | None = None) -> float:
+        pending = self._unrecorded if results is None else results
+        return time.time() - min((r.finished_at for r in pending), default=time.time())
 
     def _submit(self, ready: Ready) -> None:
         item, attempt = ready.item, ready.attempt
@@ -872,3 +909,14 @@ class Worker:
         keys = cache.keys_for_jobs(self._dirty_jobs)
         self._dirty_jobs.clear()
         cache.get_cache().delete(keys)
+
+
+def _claim_size(free: int) -> int:
+    """`free`, rounded down to one of a few sizes above 4 (4, 6, 8, 12, 16, 24, ...): each size
+    is its own turn statement text (a literal limit, prepared and planned once per connection,
+    app/store/postgres.py), so a worker claiming far ahead keeps a handful of texts, not one
+    per size."""
+    if free <= 4:
+        return free
+    power = 1 << (free.bit_length() - 1)
+    return power + power // 2 if free >= power + power // 2 else power
