@@ -112,6 +112,7 @@ class Zygote:
         signal.set_wakeup_fd(self._wakeup_w)
         signal.signal(signal.SIGTERM, self._on_sigterm)
         self.send({"type": "ready", "pid": os.getpid()})
+        self._flush_outbox()
         while not self.terminated:
             self.run_once(self.next_timeout())
             if (self.shutting_down or self.control_closed) and not self.children:
@@ -153,6 +154,8 @@ class Zygote:
 
     def run_once(self, timeout: float | None) -> None:
         """Wait for one batch of events (at most `timeout` s), handle them, enforce deadlines."""
+        if self.outbox and self._control_events == selectors.EVENT_READ:
+            self._flush_outbox()  # what the last batch queued, in one send
         for key, mask in self.selector.select(timeout):
             kind, child = key.data
             if kind == "control":
@@ -220,11 +223,14 @@ class Zygote:
                     self._terminate(child, "shutdown")
 
     def send(self, message: dict) -> None:
-        """Queue a message for the worker; never blocks (the worker may be busy submitting)."""
+        """Queue a message for the worker; never blocks (the worker may be busy submitting).
+
+        Sent before the loop next waits (`run_once`), so the messages of one batch of events (a
+        fork's "started", another task's result) leave in one send and wake the worker once.
+        """
         if self.control_closed:
             return
         self.outbox += encode_message(message)
-        self._flush_outbox()
 
     def _flush_outbox(self) -> None:
         try:
