@@ -45,7 +45,7 @@ def jobs_list_page():
     filters = console_lists.JobFilters(search, enabled, queue_id, task, outcome)
     page = Page(items=[], page=1, per_page=JOBS_PER_PAGE, total=0)
     if not errors:
-        page = paginate(console_lists.jobs_query(filters, caller), page=page_number(), per_page=JOBS_PER_PAGE)
+        page = paginate(console_lists.job_list_query(filters, caller), page=page_number(), per_page=JOBS_PER_PAGE)
     now = utcnow()
     query = {
         k: v

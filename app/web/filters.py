@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from flask import Flask, url_for
-from markupsafe import Markup
+from markupsafe import Markup, escape
 
 from app.clock import iso_z, utcnow
 
@@ -104,20 +104,24 @@ def time_cell(value) -> Markup:
     if not value:
         return _DASH_CELL
     moment = as_datetime(value)
-    shown = "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
-    iso = "" if moment is None else iso_z(moment)
-    return Markup('<time datetime="%s" title="%s">%s</time>') % (iso, shown, shown[:-4])
+    if moment is None:  # text that is no instant
+        return Markup('<time datetime="" title="—"></time>')
+    # Digits, dashes, colons and spaces only: nothing to escape. (f-strings, not Markup's `%`,
+    # whose per-argument wrappers cost more than the rest of the cell.)
+    shown = moment.strftime("%Y-%m-%d %H:%M:%S")
+    return Markup(f'<time datetime="{iso_z(moment)}" title="{shown} UTC">{shown}</time>')
 
 
 def status_badge(value) -> Markup:
     """`<span class="status status-timed_out">timed out</span>`."""
-    return Markup('<span class="status status-%s">%s</span>') % (value, label(value))
+    return Markup(f'<span class="status status-{escape(value)}">{escape(label(value))}</span>')
 
 
 def name_link(text, href) -> Markup:
     """A name that may be long (a job's, up to 200 characters), cut with an ellipsis by CSS to
     keep every column of its table in view; the full text on hover and for screen readers."""
-    return Markup('<a class="clip" href="%s" title="%s">%s</a>') % (href, text, text)
+    text = escape(text)
+    return Markup(f'<a class="clip" href="{escape(href)}" title="{text}">{text}</a>')
 
 
 def enabled_badge(enabled) -> Markup:

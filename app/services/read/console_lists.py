@@ -83,6 +83,26 @@ def jobs_query(filters: JobFilters, caller: Caller | None = None):
     return scoping.jobs(query, caller)
 
 
+# What a row of the jobs list shows (templates/jobs/_table.html), read as plain rows: a Job object
+# brings its eager-joined queue and every column (config, policies) the list never shows.
+JOB_LIST_COLUMNS = (
+    Job.id,
+    Job.name,
+    Job.task,
+    Job.schedule_type,
+    Job.schedule,
+    Job.timezone,
+    Job.enabled,
+    Job.disabled_reason,
+    Job.next_run_at,
+)
+
+
+def job_list_query(filters: JobFilters, caller: Caller | None = None):
+    """`jobs_query` as rows of JOB_LIST_COLUMNS, for the jobs list."""
+    return jobs_query(filters, caller).with_only_columns(*JOB_LIST_COLUMNS)
+
+
 @dataclass(frozen=True)
 class JobRow:
     last_run_at: datetime | None  # when its newest finished execution finished
@@ -96,7 +116,7 @@ class JobRow:
         return self.succeeded_24h / self.finished_24h if self.finished_24h else None
 
 
-def job_rows(jobs: list[Job], now: datetime) -> dict[int, JobRow]:
+def job_rows(jobs: list, now: datetime) -> dict[int, JobRow]:
     """Last run, last outcome and the 24 h success rate of each job on a page (three queries)."""
     ids = [job.id for job in jobs]
     if not ids:
