@@ -2,7 +2,10 @@
 
 Fork server: `always_succeed` from the built-in catalog through one `ForkServer`, with 1 and 4
 requests in flight. "start cost" is the zygote's fork_ms (request received -> child ready to call
-the task); "latency" is submit -> result seen by the client (fork, run, report, reap).
+the task); "latency" is submit -> result seen by the client (fork, run, report, reap). "cpu" is CPU ms per
+task, split into the client (this process), the zygote and the task processes (the zygote's reaped
+children, from /proc), with the minor page faults (mostly copy-on-write) of the zygote and of each
+task process: the load of other tenants inflates wall times but hardly these.
 Fresh interpreter: `python -c "import app.tasks.catalog"` per task, the same concurrency; its wall
 time is all start-up (the task itself would come on top). That is the same-run limit the fork
 server is compared with: ratio = fork cost / fresh-interpreter cost.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import subprocess
 import sys
 import time
@@ -33,6 +37,24 @@ CONTEXT = {
 }
 
 
+def _proc_counters(pid: int) -> dict[str, float]:
+    """CPU seconds and minor faults of process `pid` itself and of its reaped children (/proc)."""
+    with open(f"/proc/{pid}/stat") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    ticks = os.sysconf("SC_CLK_TCK")
+    return {
+        "cpu": (int(fields[11]) + int(fields[12])) / ticks,
+        "children_cpu": (int(fields[13]) + int(fields[14])) / ticks,
+        "faults": int(fields[7]),
+        "children_faults": int(fields[8]),
+    }
+
+
+def _self_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def bench_fork_server(tasks: int, concurrency: int) -> dict:
     from app.executor import ForkServer, TaskRequest
 
@@ -45,6 +67,7 @@ def bench_fork_server(tasks: int, concurrency: int) -> dict:
     submitted_at: dict[int, float] = {}
     failures = 0
     next_id = 1
+    zygote_before, client_before = _proc_counters(server.zygote_pid), _self_cpu()
     begin = time.perf_counter()
     try:
         while len(fork_ms) < tasks:
@@ -57,8 +80,10 @@ def bench_fork_server(tasks: int, concurrency: int) -> dict:
                 fork_ms.append(result.fork_ms)
                 failures += result.status != "succeeded"
         elapsed = time.perf_counter() - begin
+        zygote_after, client_after = _proc_counters(server.zygote_pid), _self_cpu()
     finally:
         server.stop()
+    per_task = {key: (zygote_after[key] - zygote_before[key]) / tasks for key in zygote_before}
     return {
         "name": f"fork server, {concurrency} in flight",
         "runs": tasks,
@@ -67,6 +92,12 @@ def bench_fork_server(tasks: int, concurrency: int) -> dict:
         "start": summary(fork_ms),
         "latency": summary(latency_ms),
         "per_second": tasks / elapsed,
+        "cpu_ms": {
+            "client": (client_after - client_before) * 1000 / tasks,
+            "zygote": per_task["cpu"] * 1000,
+            "tasks": per_task["children_cpu"] * 1000,
+        },
+        "faults": {"zygote": per_task["faults"], "task": per_task["children_faults"]},
     }
 
 
@@ -136,11 +167,20 @@ def run(db, options) -> list[Figure]:
                 "fresh interpreter p50",
                 fresh["latency"]["p50"],
                 note=f"p95 {fork['latency']['p95']:.2f} ms; "
-                f"{fork['per_second']:.0f} tasks/s vs {fresh['per_second']:.1f}/s",
+                f"{fork['per_second']:.0f} tasks/s vs {fresh['per_second']:.1f}/s; {_cpu_note(fork)}",
             ),
         ]
     figures[0].extra = {"fork_1": fork1, "fork_4": fork4, "fresh_1": fresh1, "fresh_4": fresh4}
     return figures
+
+
+def _cpu_note(row: dict) -> str:
+    cpu, faults = row["cpu_ms"], row["faults"]
+    return (
+        f"CPU ms per task: client {cpu['client']:.2f}, zygote {cpu['zygote']:.2f}, task process {cpu['tasks']:.2f}"
+        f" (sum {sum(cpu.values()):.2f}); minor faults per task: zygote {faults['zygote']:.0f}, "
+        f"task process {faults['task']:.0f}"
+    )
 
 
 def print_table(rows: list[dict]) -> None:
@@ -160,6 +200,9 @@ def print_table(rows: list[dict]) -> None:
         f"\nzygote start-up (once per worker): {rows[0]['setup_ms']:.0f} ms; cpus: {os.cpu_count()}; "
         f"fork p99 {rows[0]['start']['p99']:.2f} ms"
     )
+    for row in rows:
+        if "cpu_ms" in row:
+            print(f"{row['name']}: {_cpu_note(row)}")
 
 
 def main() -> None:
