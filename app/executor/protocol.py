@@ -87,9 +87,14 @@ class TaskResult:
         return cls(**{name: data[name] for name in cls.__dataclass_fields__})
 
 
+# One encoder for every message: json.dumps with non-default options builds a new JSONEncoder on
+# each call, which cost about a fifth of encoding a message.
+_encode_json = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False).encode
+
+
 def encode_message(message: dict[str, Any]) -> bytes:
     """Frame one message: length prefix + compact JSON."""
-    body = json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    body = _encode_json(message).encode("utf-8")
     return _HEADER.pack(len(body)) + body
 
 
