@@ -106,8 +106,8 @@ def _text_stream(fd: int) -> io.TextIOWrapper:
 def _text_stream_on_a_pipe(fd: int) -> io.TextIOWrapper:
     """A text stream on `fd` built while `fd` is briefly a pipe, as it will be in every child: the
     file object caches "not seekable" and no file position, as if it had been built there."""
+    saved = os.dup(fd)  # first: EBADF (fd closed in the zygote) leaves nothing to clean up
     scratch_r, scratch_w = os.pipe()
-    saved = os.dup(fd)
     try:
         os.dup2(scratch_w, fd)
         return _text_stream(fd)
