@@ -67,7 +67,7 @@ def run_worker(slots: int, worker_id: str, null: bool, kind: str = "web") -> dic
         "claimed": stats.claimed,
         "succeeded": stats.succeeded,
         "failed": stats.failed,
-        "fork_ms": stats.fork_ms,
+        "fork_ms": list(stats.fork_ms),
         "cpu_parent_s": after[0] - before[0],
         "cpu_zygote_and_tasks_s": after[1] - before[1],
         "cpu_zygote_s": getattr(executor, "zygote_cpu_s", None),

@@ -41,3 +41,14 @@ def test_claim_sizes_round_down_to_a_few_statement_texts():
         128,
     ]
     assert len({_claim_size(n) for n in range(1, 2 * 17 * 8 + 1)}) == 16  # not 272
+
+
+def test_worker_stats_keep_only_the_most_recent_fork_times():
+    # A worker runs for months: its summary must not grow with every execution it has run.
+    from app.services.engine.worker import FORK_TIMES_KEPT, WorkerStats
+
+    stats = WorkerStats()
+    for ms in range(FORK_TIMES_KEPT + 5):
+        stats.fork_ms.append(float(ms))
+    assert len(stats.fork_ms) == FORK_TIMES_KEPT
+    assert stats.fork_ms[0] == 5.0 and stats.fork_ms[-1] == float(FORK_TIMES_KEPT + 4)

@@ -79,6 +79,7 @@ HEARTBEAT_EVERY = timedelta(seconds=5)
 RECOVERY_EVERY = timedelta(seconds=15)
 LISTEN_TO = [wakeups.WORK_CHANNEL, wakeups.CONTROL_CHANNEL]
 REGISTRY_EXECUTIONS = 50  # running executions listed in the heartbeat (the registry shows them)
+FORK_TIMES_KEPT = 10_000  # fork times kept in WorkerStats (benchmarks read them; metrics keep the rest)
 # Claim ahead (runs started in the database but not forked yet) only while tasks finish this
 # fast on average: then a claimed run waits a few ms for its slot, never a long task.
 AHEAD_TASK_SECONDS = 0.25
@@ -133,7 +134,9 @@ class WorkerStats:
     dead_lettered: int = 0
     cancelled: int = 0
     discarded: int = 0
-    fork_ms: list[float] = field(default_factory=list)
+    # The most recent fork times only: a worker lives for months, and the full distribution is
+    # the metrics' histogram (cronwell_executor_fork_seconds); benchmarks read these.
+    fork_ms: deque[float] = field(default_factory=lambda: deque(maxlen=FORK_TIMES_KEPT))
     EVENT: ClassVar[str] = "summary"  # logged as event worker_summary
 
     def fields(self) -> dict[str, int]:
