@@ -116,7 +116,7 @@ def generate_report(config: dict, ctx: TaskContext) -> None:
 def cleanup_old_runs(config: dict, ctx: TaskContext) -> None:
     """Prune execution history, old audit events and expired web sessions with the same rules
     and settings as `flask prune-history` (the worker passes the settings in `ctx.retention`)."""
-    from app.services.engine.retention import prune_with_url
+    from app.services.engine.retention import DUTY_CYCLE, ROWS_PER_SECOND, prune_with_url
 
     dry_run = config.get("dry_run", False)
     settings = ctx.retention or {}
@@ -126,7 +126,8 @@ def cleanup_old_runs(config: dict, ctx: TaskContext) -> None:
         dry_run=dry_run,
         audit_retention_days=settings.get("audit_retention_days", AUDIT_RETENTION_DAYS),
         session_max_age_hours=settings.get("session_max_age_hours", SESSION_MAX_AGE_HOURS),
-        **{key: settings[key] for key in ("rows_per_second", "duty_cycle") if key in settings},  # the pace
+        rows_per_second=settings.get("rows_per_second", ROWS_PER_SECOND),
+        duty_cycle=settings.get("duty_cycle", DUTY_CYCLE),
     )
     print("retention dry run (nothing deleted):" if dry_run else "retention applied:")
     for key, value in sorted(summary.items()):
