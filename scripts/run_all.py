@@ -28,8 +28,9 @@ PORT = os.environ.get("PORT", "8000")
 
 PROCESSES = {
     "web": [str(BIN / "gunicorn"), "--config", "gunicorn.conf.py", "--bind", f"{HOST}:{PORT}", "wsgi:app"],
-    "scheduler": [str(BIN / "flask"), "scheduler", "run"],
-    "worker": [str(BIN / "flask"), "worker", "run", "--workers", os.environ.get("WORKER_SLOTS", "4")],
+    # `python -m cli` is `flask` without Flask's plugin scan: a smaller long-running parent.
+    "scheduler": [sys.executable, "-m", "cli", "scheduler", "run"],
+    "worker": [sys.executable, "-m", "cli", "worker", "run", "--workers", os.environ.get("WORKER_SLOTS", "4")],
 }
 
 
