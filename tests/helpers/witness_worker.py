@@ -1,28 +1,30 @@
 """A real worker process whose task processes leave a witness: for the kill-at-random test.
 
-    python -m tests.helpers.witness_worker --worker-id ID --slots N --witness FILE
+    python -m tests.helpers.witness_worker --worker-id ID --slots N --witness FILE [--ahead-wait S]
 
 Runs `Worker.run()` (the real loop, fork server and turn) with the app configured from the
 environment, and preloads `test_witness`, a no-op task that first appends one line
-"execution_id attempt pid" to FILE (one O_APPEND write, so lines from concurrent task processes
-never interleave and a line survives the worker being SIGKILLed right after it).
+"execution_id attempt pid time" to FILE (time: `time.time()` as the task starts) (one O_APPEND write, so lines from concurrent task processes
+never interleave and a line survives the worker being SIGKILLed right after it). `--ahead-wait`
+sets how much work the worker claims ahead (AHEAD_WAIT_SECONDS: a deeper buffer).
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import time
 
 from app.tasks.registry import TaskContext, task
 
 WITNESS_ENV = "CRONWELL_TEST_WITNESS_FILE"
 
 
-@task("test_witness", description="Append 'execution attempt pid' to the witness file.", schema={"type": "object"})
+@task("test_witness", description="Append 'execution attempt pid time' to the witness file.", schema={"type": "object"})
 def witness(config: dict, ctx: TaskContext) -> None:
     fd = os.open(os.environ[WITNESS_ENV], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:
-        os.write(fd, f"{ctx.execution_id} {ctx.attempt} {os.getpid()}\n".encode())
+        os.write(fd, f"{ctx.execution_id} {ctx.attempt} {os.getpid()} {time.time():.6f}\n".encode())
     finally:
         os.close(fd)
 
@@ -32,12 +34,17 @@ def main() -> None:
     parser.add_argument("--worker-id", required=True)
     parser.add_argument("--slots", type=int, default=4)
     parser.add_argument("--witness", required=True)
+    parser.add_argument("--ahead-wait", type=float, default=None)
     args = parser.parse_args()
     os.environ[WITNESS_ENV] = args.witness  # inherited by the zygote and every task process
 
     from app import create_app
     from app.executor import ForkServer
+    from app.services.engine import worker
     from app.services.engine.worker import Worker
+
+    if args.ahead_wait is not None:
+        worker.AHEAD_WAIT_SECONDS = args.ahead_wait
 
     app = create_app()
     with app.app_context():

@@ -36,8 +36,12 @@ from tests.helpers.processes import PROJECT_ROOT, children_of, is_alive, wait_fo
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
 
-EXECUTIONS = 400
+EXECUTIONS = 800
 KILLS = 5
+# Each kill comes after 5-60 more successes and strands at most slots x 17 runs claimed by the
+# victim (running under its lease until the recovery below: ADR 0010), so 5 kills use at most
+# 5 x (60 + 68) = 640 runs and the next victim always finds pending work to reach its target.
+MORE_BEFORE_KILL = (5, 60)
 
 
 def count(status: str) -> int:
@@ -45,10 +49,11 @@ def count(status: str) -> int:
     return db.session.execute(text("SELECT count(*) FROM executions WHERE status = :s"), {"s": status}).scalar()
 
 
-def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url, tmp_path):
-    seed = random.randrange(1 << 30)
-    rng = random.Random(seed)
-    witness = tmp_path / "witness.log"
+SLOTS = 4  # the witness worker's default
+
+
+def load(tmp_path, n: int = EXECUTIONS):
+    """`n` pending runs of a witnessed no-op job; returns the witness file and the workers' env."""
     job = make_job(
         now=utcnow(),
         every="1d",
@@ -67,45 +72,49 @@ def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url
                       now() - interval '1 second', '', '', now(), now()
                FROM generate_series(1, :n) AS g"""
         ),
-        {"job": job.id, "queue": job.queue_id, "n": EXECUTIONS},
+        {"job": job.id, "queue": job.queue_id, "n": n},
     )
     db.session.commit()
+    return tmp_path / "witness.log"
+
+
+def start_victim(pg_url, tmp_path, worker_id: str, witness, *options: str) -> subprocess.Popen:
     env = {**app_env_for(pg_url, tmp_path / "instance"), "PYTHONPATH": str(PROJECT_ROOT)}
+    command = ["-m", "tests.helpers.witness_worker", "--worker-id", worker_id, "--witness", str(witness), *options]
+    return subprocess.Popen(
+        [sys.executable, *command],
+        cwd=PROJECT_ROOT,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
 
-    killed_ids = []
-    for k in range(KILLS):
-        worker_id = f"victim-{k}"
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.helpers.witness_worker", "--worker-id", worker_id, "--witness", str(witness)],
-            cwd=PROJECT_ROOT,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-        )
-        try:
-            # Kill once a random number more have finished: anywhere in the loop, at full load.
-            target = count("succeeded") + rng.randrange(5, EXECUTIONS // (KILLS + 2))
-            wait_for(
-                lambda: count("succeeded") >= target or proc.poll() is not None,
-                within=120,
-                interval=0.002,
-                what=f"{target} succeeded (seed {seed})",
-            )
-            assert proc.poll() is None, proc.stderr.read().decode(errors="replace")
-            family = children_of(proc.pid)
-            family += [pid for zygote in family for pid in children_of(zygote)]
-            proc.send_signal(signal.SIGKILL)
-            assert proc.wait(timeout=10) == -signal.SIGKILL
-            # The zygote and the task processes die with their worker (parent-death signals).
-            wait_for(lambda: not any(is_alive(pid) for pid in family), within=10, what="the worker's processes to die")
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        killed_ids.append(worker_id)
 
-    # Leases of the killed workers run out (injected clock); a fresh worker drains the rest.
+def kill(proc: subprocess.Popen) -> None:
+    """SIGKILL the worker; its zygote and task processes die with it (parent-death signals)."""
+    assert proc.poll() is None, proc.stderr.read().decode(errors="replace")
+    family = children_of(proc.pid)
+    family += [pid for zygote in family for pid in children_of(zygote)]
+    proc.send_signal(signal.SIGKILL)
+    assert proc.wait(timeout=10) == -signal.SIGKILL
+    wait_for(lambda: not any(is_alive(pid) for pid in family), within=10, what="the worker's processes to die")
+
+
+def witnessed(witness) -> list[tuple[int, int, int]]:
+    """(execution, attempt, pid) of every task process that ran, in the order they ran."""
+    return [tuple(int(v) for v in line.split()[:3]) for line in witness.read_text().splitlines()]
+
+
+def started_after(witness, moment: float) -> int:
+    """How many task processes started after `moment` (epoch seconds)."""
+    return sum(float(line.split()[3]) > moment for line in witness.read_text().splitlines())
+
+
+def recover_drain_and_check(pg_app, witness, killed_ids: list[str], n: int, context: str) -> tuple[int, int]:
+    """Recover the killed workers' leases (injected clock), drain the rest with a fresh worker,
+    then compare the database with what the task processes saw. Returns (abandoned attempts, of
+    them never forked)."""
     later = utcnow() + timedelta(hours=1)
     report = recovery.recover_expired_leases(db.engine, now=later)
     drain_clock = lambda: later + timedelta(minutes=5)  # noqa: E731 - past every retry's backoff
@@ -117,7 +126,7 @@ def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url
         os.environ.pop(witness_worker.WITNESS_ENV, None)
 
     db.session.rollback()
-    seen = [tuple(int(v) for v in line.split()) for line in witness.read_text().splitlines()]
+    seen = witnessed(witness)
     ran = Counter((execution_id, attempt) for execution_id, attempt, _ in seen)
     attempts = {
         (row.execution_id, row.number): (row.status, row.pid, row.worker_id)
@@ -127,7 +136,7 @@ def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url
         row.id: (row.status, row.attempts)
         for row in db.session.execute(text("SELECT id, status, attempts FROM executions"))
     }
-    context = f"(seed {seed}, {report.retried} recovered)"
+    context = f"({context}, {report.retried} recovered)"
 
     # No attempt ran in two processes.
     assert [key for key, n in ran.items() if n > 1] == [], context
@@ -139,7 +148,7 @@ def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url
         if status == "succeeded":
             assert recorded_pid == pid, context
     # Every execution ended exactly once: succeeded, by exactly one attempt, its last.
-    assert Counter(status for status, _ in executions.values()) == {"succeeded": EXECUTIONS}, context
+    assert Counter(status for status, _ in executions.values()) == {"succeeded": n}, context
     for execution_id, (_, number) in executions.items():
         statuses = [attempts[(execution_id, n)][0] for n in range(1, number + 1)]
         assert statuses[-1] == "succeeded" and set(statuses[:-1]) <= {"abandoned"}, (execution_id, statuses, context)
@@ -150,5 +159,93 @@ def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url
     assert {attempts[key][2] for key in abandoned} <= set(killed_ids), context
     # (Not all by the recovery above: a later victim that found nothing to claim helps recover
     # leases that ran out meanwhile, as idle workers do.)
-    never_ran = [key for key in abandoned if key not in ran]
-    print(f"{len(abandoned)} attempts abandoned by {KILLS} kills, {len(never_ran)} of them never forked {context}")
+    return len(abandoned), len([key for key in abandoned if key not in ran])
+
+
+def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url, tmp_path):
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    witness = load(tmp_path)
+    killed_ids = []
+    for k in range(KILLS):
+        worker_id = f"victim-{k}"
+        proc = start_victim(pg_url, tmp_path, worker_id, witness)
+        try:
+            # Kill once a random number more have finished: anywhere in the loop, at full load.
+            target = count("succeeded") + rng.randrange(*MORE_BEFORE_KILL)
+            wait_for(
+                lambda: count("succeeded") >= target or proc.poll() is not None,
+                within=120,
+                interval=0.002,
+                what=f"{target} succeeded (seed {seed})",
+            )
+            kill(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        killed_ids.append(worker_id)
+    abandoned, never_ran = recover_drain_and_check(pg_app, witness, killed_ids, EXECUTIONS, f"seed {seed}")
+    print(f"{abandoned} attempts abandoned by {KILLS} kills, {never_ran} of them never forked (seed {seed})")
+
+
+def waiting_turn_started_at() -> float | None:
+    """When the statement now waiting for a lock in the test database began (epoch seconds; the
+    worker's turn, below), or None if none waits."""
+    db.session.rollback()
+    return db.session.execute(
+        text(
+            "SELECT extract(epoch FROM query_start) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+        )
+    ).scalar()
+
+
+def others_active() -> int:
+    db.session.rollback()
+    return db.session.execute(
+        text(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()"
+            " AND state = 'active' AND pid <> pg_backend_pid()"
+        )
+    ).scalar()
+
+
+def test_worker_killed_while_its_turn_waits_on_postgresql_forked_only_committed_claims(pg_app, pg_url, tmp_path):
+    """On PostgreSQL the turn's statement and commit run on the worker's committer thread while
+    the main thread keeps forking runs claimed in earlier turns (Worker._overlapped, ADR 0010).
+    A test transaction holds a SHARE lock on attempts, so the worker's next turn (which inserts
+    Attempt rows for what it claims) waits inside PostgreSQL. Task processes keep starting
+    meanwhile, and the worker is SIGKILLed while that turn still waits: every process that ran
+    has its Attempt, the turn's claims (committed by the orphaned backend once the lock is
+    released) are recovered through their leases, and nothing ran twice."""
+    witness = load(tmp_path)
+    # A deeper claim-ahead buffer (a second of work), so forks go on well past the turn's start.
+    proc = start_victim(pg_url, tmp_path, "victim", witness, "--ahead-wait", "1.0")
+    locker = db.engine.connect()
+    try:
+        # Past the first turns: tasks are known to be short, so runs are claimed ahead.
+        wait_for(lambda: count("succeeded") >= 60 or proc.poll() is not None, within=120, what="60 succeeded")
+        locker.execute(text("LOCK TABLE attempts IN SHARE MODE"))  # the turn's INSERT waits for this
+        began = wait_for(waiting_turn_started_at, within=30, what="the worker's turn to wait for the lock")
+        # At most SLOTS task processes were running when that statement began, so more than SLOTS
+        # starting after it were forked while the turn waited.
+        wait_for(
+            lambda: started_after(witness, began) > SLOTS or proc.poll() is not None,
+            within=30,
+            what="task processes forked while the turn waits",
+        )
+        assert waiting_turn_started_at() == began, "the turn finished before the kill"
+        kill(proc)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        locker.rollback()
+        locker.close()
+    # The orphaned backend finishes the turn's statement once the lock is gone (it commits: a
+    # backend notices its client left only when it replies); recovery comes after that.
+    wait_for(lambda: others_active() == 0, within=30, what="the killed worker's statement to end")
+    abandoned, never_ran = recover_drain_and_check(pg_app, witness, ["victim"], EXECUTIONS, "killed in a waiting turn")
+    assert abandoned > 0  # what was running or claimed ahead at the kill: retried, not lost
+    print(f"{abandoned} attempts abandoned by the kill, {never_ran} of them never forked")

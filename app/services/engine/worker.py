@@ -18,9 +18,13 @@ are short (a moving average under AHEAD_TASK_SECONDS), a turn claims runs beyond
 database (status running, lease, Attempt row) but not forked. When a result arrives its slot is
 refilled from `_ready` at once; the turn that records results and claims the replacements runs
 once `_ready` is half empty or a result has waited RECORD_WITHIN_SECONDS, so one commit serves a
-batch (`_turn_due`). Why the history stays truthful
+batch (`_turn_due`). On PostgreSQL the turn's statement and commit run on a committer thread
+(app/services/engine/committer.py) while the main thread keeps forking from `_ready` and gathers
+the results that arrive meanwhile for the next turn (`_overlapped`), so a slot that frees while
+the turn waits for its WAL flush is refilled at once. Why the history stays truthful
 (docs/adr/0010-claim-ahead.md): a process is forked only for a run whose claim and Attempt row
-have committed, so a worker killed at any instant leaves an Attempt for every process it forked;
+have committed (what a turn claims reaches `_ready` only after its commit returned), so a worker
+killed at any instant leaves an Attempt for every process it forked;
 a run claimed but not forked when the worker dies is `running` under a lease like any run whose
 worker died, so lease recovery settles its Attempt as abandoned and retries it (never lost, and
 never run twice: the dead worker cannot fork it any more, and nobody else may before the lease
@@ -67,10 +71,11 @@ from app.executor.pool_limits import PoolLimits
 from app.extensions import db
 from app.services.audit import insert_event
 from app.services.engine import callbacks, heartbeats, lease_watchdog, recovery, wakeups, worker_commands
+from app.services.engine.committer import Committer
 from app.services.engine.dead_letters import dead_letter
 from app.services.engine.retention import retention_settings
 from app.services.errors import NotFound
-from app.store import ClaimedExecution, ExpiredLease, Finished, Outcome, Store, store_for
+from app.store import ClaimedExecution, ExpiredLease, Finished, Outcome, Store, Turn, store_for
 from app.tasks.registry import needs_database
 
 log = logging.getLogger("cronwell.worker")
@@ -188,6 +193,7 @@ class Worker:
         # that finished during an outage is not later abandoned and run again.
         self._unrecorded: list[TaskResult] = []
         self._conn: Connection | None = None  # kept across turns; see _transaction
+        self._committer: Committer | None = None  # runs turns while the slots are fed (_overlapped)
         self.store: Store = store_for(db.engine)
         cfg = app.config
         self._lease = (cfg["LEASE_SECONDS"], cfg["LEASE_BUFFER_SECONDS"])
@@ -340,6 +346,9 @@ class Worker:
         except Exception:
             log.warning("could not mark the heartbeat stopped", extra={"event": "heartbeat_stop_failed"})
         self._drop_connection(broken=False)
+        if self._committer is not None:
+            self._committer.close()
+            self._committer = None
         self._flush_cache()
         echo(self.stats)
 
@@ -360,13 +369,13 @@ class Worker:
         self._unrecorded = []
         # Slots these results freed are refilled from the runs claimed ahead before the turn that
         # records them: the turn is not on the path between a slot freeing and the next fork.
-        self._fork_ready(busy=len(self.running) - len(self._ready) - len(results))
+        self._fork_ready(freed=len(results))
         claiming = not (self._stopping or self._draining)
         ahead = self._ahead() if claiming else 0
         free = _claim_size(self.slots + ahead - len(self.running) + len(results)) if claiming else 0
         started = finished = 0
         if self._turn_due(results, free, ahead, claiming):
-            started, finished = self._settle_and_claim(results, free, now)
+            started, finished = self._settle_and_claim(results, free, now, overlap=True)
             self._fork_ready()
         else:
             self._unrecorded = results  # the next turn records them, within RECORD_WITHIN_SECONDS
@@ -449,7 +458,9 @@ class Worker:
                     extra={"event": "execution_cancelling", "execution_id": execution_id, "worker_id": self.id},
                 )
 
-    def _settle_and_claim(self, results: list[TaskResult], free: int, now: datetime) -> tuple[int, int]:
+    def _settle_and_claim(
+        self, results: list[TaskResult], free: int, now: datetime, *, overlap: bool = False
+    ) -> tuple[int, int]:
         """One transaction: record `results`, claim up to `free` executions and start them.
 
         On PostgreSQL that is one statement (`Store.record_and_claim`), which is what keeps the
@@ -470,7 +481,8 @@ class Worker:
         # Failures add statements (retry event, dead letter, alert) to the turn; without them the
         # turn is the one statement and needs no BEGIN/COMMIT around it on PostgreSQL.
         single = not follow and all(item.outcome.status is AttemptStatus.SUCCEEDED for item in finished)
-        try:
+
+        def work() -> Turn:
             with self._transaction(single_statement=single) as conn:
                 turn = self.store.record_and_claim(
                     conn,
@@ -490,8 +502,16 @@ class Worker:
                     self._dirty_jobs |= followed.job_ids
                     if followed.callbacks:
                         wakeups.notify(conn, wakeups.WORK_CHANNEL)
+            return turn
+
+        crash = None
+        try:
+            if overlap and self._ready and self.engine.dialect.name == "postgresql":
+                turn, crash = self._overlapped(work, len(results))
+            else:
+                turn = work()
         except Exception:
-            self._unrecorded = results
+            self._unrecorded = [*results, *self._unrecorded]  # recorded by the next turn
             raise
         for item, result in zip(finished, results):
             run = self.running.pop(result.execution_id)
@@ -523,14 +543,49 @@ class Worker:
         for item, number in turn.started:
             if item.id not in again:
                 self._take(item, number, now)
+        if crash is not None:
+            # The zygote died while the turn ran; its failed reports wait in _unrecorded (the
+            # handler in `run` records them and restarts the executor).
+            raise ExecutorCrashed(str(crash))
         started = len(turn.started)
         if free > started and (turn.recorded or turn.cancelled):
             # Claim again at once, rather than at the next wake-up, when slots are still free and
             # (a) a run recorded in this statement did not yet free its job for the claim in the
             # same statement (one snapshot), so a queued successor would wait; or (b) claimed
             # rows were cancelled (job disabled), which used up the claim without filling slots.
-            started += self._settle_and_claim([], _claim_size(free - started), now)[0]
+            started += self._settle_and_claim([], _claim_size(free - started), now, overlap=overlap)[0]
         return started, len(results)
+
+    def _overlapped(self, work: Callable[[], Turn], recording: int) -> tuple[Turn, ExecutorCrashed | None]:
+        """Run a turn's database work (`work`) on the committer thread and, while it waits for
+        PostgreSQL, keep the slots fed: results that arrive are kept for the next turn and their
+        slots refilled from `_ready`, whose runs' claims committed in earlier turns. What this
+        turn claims reaches `_ready` only after `work` returned, so only once it has committed
+        (ADR 0010). `recording` is how many results the turn records (their slots are free).
+        Returns the turn, and the executor's crash if the zygote died meanwhile (its failed
+        reports are in `_unrecorded`)."""
+        if self._committer is None:
+            self._committer = Committer(self.app.app_context)
+        committer = self._committer
+        committer.submit(work)
+        crash = None
+        fds = [committer.fileno(), self.executor.fileno()]
+        while crash is None and not committer.poll(0):
+            readable = select.select(fds, [], [], 1.0)[0]
+            if fds[1] not in readable:
+                continue
+            try:
+                self._unrecorded += [r for r in self.executor.poll(0) if r.execution_id in self.running]
+                self._fork_ready(freed=recording)
+            except ExecutorCrashed as exc:
+                crash = exc
+                self._unrecorded += [r for r in exc.results if r.execution_id in self.running]
+        try:
+            return committer.result(), crash
+        except Exception:
+            if crash is None:
+                raise
+            raise ExecutorCrashed(str(crash)) from None  # run() restarts the executor; reports wait
 
     def _take(self, item: ClaimedExecution, attempt: int, now: datetime) -> None:
         """A run the turn claimed and started: this worker's from now on (its lease is renewed with
@@ -555,12 +610,11 @@ class Worker:
         self._ready.append(Ready(item, attempt, now, self._now_read_at))
         self._dirty_jobs.add(item.job_id)
 
-    def _fork_ready(self, busy: int | None = None) -> None:
-        """Fork runs waiting in `_ready` into the free slots. `busy` is how many task processes
-        occupy a slot (default: every run that is not waiting; the caller passes less when
-        results it holds have freed slots the turn has not recorded yet)."""
-        if busy is None:
-            busy = len(self.running) - len(self._ready)
+    def _fork_ready(self, freed: int = 0) -> None:
+        """Fork runs waiting in `_ready` into the free slots. A run occupies a slot unless it is
+        waiting, or its result is in `_unrecorded` or among the `freed` results the caller holds
+        (finished, not recorded yet)."""
+        busy = len(self.running) - len(self._ready) - len(self._unrecorded) - freed
         while self._ready and busy < self.slots:
             self._submit(self._ready.popleft())
             busy += 1
