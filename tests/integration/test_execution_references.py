@@ -197,65 +197,53 @@ ATTEMPT = (
 )
 
 
-def test_an_attempt_committed_while_its_execution_is_deleted_goes_with_it(pg_app, pg_url):
-    job = make_job(now=NOW)
-    execution = make_execution(job, "failed", now=NOW)
-    inserter, deleter, observer = _connections(pg_url, 3)
+def _race(pg_url: str, execution_id: int, *, first: str, ends: str) -> Exception | None:
+    """`first` ("insert" an attempt for the execution, or "delete" it) runs on one connection and
+    keeps its transaction open; the other statement starts on a second connection and has to wait
+    for the first's lock; then the first transaction ends (`ends`: "commit" or "rollback") and the
+    second commits if its statement succeeded. Returns the second statement's error, if any."""
+    statements = {
+        "insert": (ATTEMPT, (execution_id,)),
+        "delete": ("DELETE FROM executions WHERE id = %s", (execution_id,)),
+    }
+    second = "delete" if first == "insert" else "insert"
+    holder, waiter, observer = _connections(pg_url, 3)
     observer.autocommit = True
     try:
-        inserter.execute(ATTEMPT, (execution.id,))  # open: holds the execution FOR KEY SHARE
-        deleter_pid = deleter.info.backend_pid
-        thread, out = _in_thread(lambda: deleter.execute("DELETE FROM executions WHERE id = %s", (execution.id,)))
-        wait_for(lambda: _waiting_on_a_lock(observer, deleter_pid), within=30, what="the delete waiting for the lock")
-        inserter.commit()
+        holder.execute(*statements[first])
+        thread, out = _in_thread(lambda: waiter.execute(*statements[second]))
+        pid = waiter.info.backend_pid
+        wait_for(lambda: _waiting_on_a_lock(observer, pid), within=30, what=f"the {second} waiting for the lock")
+        getattr(holder, ends)()
         thread.join(30)
-        assert "error" not in out, out
-        deleter.commit()
+        error = out.get("error")
+        if error is None:
+            waiter.commit()
+        return error
     finally:
-        for conn in (inserter, deleter, observer):
+        for conn in (holder, waiter, observer):
             conn.close()
-    assert _rows("SELECT count(*) FROM executions WHERE id = :x", x=execution.id) == [(0,)]
+
+
+def test_an_attempt_committed_while_its_execution_is_deleted_goes_with_it(pg_app, pg_url):
+    execution = make_execution(make_job(now=NOW), "failed", now=NOW).id
+    # The open insert holds the execution FOR KEY SHARE: the delete waits, then cascades to it.
+    assert _race(pg_url, execution, first="insert", ends="commit") is None
+    assert _rows("SELECT count(*) FROM executions WHERE id = :x", x=execution) == [(0,)]
     assert _orphans() == []
 
 
 def test_an_attempt_for_an_execution_being_deleted_is_refused_once_the_delete_commits(pg_app, pg_url):
-    job = make_job(now=NOW)
-    execution = make_execution(job, "failed", now=NOW)
-    inserter, deleter, observer = _connections(pg_url, 3)
-    observer.autocommit = True
-    try:
-        deleter.execute("DELETE FROM executions WHERE id = %s", (execution.id,))  # open, not committed
-        inserter_pid = inserter.info.backend_pid
-        thread, out = _in_thread(lambda: inserter.execute(ATTEMPT, (execution.id,)))
-        wait_for(lambda: _waiting_on_a_lock(observer, inserter_pid), within=30, what="the insert waiting for the lock")
-        deleter.commit()
-        thread.join(30)
-        assert isinstance(out.get("error"), psycopg.errors.ForeignKeyViolation), out
-        inserter.rollback()
-    finally:
-        for conn in (inserter, deleter, observer):
-            conn.close()
+    execution = make_execution(make_job(now=NOW), "failed", now=NOW).id
+    error = _race(pg_url, execution, first="delete", ends="commit")
+    assert isinstance(error, psycopg.errors.ForeignKeyViolation), error
     assert _orphans() == []
 
 
 def test_an_attempt_for_an_execution_whose_delete_rolls_back_is_kept(pg_app, pg_url):
-    job = make_job(now=NOW)
-    execution = make_execution(job, "failed", now=NOW)
-    inserter, deleter, observer = _connections(pg_url, 3)
-    observer.autocommit = True
-    try:
-        deleter.execute("DELETE FROM executions WHERE id = %s", (execution.id,))
-        inserter_pid = inserter.info.backend_pid
-        thread, out = _in_thread(lambda: inserter.execute(ATTEMPT, (execution.id,)))
-        wait_for(lambda: _waiting_on_a_lock(observer, inserter_pid), within=30, what="the insert waiting for the lock")
-        deleter.rollback()
-        thread.join(30)
-        assert "error" not in out, out
-        inserter.commit()
-    finally:
-        for conn in (inserter, deleter, observer):
-            conn.close()
-    assert _rows("SELECT number FROM attempts WHERE execution_id = :x ORDER BY number", x=execution.id) == [(1,), (2,)]
+    execution = make_execution(make_job(now=NOW), "failed", now=NOW).id
+    assert _race(pg_url, execution, first="delete", ends="rollback") is None
+    assert _rows("SELECT number FROM attempts WHERE execution_id = :x ORDER BY number", x=execution) == [(1,), (2,)]
 
 
 def test_racing_inserts_and_batch_deletes_never_leave_an_orphan(pg_app, pg_url):
