@@ -102,7 +102,7 @@ def insert_scheduled_jobs(conn: psycopg.Connection, total: int, due: int, *, now
 def redue_jobs(conn: psycopg.Connection, due: int, *, now: datetime) -> None:
     """Make the first `due` jobs due again and forget what the last tick created (between timed ticks)."""
     anchor = (now - timedelta(seconds=1)).replace(microsecond=0)
-    conn.execute("TRUNCATE executions, attempts, events RESTART IDENTITY CASCADE")
+    conn.execute("TRUNCATE executions, attempts, dead_letters, alerts, events RESTART IDENTITY CASCADE")
     conn.execute(
         "UPDATE jobs SET next_run_at = %(anchor)s, schedule = jsonb_set(schedule, '{start_at}', to_jsonb("
         "to_char(%(anchor)s::timestamptz AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"'))) "

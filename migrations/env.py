@@ -34,6 +34,14 @@ def render_item(type_, obj, autogen_context):
     return False
 
 
+def include_object_for(dialect_name: str):
+    """What autogenerate compares: not the foreign keys to executions that PostgreSQL enforces with
+    triggers (migration 0016), which the models declare for SQLite."""
+    from app.models.execution import autogenerate_filter
+
+    return autogenerate_filter(dialect_name)
+
+
 def skip_empty_autogenerate(context, revision, directives):
     """With --autogenerate and no schema change, write no (empty) revision file."""
     if getattr(config.cmd_opts, "autogenerate", False) and directives[0].upgrade_ops.is_empty():
@@ -44,7 +52,12 @@ def skip_empty_autogenerate(context, revision, directives):
 def run_migrations_offline():
     """`--sql`: print the SQL for the database's dialect instead of running it."""
     context.configure(
-        url=db.engine.url, target_metadata=db.metadata, literal_binds=True, render_item=render_item, **CONFIGURE_ARGS
+        url=db.engine.url,
+        target_metadata=db.metadata,
+        literal_binds=True,
+        render_item=render_item,
+        include_object=include_object_for(db.engine.dialect.name),
+        **CONFIGURE_ARGS,
     )
     with context.begin_transaction():
         context.run_migrations()
@@ -64,6 +77,7 @@ def run_migrations_online():
             connection=connection,
             target_metadata=db.metadata,
             render_item=render_item,
+            include_object=include_object_for(connection.dialect.name),
             process_revision_directives=skip_empty_autogenerate,
             **CONFIGURE_ARGS,
         )

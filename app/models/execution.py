@@ -23,6 +23,32 @@ _CLAIMABLE_WHERE = text("status IN ('pending', 'retry_scheduled')")
 _IN_FLIGHT_WHERE = text("status IN ('claimed', 'running')")
 
 
+# The foreign keys that point at executions.id. On PostgreSQL triggers enforce them instead
+# (migration 0016, ADR 0011): one set-based statement per DELETE where the constraints ran five
+# queries per deleted row. The models still declare them: SQLite keeps them, the ORM joins on them.
+REFERENCES_BY_TRIGGER = frozenset(
+    {
+        "fk_attempts_execution_id_executions",
+        "fk_dead_letters_execution_id_executions",
+        "fk_alerts_execution_id_executions",
+        "fk_executions_retry_of_id_executions",
+        "fk_executions_parent_id_executions",
+    }
+)
+
+
+def autogenerate_filter(dialect_name: str):
+    """Alembic's `include_object` for a database of `dialect_name`: on PostgreSQL the foreign keys
+    in REFERENCES_BY_TRIGGER are not compared (the schema has triggers in their place)."""
+
+    def include_object(obj, name, type_, reflected, compare_to) -> bool:
+        return not (
+            dialect_name == "postgresql" and type_ == "foreign_key_constraint" and name in REFERENCES_BY_TRIGGER
+        )
+
+    return include_object
+
+
 class Execution(db.Model):
     __tablename__ = "executions"
 

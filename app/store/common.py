@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import and_, bindparam, case, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Row
@@ -107,6 +107,14 @@ WHERE {_PRUNABLE_WHERE} AND j.retention_days > 0 AND e.finished_at < :oldest_cut
 ORDER BY e.id
 LIMIT :batch
 """
+
+
+def _utc(value: datetime | str) -> datetime:
+    """A timestamp column read through `text()` as an aware UTC datetime: PostgreSQL returns an
+    aware datetime (compared as it is), SQLite the naive UTC text UTCDateTime stores."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
 
 
 # Candidates for the result-TTL axis: finished before the most lenient cutoff any job's TTL could
@@ -975,17 +983,18 @@ class CommonStore:
             doomed[row.id] = row.job_id
         min_days = conn.execute(select(func.min(jobs.c.retention_days)).where(jobs.c.retention_days > 0)).scalar()
         if min_days:
-            cutoff = now - timedelta(days=min_days)
             stmt = text(_TOO_OLD).bindparams(bindparam("oldest_cutoff", type_=UTCDateTime))
-            for row in conn.execute(stmt, {"oldest_cutoff": cutoff, "batch": limit}):
-                finished = UTCDateTime().process_result_value(
-                    row.finished_at
-                    if not isinstance(row.finished_at, str)
-                    else datetime.fromisoformat(row.finished_at),
-                    conn.dialect,
-                )
-                if finished < now - timedelta(days=row.retention_days) and row.id not in doomed:
-                    doomed[row.id] = row.job_id
+            # Per row only a comparison: a batch is 5,000 rows, and building a type object, a
+            # timedelta and a converted datetime for each was a third of a batch's Python CPU
+            # (profiled at 10M rows). Each job's cutoff is computed once per distinct days.
+            cutoffs: dict[int, datetime] = {}
+            rows = conn.execute(stmt, {"oldest_cutoff": now - timedelta(days=min_days), "batch": limit})
+            for execution_id, job_id, days, finished in rows:
+                cutoff = cutoffs.get(days)
+                if cutoff is None:
+                    cutoff = cutoffs[days] = now - timedelta(days=days)
+                if _utc(finished) < cutoff and execution_id not in doomed:
+                    doomed[execution_id] = job_id
         for execution_id, job_id in self._past_result_ttl(conn, now=now, limit=limit):
             doomed.setdefault(execution_id, job_id)
         return doomed
@@ -1007,10 +1016,7 @@ class CommonStore:
         rows = conn.execute(stmt, {"oldest_cutoff": now - timedelta(seconds=max(0, shortest)), "batch": limit})
         found = []
         for row in rows:
-            finished = UTCDateTime().process_result_value(
-                row.finished_at if not isinstance(row.finished_at, str) else datetime.fromisoformat(row.finished_at),
-                conn.dialect,
-            )
+            finished = _utc(row.finished_at)
             if result_expired(
                 succeeded=row.status == S.SUCCEEDED.value,
                 finished_at=finished,
