@@ -72,6 +72,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument("--burst-jobs", type=int, default=1000, help="cron jobs in the minute burst (default 1000)")
     parser.add_argument(
+        "--burst-scenarios",
+        default="100,cron",
+        help="burst scenarios to run (default 100,cron: the 100-job burst on 4 slots and the cron minute on 8)",
+    )
+    parser.add_argument(
         "--burst-fork-count",
         type=int,
         default=1000,
@@ -111,6 +116,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
             setattr(options, key, value)
     options.tick_sizes = [int(x) for x in str(options.tick_sizes).split(",") if x]
     options.burst_leads = [int(x) for x in str(options.burst_leads).split(",") if x]
+    options.burst_scenarios = [x for x in str(options.burst_scenarios).split(",") if x]
+    if set(options.burst_scenarios) - {"100", "cron"}:
+        parser.error("--burst-scenarios takes 100 and/or cron")
     unknown = [n for n in options.names if n not in BENCHMARKS]
     if unknown:
         parser.error(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")

@@ -59,7 +59,8 @@ def _lateness(db: BenchDatabase, at: datetime) -> tuple[list[float], dict]:
     with db.connect() as conn:
         rows = conn.execute(
             """SELECT status, extract(epoch FROM started_at - scheduled_for) * 1000,
-                      extract(epoch FROM created_at - scheduled_for) * 1000
+                      extract(epoch FROM created_at - scheduled_for) * 1000,
+                      extract(epoch FROM finished_at - scheduled_for) * 1000, id
                FROM executions WHERE trigger = 'schedule' AND scheduled_for = %s""",
             (at,),
         ).fetchall()
@@ -68,6 +69,13 @@ def _lateness(db: BenchDatabase, at: datetime) -> tuple[list[float], dict]:
         by_status[row[0]] = by_status.get(row[0], 0) + 1
     written = [float(r[2]) for r in rows]
     late = [float(r[1]) for r in rows if r[1] is not None]
+    # Every occurrence (ms after the instant), by start: where the tail comes from.
+    occurrences = sorted(
+        ([r[4], float(r[2]), float(r[1]), None if r[3] is None else float(r[3])] for r in rows if r[1] is not None),
+        key=lambda o: o[2],
+    )
+    starts = [o[2] for o in occurrences]
+    gaps = [(b - a, a) for a, b in zip(starts, starts[1:])]
     # The tick's share: when the first row started, and when the last row was written (relative
     # to the instant; negative = before it). With the lead every row exists before the instant.
     return late, {
@@ -75,6 +83,13 @@ def _lateness(db: BenchDatabase, at: datetime) -> tuple[list[float], dict]:
         "written_ms_before": -min(written) if written else None,
         "last_written_ms": max(written) if written else None,
         "first_start_ms": min(late) if late else None,
+        "started_by_fraction": {
+            f"{q:g}": starts[min(len(starts) - 1, int(q * len(starts)))] for q in (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
+        }
+        if starts
+        else {},
+        "longest_gaps": [[round(g, 1), round(a, 1)] for g, a in sorted(gaps, reverse=True)[:5]],
+        "occurrences": occurrences,  # [execution id, created, started, finished] ms after the instant
     }
 
 
@@ -143,7 +158,8 @@ def scenario(db: BenchDatabase, options, *, jobs: int, slots: int, cron: bool, l
                 f"  {jobs} jobs x {slots} slots, lead {lead_ms} ms, round {k + 1}: "
                 f"p50 {summary(late)['p50']:.1f} / p99 {summary(late)['p99']:.1f} / max {summary(late)['max']:.1f} ms, "
                 f"fork limit {fork:.0f}/s, {facts['by_status']}, load {os.getloadavg()[0]:.1f}; first start"
-                f" {facts['first_start_ms']:.1f} ms, last row written {facts['last_written_ms']:.1f} ms",
+                f" {facts['first_start_ms']:.1f} ms, last row written {facts['last_written_ms']:.1f} ms;"
+                f" started by fraction {facts['started_by_fraction']}; longest gaps (ms, at) {facts['longest_gaps']}",
                 flush=True,
             )
             rounds[-1]["loadavg"] = os.getloadavg()
@@ -196,9 +212,10 @@ def _figures(result: dict) -> list[Figure]:
 
 def run(db: BenchDatabase, options) -> list[Figure]:
     results = []
-    for lead in options.burst_leads:
+    scenarios = getattr(options, "burst_scenarios", ["100", "cron"])
+    for lead in options.burst_leads if "100" in scenarios else []:
         results.append(scenario(db, options, jobs=100, slots=4, cron=False, lead_ms=lead))
-    for lead in options.burst_leads:
+    for lead in options.burst_leads if "cron" in scenarios else []:
         results.append(scenario(db, options, jobs=options.burst_jobs, slots=8, cron=True, lead_ms=lead))
     figures = [figure for result in results for figure in _figures(result)]
     if figures:

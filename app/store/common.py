@@ -459,6 +459,11 @@ class CommonStore:
             stmt = stmt.where(e.c.queue_id.in_(list(queue_ids)))
         return conn.execute(stmt).scalar()
 
+    def refresh_planner_statistics(self, conn: Connection, *, written: int) -> bool:
+        """After a tick wrote `written` rows: bring the planner's statistics of executions up to
+        date if they are far behind (PostgreSQL only, see PostgresStore). Whether it did."""
+        return False
+
     def jobs_with_active_runs(self, conn: Connection, job_ids: Sequence[int], now: datetime) -> set[int]:
         """Which of `job_ids` have an active run (one query for a whole tick batch): in flight,
         pending, or retry_scheduled and due - the overlap policy skip's test at tick time."""

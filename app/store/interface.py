@@ -95,6 +95,9 @@ class Store(Protocol):
     ) -> datetime | None:
         """The earliest available_at later than `after` of a waiting row (an idle worker's wake-up)."""
 
+    def refresh_planner_statistics(self, conn: Connection, *, written: int) -> bool:
+        """ANALYZE executions when a tick wrote more rows than its statistics count (PostgreSQL)."""
+
     def jobs_with_active_runs(self, conn: Connection, job_ids: Sequence[int], now: datetime) -> set[int]:
         """Which of `job_ids` have a run in flight, pending or due for retry (overlap policy skip)."""
 

@@ -239,6 +239,24 @@ def _finished_params(finished: Sequence[Finished]) -> dict:
     }
 
 
+# The worker plans its turn once per connection (GENERIC_TURN_PLANS), with the statistics of that
+# moment. Planned while `executions` looked empty (a new install, a table just emptied and
+# analyzed), the plan reads the whole table for every candidate's overlap checks; when a burst
+# then writes a thousand rows, each turn costs that squared (measured: 230-420 ms per turn at
+# 1,000 waiting rows, against 2-6 ms with statistics; docs/performance.md, cron bursts). ANALYZE
+# refreshes the statistics and invalidates the cached plans, so the next turn is planned for the
+# table as it is. Autovacuum does the same, but up to a minute later, after the burst.
+STALE_STATISTICS_MIN_ROWS = 250
+
+
+def statistics_stale(written: int, estimated_rows: float | None) -> bool:
+    """Whether a tick that wrote `written` rows leaves the planner's estimate of the table
+    (`pg_class.reltuples`: -1 never analyzed, None unknown) far behind: the tick wrote a burst
+    (STALE_STATISTICS_MIN_ROWS or more) larger than all the rows the statistics count. On a large
+    table a burst is a small share of it and this never holds: ANALYZE stays autovacuum's job."""
+    return written >= STALE_STATISTICS_MIN_ROWS and written > max(0.0, estimated_rows or 0.0)
+
+
 class PostgresStore(CommonStore):
     dialect = "postgresql"
 
@@ -259,6 +277,17 @@ class PostgresStore(CommonStore):
                 {"ids": "{" + ",".join(map(str, ids[start : start + chunk])) + "}"},
             ).rowcount
         return deleted
+
+    def refresh_planner_statistics(self, conn: Connection, *, written: int) -> bool:
+        """ANALYZE executions when the statistics count fewer rows than a tick just wrote
+        (`statistics_stale`), so that workers plan their turn for the table as it is now. A lock
+        timeout keeps it from waiting behind a running (auto)vacuum of the table."""
+        estimated = conn.execute(text("SELECT reltuples FROM pg_class WHERE oid = to_regclass('executions')")).scalar()
+        if not statistics_stale(written, estimated):
+            return False
+        conn.execute(text("SET LOCAL lock_timeout = '200ms'"))
+        conn.execute(text("ANALYZE executions"))
+        return True
 
     def record_and_claim(
         self,

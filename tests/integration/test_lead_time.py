@@ -10,7 +10,8 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
+from sqlalchemy.exc import ProgrammingError
 
 from app.clock import utcnow
 from app.database import write_transaction
@@ -18,8 +19,10 @@ from app.extensions import db
 from app.models import Attempt, Execution, Heartbeat, Job
 from app.services.engine import wakeups
 from app.services.engine.scheduler import Scheduler
+from app.services.engine.worker import Worker
 from app.services.read.explain import explain_job
 from app.services.use_cases import jobs
+from app.store import postgres as postgres_store
 from app.store import store_for
 from tests.factories import make_due_job, make_execution, utc
 from tests.helpers.processes import wait_for
@@ -224,3 +227,66 @@ def test_real_processes_never_start_a_run_written_ahead_before_its_time(app, fla
     assert all(r.started_at >= due for r in rows)  # never early
     attempts = db.session.scalars(select(Attempt).where(Attempt.execution_id.in_([r.id for r in rows]))).all()
     assert len(attempts) == 20 and all(a.started_at >= due for a in attempts)
+
+
+def executions_reltuples() -> float:
+    """PostgreSQL's row estimate of executions (-1: never analyzed since created or truncated)."""
+    with db.engine.connect() as conn:
+        return conn.execute(text("SELECT reltuples FROM pg_class WHERE oid = to_regclass('executions')")).scalar()
+
+
+def test_a_tick_that_writes_a_burst_ahead_brings_the_planner_statistics_up_to_date(app, monkeypatch):
+    """Workers plan their turn once per connection; planned while executions looked empty, each
+    turn then reads the whole table per candidate. A tick that writes more rows than the
+    statistics count ANALYZEs the table (PostgreSQL), before the burst's time."""
+    monkeypatch.setattr(postgres_store, "STALE_STATISTICS_MIN_ROWS", 5)
+    for _ in range(4):
+        make_due_job(next_run_at=SOON)
+    assert tick(app).created == 4  # below the threshold: left to autovacuum
+    postgres = db.engine.dialect.name == "postgresql"
+    if postgres:
+        assert executions_reltuples() <= 0
+    for _ in range(6):
+        make_due_job(next_run_at=SOON + timedelta(milliseconds=500))
+    assert tick(app).created == 6
+    if postgres:
+        assert executions_reltuples() == 10  # every row written so far, counted before its time
+    with db.engine.connect() as conn:  # SQLite plans each statement afresh: nothing to refresh
+        assert store_for(conn).refresh_planner_statistics(conn, written=10**6) is postgres
+
+
+def test_a_refused_analyze_is_logged_and_not_asked_again_and_the_tick_goes_on(app, monkeypatch, caplog):
+    calls = []
+
+    def refused(self, conn, *, written):
+        calls.append(written)
+        raise ProgrammingError("ANALYZE executions", {}, RefusedAnalyze())
+
+    monkeypatch.setattr(type(store_for(db.engine)), "refresh_planner_statistics", refused)
+    scheduler = Scheduler(app, scheduler_id="test-scheduler", clock=lambda: NOW)
+    job = make_due_job(next_run_at=SOON)
+    with caplog.at_level("WARNING", logger="cronwell.scheduler"):
+        assert scheduler.tick(NOW).created == 1
+    assert [r.scheduled_for for r in rows_of(job.id)] == [SOON]
+    assert "planner_statistics_failed" in [getattr(r, "event", None) for r in caplog.records]
+    make_due_job(next_run_at=SOON + timedelta(milliseconds=500))
+    assert scheduler.tick(NOW).created == 1
+    assert calls == [1]  # no privilege: not asked again
+
+
+class RefusedAnalyze(Exception):
+    sqlstate = "42501"  # insufficient_privilege, as psycopg reports it
+
+
+def test_an_idle_worker_wakes_at_once_for_a_row_that_fell_due_while_its_turn_ran(app):
+    """The turn claimed at `since`; a row claimable after it (the first rows of a burst, when the
+    turn ran across their time) must not wait a whole poll interval."""
+    make_due_job(next_run_at=SOON)
+    tick(app)
+    worker = Worker(app, worker_id="w1", slots=1, clock=lambda: SOON + timedelta(milliseconds=5), poll_seconds=1)
+    try:
+        assert worker._until_claimable(since=SOON - timedelta(milliseconds=1)) == 0.0  # due now: no wait
+        assert worker._until_claimable(since=NOW) == 0.0
+        assert worker._until_claimable(since=SOON) == 1  # claimed at its time already: the poll interval
+    finally:
+        worker._drop_connection(broken=False)

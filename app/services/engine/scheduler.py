@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import ClassVar
 
 from flask import Flask
+from sqlalchemy.exc import DBAPIError
 
 from app import cache, metrics
 from app.clock import iso_z, utcnow
@@ -46,6 +47,7 @@ log = logging.getLogger("cronwell.scheduler")
 
 Clock = Callable[[], datetime]
 UPKEEP_EVERY = timedelta(seconds=1)
+INSUFFICIENT_PRIVILEGE = "42501"  # SQLSTATE of a refused ANALYZE (the role does not own the table)
 
 
 @lru_cache(maxsize=4096)
@@ -107,6 +109,7 @@ class Scheduler:
         self._again = False  # a job is still inside the horizon after the last tick
         self._full = False  # the last batch was full: more jobs may be due
         self._horizon = clock()  # the last tick's now + lead
+        self._refresh_statistics = True  # False once ANALYZE was refused (no privilege)
         self.started_at = clock()
         self.ticks = 0
         self._last_upkeep: datetime | None = None
@@ -135,6 +138,8 @@ class Scheduler:
             moved = self.schedule_due_jobs(now, report)
             if not self._full or not moved:
                 break  # a full batch of jobs left waiting for their time cannot move on this tick
+        if report.created:
+            self._refresh_planner_statistics(report.created)
         self._confirm_ahead(now, report)
         if upkeep:
             recovered = recovery.recover_expired_leases(self.engine, now=now)
@@ -219,6 +224,25 @@ class Scheduler:
                 wakeups.notify(conn, wakeups.WORK_CHANNEL)
         report.due += len(next_runs)
         return len(next_runs)
+
+    def _refresh_planner_statistics(self, written: int) -> None:
+        """After a tick that wrote a burst, ANALYZE executions if the planner's statistics count
+        fewer rows than it wrote (`Store.refresh_planner_statistics`): workers plan their turn
+        once per connection, and a plan made while the table looked empty costs the burst's size
+        squared per turn. With a lead time this happens before the burst's instant, so the turns
+        at it are planned for the table that holds it. A failure is logged, never fatal; without
+        the privilege to ANALYZE the scheduler stops trying (autovacuum still does it, later)."""
+        if not self._refresh_statistics:
+            return
+        try:
+            with self.engine.begin() as conn:
+                store_for(conn).refresh_planner_statistics(conn, written=written)
+        except DBAPIError as exc:
+            self._refresh_statistics = getattr(exc.orig, "sqlstate", None) != INSUFFICIENT_PRIVILEGE
+            log.warning(
+                "could not refresh the planner statistics of executions",
+                extra={"event": "planner_statistics_failed", "error": str(exc)[:300]},
+            )
 
     def _defer(self, at: datetime) -> None:
         self._deferred = at if self._deferred is None else min(self._deferred, at)

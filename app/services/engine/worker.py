@@ -387,26 +387,29 @@ class Worker:
         if wait is None and claiming and len(self.running) < self.slots:
             # A slot is idle: wake when the next waiting row becomes claimable, not at the next
             # poll (occurrences written ahead of their time, retries, delayed runs).
-            timeout = min(timeout, self._until_claimable())
+            timeout = min(timeout, self._until_claimable(since=now))
         if self.running:  # wake in time to renew the leases
             timeout = min(timeout, max(0.0, self._last_renewal + self._renew_every - time.monotonic()))
         self._wait(timeout, listener)
         self._flush_cache()
         return started + finished
 
-    def _until_claimable(self) -> float:
+    def _until_claimable(self, *, since: datetime) -> float:
         """Seconds until the earliest waiting row in this worker's queues becomes claimable (its
-        available_at; never before it, so nothing starts early), or the poll interval when none."""
+        available_at; never before it, so nothing starts early), or the poll interval when none.
+
+        `since` is the time the turn claimed at: a row that became claimable after it (while the
+        turn ran, e.g. the first rows of a burst written ahead) is due now, so the wait is zero
+        rather than a whole poll interval."""
         if self._conn is None:
             self._conn = self.engine.connect()
         conn = self._conn
         try:
-            now = self.clock()
             if conn.dialect.name == "postgresql":
                 with single_statement_on(conn):
-                    earliest = self.store.earliest_claimable(conn, after=now, queue_ids=self.queue_ids)
+                    earliest = self.store.earliest_claimable(conn, after=since, queue_ids=self.queue_ids)
             else:
-                earliest = self.store.earliest_claimable(conn, after=now, queue_ids=self.queue_ids)
+                earliest = self.store.earliest_claimable(conn, after=since, queue_ids=self.queue_ids)
                 conn.commit()  # a read: end it, so the next turn's write transaction starts clean
         except Exception:
             self._drop_connection()
