@@ -53,3 +53,33 @@ def rows(url: str, sql: str, params: dict | None = None) -> list[tuple]:
         found = [tuple(row) for row in conn.execute(text(sql), params or {})]
     engine.dispose()
     return found
+
+
+def seed_executions(url: str) -> None:
+    """Three executions of one job in the default queue (two scheduled, one manual), at 0013."""
+    from sqlalchemy import text
+
+    engine = engine_for(url)
+    with engine.begin() as conn:
+        conn.execute(
+            text(
+                "INSERT INTO jobs (name, description, task, config, schedule_type, schedule, timezone, enabled,"
+                " overlap_policy, misfire_policy, misfire_grace_seconds, max_attempts, retry_backoff_seconds,"
+                " timeout_seconds, alert_mode, retention_count, retention_days, queue_id, priority, created_at,"
+                " updated_at, project_id) SELECT 'nightly', '', 'always_succeed', '{}', 'interval', '{\"every\": \"1m\"}',"
+                " 'UTC', true, 'skip', 'coalesce', 60, 3, 10, 30, 'web', 0, 0, q.id, 0, :now, :now, q.project_id"
+                " FROM queues AS q WHERE q.id = 1"
+            ),
+            {"now": "2026-06-01 12:00:00"},
+        )
+        for n, trigger in enumerate(("schedule", "schedule", "manual")):
+            conn.execute(
+                text(
+                    "INSERT INTO executions (job_id, scheduled_for, trigger, idempotency_key, status, attempts,"
+                    " max_attempts, queue_id, priority, exclusive, available_at, output, error, created_at,"
+                    " updated_at) SELECT id, :at, :trigger, :key, 'pending', 0, 3, 1, 0, false, :at, '', '', :at, :at"
+                    " FROM jobs WHERE name = 'nightly'"
+                ),
+                {"at": f"2026-06-01 12:0{n}:00", "trigger": trigger, "key": f"k{n}"},
+            )
+    engine.dispose()

@@ -7,8 +7,7 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from tests.helpers import migrations
-from tests.helpers.migrations import engine_for, flask_db, rows
-from tests.integration.test_migration_ten_million_rows import seed_executions
+from tests.helpers.migrations import engine_for, flask_db, rows, seed_executions
 
 fresh_url = migrations.fresh_url  # the fixture: an empty database on each backend
 
