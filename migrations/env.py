@@ -11,6 +11,9 @@ from logging.config import fileConfig
 from alembic import context
 from flask import current_app
 
+# On PostgreSQL autogenerate skips the foreign keys to executions that triggers enforce (0016).
+from app.models.execution import autogenerate_filter
+
 config = context.config
 migrate = current_app.extensions["migrate"]  # flask_migrate._MigrateConfig: its db and options
 db = migrate.db
@@ -34,14 +37,6 @@ def render_item(type_, obj, autogen_context):
     return False
 
 
-def include_object_for(dialect_name: str):
-    """What autogenerate compares: not the foreign keys to executions that PostgreSQL enforces with
-    triggers (migration 0016), which the models declare for SQLite."""
-    from app.models.execution import autogenerate_filter
-
-    return autogenerate_filter(dialect_name)
-
-
 def skip_empty_autogenerate(context, revision, directives):
     """With --autogenerate and no schema change, write no (empty) revision file."""
     if getattr(config.cmd_opts, "autogenerate", False) and directives[0].upgrade_ops.is_empty():
@@ -56,7 +51,7 @@ def run_migrations_offline():
         target_metadata=db.metadata,
         literal_binds=True,
         render_item=render_item,
-        include_object=include_object_for(db.engine.dialect.name),
+        include_object=autogenerate_filter(db.engine.dialect.name),
         **CONFIGURE_ARGS,
     )
     with context.begin_transaction():
@@ -77,7 +72,7 @@ def run_migrations_online():
             connection=connection,
             target_metadata=db.metadata,
             render_item=render_item,
-            include_object=include_object_for(connection.dialect.name),
+            include_object=autogenerate_filter(connection.dialect.name),
             process_revision_directives=skip_empty_autogenerate,
             **CONFIGURE_ARGS,
         )

@@ -282,6 +282,8 @@ class PostgresStore(CommonStore):
         """ANALYZE executions when the statistics count fewer rows than a tick just wrote
         (`statistics_stale`), so that workers plan their turn for the table as it is now. A lock
         timeout keeps it from waiting behind a running (auto)vacuum of the table."""
+        if written < STALE_STATISTICS_MIN_ROWS:
+            return False  # not a burst, whatever the estimate: spare most ticks the catalog read
         estimated = conn.execute(text("SELECT reltuples FROM pg_class WHERE oid = to_regclass('executions')")).scalar()
         if not statistics_stale(written, estimated):
             return False

@@ -26,7 +26,7 @@ triggers that keep the same rules:
 The triggers are created before the constraints are dropped, in one transaction: no moment
 without either. Existing rows satisfy the rules (the constraints held). The models still declare
 the foreign keys: SQLite keeps them, the ORM joins on them, and autogenerate leaves them out on
-PostgreSQL (`app.models.references`). The downgrade adds the constraints back (validating every
+PostgreSQL (`app.models.execution.autogenerate_filter`). The downgrade adds the constraints back (validating every
 row, under a lock that blocks writes to the five tables while it reads them) and then drops the
 triggers.
 """
