@@ -139,8 +139,10 @@ class Execution(db.Model):
             "ix_executions_lease", "lease_expires_at", postgresql_where=_IN_FLIGHT_WHERE, sqlite_where=_IN_FLIGHT_WHERE
         ),
         # The lists (newest first, by job or by status) and the per-status counts read these
-        # with index-only scans (migration 0002).
-        Index("ix_executions_job_id", "job_id", "id"),
+        # with index-only scans (migration 0002). On PostgreSQL the job's index carries status,
+        # finished_at and created_at, so the jobs list's last outcome, its filter and the 24 h
+        # success rate read no rows from the table (migration 0017).
+        Index("ix_executions_job_id", "job_id", "id", postgresql_include=["status", "finished_at", "created_at"]),
         # The list filtered by queue, newest first; also what deleting a queue follows (SET NULL).
         # On PostgreSQL it carries trigger and status, so a queue list filtered by either counts
         # its rows from the index alone (migration 0014).
