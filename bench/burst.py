@@ -169,11 +169,6 @@ def scenario(db: BenchDatabase, options, *, jobs: int, slots: int, cron: bool, l
     return {"rounds": rounds, "logs": str(logs), "lead_ms": lead_ms, "slots": slots, "jobs": jobs}
 
 
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    return ordered[len(ordered) // 2]
-
-
 def _figures(result: dict) -> list[Figure]:
     jobs, slots, lead = result["jobs"], result["slots"], result["lead_ms"]
     figures = []

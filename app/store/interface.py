@@ -24,7 +24,7 @@ class Store(Protocol):
     dialect: str
 
     # creating
-    def insert_occurrences(self, conn: Connection, rows: Sequence[dict], *, chunk: int = 500) -> list[tuple[int, str]]:
+    def insert_occurrences(self, conn: Connection, rows: Sequence[dict]) -> list[tuple[int, str]]:
         """Create scheduled occurrences (`rows.occurrence_row`), skipping existing ones: (id, status) created."""
 
     def insert_manual(
@@ -43,7 +43,7 @@ class Store(Protocol):
         """Create a manual run (now, or delayed to `available_at`, with an optional config override)
         or an operator retry (of a callback: with its task and parent): its id."""
 
-    def insert_executions(self, conn: Connection, rows: Sequence[dict], *, chunk: int = 500) -> list[int]:
+    def insert_executions(self, conn: Connection, rows: Sequence[dict]) -> list[int]:
         """Create batch items or callbacks, skipping existing idempotency keys: the ids created."""
 
     # the scheduler
