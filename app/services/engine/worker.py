@@ -864,6 +864,7 @@ class Worker:
             self.watchdog.release(run.execution_id)
         self.running.clear()
         self._cancelling.clear()
+        self._withdrawing.clear()
 
     def _lost(self, execution_id: int, step: str) -> None:
         # Zero rows changed: cancelled, recovered or deleted meanwhile. Never overwrite.
