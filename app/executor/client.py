@@ -174,12 +174,20 @@ class ForkServer:
 
     # -- requests ------------------------------------------------------------------------------
 
-    def submit(self, request: TaskRequest) -> None:
-        """Ask the zygote to fork a process for `request`; returns at once."""
+    def submit(self, request: TaskRequest, *, within: int | None = None) -> None:
+        """Ask the zygote to fork a process for `request`; returns at once.
+
+        With `within`, the zygote forks it only while fewer than `within` of its tasks run, and
+        otherwise queues it until one ends (app/executor/zygote.py, "Why a queue"). `kill` and
+        `stop` withdraw a queued run: its result then has `forked` False.
+        """
         self._require_started()
         if request.execution_id in self._pending:
             raise ValueError(f"execution {request.execution_id} is already running")
-        frame = encode_message({"op": "run", "request": request.to_dict()})  # TypeError before any state
+        message = {"op": "run", "request": request.to_dict()}
+        if within is not None:
+            message["within"] = within
+        frame = encode_message(message)  # TypeError before any state
         self._pending[request.execution_id] = _Pending(submitted_at=time.time())
         self._send_frame(frame)
 
@@ -196,7 +204,8 @@ class ForkServer:
         return self._take_finished()
 
     def kill(self, execution_id: int, *, reason: str = "killed") -> None:
-        """Terminate a running task's process group (SIGTERM, then SIGKILL after the grace period).
+        """Terminate a running task's process group (SIGTERM, then SIGKILL after the grace period),
+        or withdraw it from the zygote's queue if it is not forked yet (its result: `forked` False).
 
         Its result reports it as failed, or as cancelled with reason="cancelled".
         """

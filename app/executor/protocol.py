@@ -4,9 +4,13 @@ Messages are JSON objects, each sent as a 4-byte big-endian length followed by t
 UTF-8 JSON. A length prefix (rather than newline-delimited JSON) lets either side read whatever the
 socket has and split it into whole messages without scanning for separators.
 
-Client -> zygote ("op"):     run {request (isolation: process | pool)}, kill {execution_id, reason: killed|cancelled}, shutdown {}
+Client -> zygote ("op"):     run {request (isolation: process | pool), within?}, kill {execution_id, reason: killed|cancelled}, shutdown {}
 Zygote -> client ("type"):   ready {pid}, fatal {error}, started {execution_id, pid},
                              result {TaskResult fields}, bye {}
+
+A `run` with `within` (the worker's slot count) is forked once fewer than `within` tasks run in the
+zygote, waiting in its queue until then; `kill` and `shutdown` withdraw a queued run, reported as
+a result with `forked` false.
 
 No I/O here beyond bytes in, bytes out: both ends of the socket share this module.
 """
@@ -60,7 +64,9 @@ class TaskResult:
 
     `exit_code` is the process exit status, negative for a signal (as in `subprocess`), None if
     unknown. `started_at`/`finished_at` are epoch seconds; `fork_ms` is the time from the zygote
-    receiving the request to the forked child being ready to call the task.
+    receiving the request (for a queued run: taking it off the queue) to the forked child being
+    ready to call the task. `forked` is False only for a run withdrawn from the zygote's queue: no
+    process ever ran for it.
     """
 
     execution_id: int
@@ -72,6 +78,7 @@ class TaskResult:
     started_at: float
     finished_at: float
     fork_ms: float
+    forked: bool = True
 
     @property
     def duration_seconds(self) -> float:
@@ -84,7 +91,7 @@ class TaskResult:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TaskResult:
-        return cls(**{name: data[name] for name in cls.__dataclass_fields__})
+        return cls(**{name: data[name] for name in cls.__dataclass_fields__ if name in data})
 
 
 # One encoder for every message: json.dumps with non-default options builds a new JSONEncoder on

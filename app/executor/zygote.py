@@ -24,6 +24,27 @@ SIGTERM kills every task group and exits; each task child asks for SIGKILL when 
 So a SIGKILLed worker leaves no task process behind. The zygote also exits when the control socket
 closes.
 
+Why a queue. Between a child's exit and the next fork used to sit a round trip through the worker
+(the result message, the worker's wake-up, its `submit`), during which the zygote idled. So the
+worker may hand over a few runs beyond its free slots as `run` with `within` (its slot count): such
+a run is forked at once while fewer than `within` tasks run here, and otherwise waits in `queued`
+(first in, first out) until a task ends, when the zygote forks it in the same loop turn that
+reaped the task, with no message in between. Everything that reaches a forked run reaches a
+queued one: `kill` (cancel, operator kill, a lost lease, a claim given back) takes it out of the
+queue and `shutdown` empties the queue, each reported as a `result` with `forked: false` (no
+process ever ran), which the worker settles as a run that never left its claim-ahead buffer.
+
+Never fork for a worker that is gone. The worker hands over only runs whose claim and Attempt row
+committed, so every process forked from the queue has its Attempt whenever the worker dies. And
+nothing is forked once the worker is gone: `_fork_queued` and `_start_task` refuse once SIGTERM
+has been handled (PDEATHSIG: the worker died), the control socket has hit EOF, or `getppid()` no
+longer names the worker (the kernel reparents a child before it sends the parent-death signal, so
+this also covers the moment between the signal's delivery and the run of its Python handler, which
+runs only between bytecodes). A fork that slips between that check and the `fork` syscall started
+while the worker was still alive; its child is SIGKILLed with its group when the handler runs
+(`kill_everything`), and its run stays `running` under the dead worker's lease, so recovery
+retries it only after the lease ends, when no copy is left: never twice at once.
+
 Why bounded output. Pipes are drained continuously (a task never blocks on a full pipe) but only
 the first bytes that could be shown are kept; see `app.executor.output`.
 """
@@ -74,6 +95,14 @@ class TaskChild:
     sigkill_at: float | None = None  # monotonic, when SIGTERM escalates to SIGKILL
 
 
+# Why a queued run leaves the queue without a process, by the reason of the request that took it.
+WITHDRAWN = {
+    "cancelled": ("cancelled", "cancelled before its task process started"),
+    "killed": ("failed", "withdrawn before its task process started"),
+    "shutdown": ("failed", "the executor shut down before the task process started"),
+}
+
+
 class Zygote:
     """Serves run/kill/shutdown requests from one control socket until told to stop."""
 
@@ -84,11 +113,16 @@ class Zygote:
         output_limit: int,
         kill_grace_seconds: float,
         pool_limits: PoolLimits | None = None,
+        parent_pid: int | None = None,
     ) -> None:
         self.control = control
+        self.parent_pid = parent_pid if parent_pid is not None else os.getppid()  # the worker
         self.output_limit = output_limit
         self.kill_grace_seconds = kill_grace_seconds
         self.children: dict[int, TaskChild] = {}  # by execution_id
+        # Runs handed over beyond the worker's free slots, in arrival order: execution_id ->
+        # (request, within); forked when fewer than `within` tasks run (see "Why a queue").
+        self.queued: dict[int, tuple[dict, int]] = {}
         self.selector = selectors.DefaultSelector()
         self.reader = MessageReader()
         self.outbox = bytearray()
@@ -128,7 +162,8 @@ class Zygote:
         self.terminated = True
 
     def kill_everything(self) -> None:
-        """SIGKILL every task's process group and reap the task processes."""
+        """SIGKILL every task's process group and reap the task processes; fork nothing queued."""
+        self.queued.clear()
         for child in self.children.values():
             killpg_quietly(child.pid, signal.SIGKILL)
         for child in list(self.children.values()):
@@ -175,6 +210,27 @@ class Zygote:
             elif kind == "pool":
                 self.pool.on_event(*child)
         self._enforce_deadlines(time.monotonic())
+        if self.queued:
+            self._fork_queued()
+
+    def may_fork(self) -> bool:
+        """False once the worker is gone or stopping us: then nothing more is forked."""
+        return not (self.terminated or self.control_closed or self.shutting_down or os.getppid() != self.parent_pid)
+
+    def _fork_queued(self) -> None:
+        """Fork queued runs, oldest first, while fewer tasks run than the run's `within` allows."""
+        while self.queued and self.may_fork():
+            execution_id, (request, within) = next(iter(self.queued.items()))
+            if len(self.children) >= within:
+                return
+            del self.queued[execution_id]
+            self._start_task(request, received_at=time.monotonic())  # fork_ms counts from here
+
+    def _withdraw(self, execution_id: int, reason: str) -> None:
+        """Take a queued run out of the queue and report it as never forked."""
+        del self.queued[execution_id]
+        status, error = WITHDRAWN[reason]
+        self._reject(execution_id, error, status=status, forked=False)
 
     def _enforce_deadlines(self, now: float) -> None:
         for child in self.children.values():
@@ -205,19 +261,30 @@ class Zygote:
             # The worker is gone or closed us: stop everything, nobody will read the results.
             self.control_closed = True
             self.selector.unregister(self.control)
+            self.queued.clear()  # never forked: nobody would read their results
             for child in self.children.values():
                 killpg_quietly(child.pid, signal.SIGKILL)
             return
         for message in self.reader.feed(data):
             op = message.get("op")
             if op == "run":
-                self._start_task(message["request"], received_at=time.monotonic())
+                request, within = message["request"], message.get("within")
+                if within is not None and (self.queued or len(self.children) >= within):
+                    self._queue(request, within)
+                else:
+                    self._start_task(request, received_at=time.monotonic())
             elif op == "kill":
-                child = self.children.get(message["execution_id"])
+                execution_id = message["execution_id"]
+                reason = message.get("reason")
+                reason = reason if reason in KILL_REASONS else "killed"
+                child = self.children.get(execution_id)
                 if child is not None:
-                    reason = message.get("reason")
-                    self._terminate(child, reason if reason in KILL_REASONS else "killed")
+                    self._terminate(child, reason)
+                elif execution_id in self.queued:
+                    self._withdraw(execution_id, reason)
             elif op == "shutdown":
+                for execution_id in list(self.queued):
+                    self._withdraw(execution_id, "shutdown")
                 self.shutting_down = True
                 for child in self.children.values():
                     self._terminate(child, "shutdown")
@@ -261,9 +328,21 @@ class Zygote:
 
     # -- task processes ------------------------------------------------------------------------
 
+    def _queue(self, request: dict, within: int) -> None:
+        execution_id = request["execution_id"]
+        if execution_id in self.children or execution_id in self.queued:
+            self._reject(execution_id, f"execution {execution_id} is already running; not started again")
+            return
+        if self.shutting_down:
+            self._reject(execution_id, "the executor is shutting down; task not started", forked=False)
+            return
+        self.queued[execution_id] = (request, within)
+
     def _start_task(self, request: dict, received_at: float) -> None:
         execution_id = request["execution_id"]
-        if execution_id in self.children:
+        if not self.may_fork() and not self.shutting_down:
+            return  # the worker is gone (see "Never fork for a worker that is gone")
+        if execution_id in self.children or execution_id in self.queued:
             self._reject(execution_id, f"execution {execution_id} is already running; not started again")
             return
         if self.shutting_down:
@@ -320,14 +399,16 @@ class Zygote:
         self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", child))
         self.send({"type": "started", "execution_id": execution_id, "pid": pid})
 
-    def _reject(self, execution_id: int, error: str) -> None:
+    def _reject(self, execution_id: int, error: str, *, status: str = "failed", forked: bool = True) -> None:
+        """Report a run that got no process. `forked=False` promises that none ever ran for it
+        (withdrawn from the queue); a failed fork keeps the default, as before."""
         now = time.time()
         self.send(
             {
                 "type": "result",
                 **TaskResult(
                     execution_id=execution_id,
-                    status="failed",
+                    status=status,  # type: ignore[arg-type]
                     exit_code=None,
                     output="",
                     error=error,
@@ -335,6 +416,7 @@ class Zygote:
                     started_at=now,
                     finished_at=now,
                     fork_ms=0.0,
+                    forked=forked,
                 ).to_dict(),
             }
         )
@@ -437,6 +519,7 @@ def main(argv: list[str] | None = None) -> int:
         output_limit=args.output_limit,
         kill_grace_seconds=args.kill_grace_seconds,
         pool_limits=PoolLimits(args.pool_max_tasks, args.pool_max_memory_mb),
+        parent_pid=args.parent_pid,
     )
     try:
         zygote.serve_forever()

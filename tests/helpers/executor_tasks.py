@@ -115,3 +115,8 @@ def environment(config: dict, ctx: TaskContext) -> dict:
         "names": sorted(os.environ),
         "database_url": ctx.database_url,
     }
+
+
+@task("test_exec_touch", description="Create artifact_dir/touched-<execution_id>.", schema=ANY_CONFIG)
+def touch(config: dict, ctx: TaskContext) -> None:
+    Path(ctx.artifact_dir, f"touched-{ctx.execution_id}").write_text(str(os.getpid()))

@@ -4,7 +4,8 @@
 
 Runs `Worker.run()` (the real loop, fork server and turn) with the app configured from the
 environment, and preloads `test_witness`, a no-op task that first appends one line
-"execution_id attempt pid time" to FILE (time: `time.time()` as the task starts) (one O_APPEND write, so lines from concurrent task processes
+"execution_id attempt pid time" to FILE (time: `time.time()` as the task starts), then sleeps
+config["seconds"] (default 0) (one O_APPEND write, so lines from concurrent task processes
 never interleave and a line survives the worker being SIGKILLed right after it). `--ahead-wait`
 sets how much work the worker claims ahead (AHEAD_WAIT_SECONDS: a deeper buffer).
 """
@@ -27,6 +28,7 @@ def witness(config: dict, ctx: TaskContext) -> None:
         os.write(fd, f"{ctx.execution_id} {ctx.attempt} {os.getpid()} {time.time():.6f}\n".encode())
     finally:
         os.close(fd)
+    time.sleep(config.get("seconds", 0))  # then hold the slot, if asked (runs queue behind it)
 
 
 def main() -> None:

@@ -3,8 +3,9 @@ processes): every task process that ran has its Attempt, no attempt ran twice, a
 leases are recovered every execution ends exactly once.
 
 The worker claims ahead while its tasks are short (runs started in the database, waiting for a
-slot: app/services/engine/worker.py), so a kill can land between a turn's commit and the fork of
-what it claimed, between a fork and the turn that records it, or anywhere in a turn. The task
+slot: app/services/engine/worker.py; a slot's worth of them queued in the zygote, which forks one
+the moment a task ends), so a kill can land between a turn's commit and the fork of what it
+claimed, while runs wait in the zygote's queue, between a fork and the turn that records it, or anywhere in a turn. The task
 (`test_witness`, tests/helpers/witness_worker.py) writes "execution attempt pid" the moment it
 runs; the database is then compared with what the processes saw. Kill moments are picked by
 progress (a random count of finished rows), never by sleeping; lease expiry is reached with an
@@ -52,9 +53,10 @@ def count(status: str) -> int:
 SLOTS = 4  # the witness worker's default
 
 
-def load(tmp_path, n: int = EXECUTIONS):
+def load(tmp_path, n: int = EXECUTIONS, config: dict | None = None):
     """`n` pending runs of a witnessed no-op job; returns the witness file and the workers' env."""
     job = make_job(
+        config=config or {},
         now=utcnow(),
         every="1d",
         name="witnessed",
@@ -249,3 +251,36 @@ def test_worker_killed_while_its_turn_waits_on_postgresql_forked_only_committed_
     abandoned, never_ran = recover_drain_and_check(pg_app, witness, ["victim"], EXECUTIONS, "killed in a waiting turn")
     assert abandoned > 0  # what was running or claimed ahead at the kill: retried, not lost
     print(f"{abandoned} attempts abandoned by the kill, {never_ran} of them never forked")
+
+
+def test_worker_killed_while_runs_wait_in_its_zygote_leaves_a_truthful_history(pg_app, pg_url, tmp_path):
+    """Tasks that hold their slot for 20 ms keep the zygote's queue full (one run per slot handed
+    over beyond the free slots, ADR 0010, amendment of session 7), so each kill lands while runs
+    wait there: the zygote, told by PDEATHSIG and EOF, kills its tasks and forks none of the
+    queued runs, which recovery retries like any run claimed and never forked."""
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    n = 300
+    witness = load(tmp_path, n, config={"seconds": 0.02})
+    killed_ids = []
+    for k in range(3):
+        worker_id = f"queued-victim-{k}"
+        proc = start_victim(pg_url, tmp_path, worker_id, witness)
+        try:
+            target = count("succeeded") + rng.randrange(20, 50)
+            wait_for(
+                lambda: count("succeeded") >= target or proc.poll() is not None,
+                within=120,
+                interval=0.002,
+                what=f"{target} succeeded (seed {seed})",
+            )
+            kill(proc)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        killed_ids.append(worker_id)
+    abandoned, never_ran = recover_drain_and_check(pg_app, witness, killed_ids, n, f"queued, seed {seed}")
+    # Each kill strands the slots' running tasks and the runs waiting in the zygote and `_ready`.
+    assert never_ran > 0, f"seed {seed}"
+    print(f"{abandoned} attempts abandoned by 3 kills, {never_ran} of them never forked (seed {seed})")

@@ -30,7 +30,15 @@ worker died, so lease recovery settles its Attempt as abandoned and retries it (
 never run twice: the dead worker cannot fork it any more, and nobody else may before the lease
 ends). A graceful stop forks the waiting runs within its grace period and settles what is left as
 abandoned "before the task started"; a cancel request or a lost lease takes a waiting run out of
-`_ready` without a process. tests/integration/test_worker_killed_at_random.py kills workers at
+`_ready` without a process.
+The zygote gets a few of the `_ready` runs early (ZYGOTE_QUEUE_PER_SLOT per slot, with the slot
+count as `within`): it queues them and forks one the moment a task ends, so a slot no longer waits
+for the result's round trip through this loop. They are still runs whose claim committed, so
+the argument above holds; everything that reaches a forked run reaches a queued one through the
+executor's `kill` (cancel, lost lease, a claim given back) or `stop` (shutdown), and a queued run
+withdrawn there comes back as a result with `forked` False, settled as a run that never left
+`_ready` (ADR 0010, amendment of session 7; app/executor/zygote.py, "Never fork for a worker that
+is gone"). tests/integration/test_worker_killed_at_random.py kills workers at
 random points under load and checks both claims.
 
 `run(burst=True)` drains what is due and returns, which is how tests drive it; `run()` keeps
@@ -97,6 +105,9 @@ AHEAD_MAX_PER_SLOT = 16
 # A result waits at most this long for the turn that records it (the turn runs earlier when the
 # runs claimed ahead run low); its execution's finished_at is that turn's time.
 RECORD_WITHIN_SECONDS = 0.02
+# Runs from `_ready` handed to the zygote beyond the free slots, per slot: queued there, forked the
+# moment a task ends, without a round trip through the worker (ADR 0010, amendment of session 7).
+ZYGOTE_QUEUE_PER_SLOT = 1
 
 
 @dataclass
@@ -183,6 +194,9 @@ class Worker:
         self._draining = False  # an operator's drain: claim nothing, stop once nothing runs
         self._stop_now = False  # an operator's stop: no grace for running tasks
         self._cancelling: dict[int, str] = {}  # execution id -> who asked; its task is being killed
+        # Why a run handed to the executor was withdrawn, should it come back never forked (the
+        # text a run taken out of `_ready` for the same reason records).
+        self._withdrawing: dict[int, str] = {}
         self._disowned: set[int] = set()  # running here, but the claim is gone: result discarded (_give_back)
         self.control = worker_commands.ControlCheck(self.engine, self.id)
         self._should_stop: Callable[[], bool] = lambda: False
@@ -322,12 +336,14 @@ class Worker:
                 break
         waiting = {ready.item.id for ready in self._ready}
         self._ready.clear()
-        leftovers = [run for run in self.running.values() if run.execution_id not in waiting]
-        never_forked = [run for run in self.running.values() if run.execution_id in waiting]
         try:
-            self.executor.stop(0)
+            # Runs still queued in the zygote come back withdrawn (never forked): settled like
+            # those that waited in `_ready`.
+            waiting |= {result.execution_id for result in self.executor.stop(0) if not result.forked}
         except Exception:
             log.exception("executor did not stop cleanly")
+        leftovers = [run for run in self.running.values() if run.execution_id not in waiting]
+        never_forked = [run for run in self.running.values() if run.execution_id in waiting]
         self.watchdog.stop()
         if leftovers or never_forked:
             how = "was stopped by an operator" if self._stop_now else "stopped"
@@ -455,6 +471,7 @@ class Worker:
                 self._cancelling[execution_id] = requested_by
                 if self._unfork(execution_id, "cancelled", "cancelled before its task process started"):
                     continue
+                self._withdrawing[execution_id] = "cancelled before its task process started"
                 self.executor.kill(execution_id, reason="cancelled")
                 log.info(
                     "cancelling a running execution",
@@ -476,7 +493,9 @@ class Worker:
             self._disowned.discard(result.execution_id)
             self.running.pop(result.execution_id)
             self.watchdog.release(result.execution_id)
-            self._lost(result.execution_id, "complete")
+            self._withdrawing.pop(result.execution_id, None)
+            if result.forked:  # withdrawn from the zygote's queue: nothing ran, nothing to discard
+                self._lost(result.execution_id, "complete")
         finished = [self._finished(result, now) for result in results]
         # Final outcomes that may create a callback or end a batch: followed up in this same
         # transaction (app/services/engine/callbacks.py).
@@ -519,6 +538,7 @@ class Worker:
         for item, result in zip(finished, results):
             run = self.running.pop(result.execution_id)
             self._cancelling.pop(result.execution_id, None)
+            self._withdrawing.pop(result.execution_id, None)
             self.watchdog.release(result.execution_id)
             if item.execution_id not in turn.recorded:
                 self._lost(item.execution_id, "complete")
@@ -618,7 +638,7 @@ class Worker:
         waiting, or its result is in `_unrecorded` or among the `freed` results the caller holds
         (finished, not recorded yet)."""
         busy = len(self.running) - len(self._ready) - len(self._unrecorded) - freed
-        while self._ready and busy < self.slots:
+        while self._ready and busy < self.slots * (1 + ZYGOTE_QUEUE_PER_SLOT):
             self._submit(self._ready.popleft())
             busy += 1
 
@@ -641,7 +661,9 @@ class Worker:
         RECORD_WITHIN_SECONDS."""
         if not results and free <= 0:
             return False
-        if not claiming or len(self._ready) <= ahead // 2:
+        # Runs queued in the zygote are still part of the buffer (handed over, not forked).
+        handed = len(self.running) - len(self._ready) - len(self._unrecorded) - len(results)
+        if not claiming or len(self._ready) + max(0, handed - self.slots) <= ahead // 2:
             return True
         return bool(results) and self._unrecorded_age(results) >= RECORD_WITHIN_SECONDS
 
@@ -672,7 +694,8 @@ class Worker:
                 context=context,
                 timeout_seconds=self._callback_timeout if item.callback_task else item.timeout_seconds,
                 isolation=item.isolation,  # process: a fork per attempt; pool: a reused process
-            )
+            ),
+            within=self.slots,  # beyond the free slots it waits in the zygote's queue
         )
         log.info(
             "execution started",
@@ -737,7 +760,9 @@ class Worker:
     def _finished(self, result: TaskResult, now: datetime) -> Finished:
         run = self.running[result.execution_id]
         error = result.error
-        if result.execution_id in self.watchdog.stopped:
+        if not result.forked:  # withdrawn from the zygote's queue: recorded as if from `_ready`
+            error = self._withdrawing.get(result.execution_id, error)
+        elif result.execution_id in self.watchdog.stopped:
             error = f"stopped by the lease watchdog: its lease could not be renewed in time ({error})"
         outcome = Outcome(
             status=AttemptStatus(result.status),
@@ -839,6 +864,7 @@ class Worker:
             self.watchdog.release(run.execution_id)
         self.running.clear()
         self._cancelling.clear()
+        self._withdrawing.clear()
 
     def _lost(self, execution_id: int, step: str) -> None:
         # Zero rows changed: cancelled, recovered or deleted meanwhile. Never overwrite.
@@ -882,7 +908,7 @@ class Worker:
                 info={
                     "state": state.value,
                     "slots": self.slots,
-                    "busy": len(self.running) - len(self._ready),
+                    "busy": sum(1 for i in self.running if self.executor.pid_of(i)),  # processes, not runs
                     "queues": self.queues or ["*"],
                     "running": [run.execution_id for run in runs],
                     "executions": [
@@ -914,6 +940,7 @@ class Worker:
         )
         if self._unfork(execution_id, "failed", "the lease was lost before the task process started"):
             return
+        self._withdrawing[execution_id] = "the lease was lost before the task process started"
         self.watchdog.stopped.setdefault(execution_id, time.monotonic())
         if execution_id in self.executor.running():
             self.executor.kill(execution_id, reason="killed")
