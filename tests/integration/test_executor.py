@@ -11,14 +11,13 @@ import json
 import os
 import select
 import signal
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
+from tests.helpers.fork_server import start_owner, task_context
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -31,15 +30,7 @@ KILL_GRACE = 0.5
 
 
 def make_context(artifact_dir: Path, execution_id: int = 1) -> dict:
-    return {
-        "execution_id": execution_id,
-        "job_id": None,
-        "job_name": "executor-test",
-        "idempotency_key": f"test-{execution_id}",
-        "attempt": 1,
-        "artifact_dir": str(artifact_dir),
-        "marker_dir": str(artifact_dir),
-    }
+    return task_context(artifact_dir, execution_id)
 
 
 _next_id = iter(range(1, 1_000_000))
@@ -394,18 +385,8 @@ time.sleep(120)
 
 
 def test_sigkill_of_the_owning_process_leaves_no_task_process(tmp_path):
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER_SCRIPT, json.dumps(make_context(tmp_path))],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=PROJECT_ROOT,
-        env=env,
-    )
+    owner, pids = start_owner(OWNER_SCRIPT, json.dumps(make_context(tmp_path)))
     try:
-        readable, _, _ = select.select([owner.stdout], [], [], 20)
-        assert readable, "owner script did not report its pids"
-        pids = json.loads(owner.stdout.readline())
         survivors = [pids["zygote"], pids["task"], *pids["grandchildren"]]
         assert all(is_alive(pid) for pid in survivors)
 

@@ -10,15 +10,12 @@ execution the moment it runs, so "never forked" is checked by the file system, n
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
-import sys
 
 import pytest
 
 from app.executor import ForkServer, TaskRequest, TaskResult
-from tests.helpers.processes import PROJECT_ROOT, is_alive, wait_for
+from tests.helpers.fork_server import start_owner, task_context
+from tests.helpers.processes import is_alive, wait_for
 
 PRELOAD = ("tests.helpers.executor_tasks",)
 KILL_GRACE = 0.5
@@ -36,15 +33,7 @@ def server():
 
 
 def make_context(artifact_dir, execution_id: int = 1) -> dict:
-    return {
-        "execution_id": execution_id,
-        "job_id": None,
-        "job_name": "queue-test",
-        "idempotency_key": f"test-{execution_id}",
-        "attempt": 1,
-        "artifact_dir": str(artifact_dir),
-        "marker_dir": str(artifact_dir),
-    }
+    return task_context(artifact_dir, execution_id, job_name="queue-test")
 
 
 def request(task_name: str, artifact_dir, config: dict | None = None) -> TaskRequest:
@@ -186,18 +175,8 @@ def test_an_owner_gone_while_runs_are_queued_leaves_none_of_them_forked(tmp_path
     from EOF on the control socket (`close`: the socket alone, so the signal cannot cover for
     it), and kills the running task; that task's exit frees the slot the queue waits for, and
     the zygote must not fork into it for a worker that is gone."""
-    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
-    owner = subprocess.Popen(
-        [sys.executable, "-c", OWNER_SCRIPT, json.dumps(make_context(tmp_path)), how],
-        stdout=subprocess.PIPE,
-        text=True,
-        cwd=PROJECT_ROOT,
-        env=env,
-    )
+    owner, pids = start_owner(OWNER_SCRIPT, json.dumps(make_context(tmp_path)), how)
     try:
-        readable, _, _ = select.select([owner.stdout], [], [], 20)
-        assert readable, "owner script did not report its pids"
-        pids = json.loads(owner.stdout.readline())
         assert is_alive(pids["zygote"]) and is_alive(pids["task"])
 
         if how == "kill":

@@ -164,17 +164,15 @@ def recover_drain_and_check(pg_app, witness, killed_ids: list[str], n: int, cont
     return len(abandoned), len([key for key in abandoned if key not in ran])
 
 
-def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url, tmp_path):
-    seed = random.randrange(1 << 30)
-    rng = random.Random(seed)
-    witness = load(tmp_path)
+def kill_victims(pg_url, tmp_path, witness, rng, *, kills: int, more: tuple[int, int], name: str, seed) -> list[str]:
+    """Start `kills` victims one after another, each SIGKILLed once a random number `more` (a
+    range) of executions more have succeeded: anywhere in the loop, at full load. Their ids."""
     killed_ids = []
-    for k in range(KILLS):
-        worker_id = f"victim-{k}"
+    for k in range(kills):
+        worker_id = f"{name}-{k}"
         proc = start_victim(pg_url, tmp_path, worker_id, witness)
         try:
-            # Kill once a random number more have finished: anywhere in the loop, at full load.
-            target = count("succeeded") + rng.randrange(*MORE_BEFORE_KILL)
+            target = count("succeeded") + rng.randrange(*more)
             wait_for(
                 lambda: count("succeeded") >= target or proc.poll() is not None,
                 within=120,
@@ -187,6 +185,16 @@ def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url
                 proc.kill()
                 proc.wait()
         killed_ids.append(worker_id)
+    return killed_ids
+
+
+def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url, tmp_path):
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    witness = load(tmp_path)
+    killed_ids = kill_victims(
+        pg_url, tmp_path, witness, rng, kills=KILLS, more=MORE_BEFORE_KILL, name="victim", seed=seed
+    )
     abandoned, never_ran = recover_drain_and_check(pg_app, witness, killed_ids, EXECUTIONS, f"seed {seed}")
     print(f"{abandoned} attempts abandoned by {KILLS} kills, {never_ran} of them never forked (seed {seed})")
 
@@ -262,24 +270,7 @@ def test_worker_killed_while_runs_wait_in_its_zygote_leaves_a_truthful_history(p
     rng = random.Random(seed)
     n = 300
     witness = load(tmp_path, n, config={"seconds": 0.02})
-    killed_ids = []
-    for k in range(3):
-        worker_id = f"queued-victim-{k}"
-        proc = start_victim(pg_url, tmp_path, worker_id, witness)
-        try:
-            target = count("succeeded") + rng.randrange(20, 50)
-            wait_for(
-                lambda: count("succeeded") >= target or proc.poll() is not None,
-                within=120,
-                interval=0.002,
-                what=f"{target} succeeded (seed {seed})",
-            )
-            kill(proc)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-        killed_ids.append(worker_id)
+    killed_ids = kill_victims(pg_url, tmp_path, witness, rng, kills=3, more=(20, 50), name="queued-victim", seed=seed)
     abandoned, never_ran = recover_drain_and_check(pg_app, witness, killed_ids, n, f"queued, seed {seed}")
     # Each kill strands the slots' running tasks and the runs waiting in the zygote and `_ready`.
     assert never_ran > 0, f"seed {seed}"
