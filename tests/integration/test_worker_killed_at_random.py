@@ -200,13 +200,16 @@ def test_worker_killed_at_random_points_leaves_a_truthful_history(pg_app, pg_url
 
 
 def waiting_turn_started_at() -> float | None:
-    """When the statement now waiting for a lock in the test database began (epoch seconds; the
-    worker's turn, below), or None if none waits."""
+    """When the worker's turn statement now waiting for a lock in the test database began (epoch
+    seconds), or None if it does not wait: the turn's text (`TURN_SQL`, whose first 1 KB is what
+    pg_stat_activity keeps) begins with its `result` part. Other statements of the worker may queue
+    behind the rows the waiting turn holds (a lease renewal), so the filter is by text."""
     db.session.rollback()
     return db.session.execute(
         text(
             "SELECT extract(epoch FROM query_start) FROM pg_stat_activity WHERE datname = current_database()"
-            " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()"
+            " AND wait_event_type = 'Lock' AND pid <> pg_backend_pid() AND query LIKE '%WITH result AS (%'"
+            " ORDER BY query_start LIMIT 1"
         )
     ).scalar()
 
