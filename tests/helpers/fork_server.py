@@ -25,9 +25,11 @@ def task_context(artifact_dir, execution_id: int = 1, *, job_name: str = "execut
 
 
 def start_owner(script: str, *args: str) -> tuple[subprocess.Popen, dict]:
-    """Run `script` (python -c) with `args`, and read the JSON line of pids it prints first."""
+    """Run `script` (python -c) with `args`, and read the JSON line of pids it prints first. The
+    owner's stdin is a pipe, so a script can wait there for the test to say when to act."""
     owner = subprocess.Popen(
         [sys.executable, "-c", script, *args],
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
         cwd=PROJECT_ROOT,
@@ -37,6 +39,7 @@ def start_owner(script: str, *args: str) -> tuple[subprocess.Popen, dict]:
     if not readable:
         owner.kill()
         owner.wait()
+        owner.stdin.close()
         owner.stdout.close()
         raise AssertionError("owner script did not report its pids")
     return owner, json.loads(owner.stdout.readline())

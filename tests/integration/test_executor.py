@@ -398,4 +398,5 @@ def test_sigkill_of_the_owning_process_leaves_no_task_process(tmp_path):
         if owner.poll() is None:
             owner.kill()
             owner.wait()
+        owner.stdin.close()
         owner.stdout.close()

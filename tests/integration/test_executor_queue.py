@@ -164,6 +164,7 @@ while server.pid_of(1) is None:
     server.poll(0.05)
 print(json.dumps({"zygote": server.zygote_pid, "task": server.pid_of(1)}), flush=True)
 if sys.argv[2] == "close":
+    sys.stdin.readline()  # the test's go, once it has seen the task alive
     server._sock.close()  # the socket hits EOF in the zygote while its worker lives on
 time.sleep(120)
 """
@@ -182,6 +183,9 @@ def test_an_owner_gone_while_runs_are_queued_leaves_none_of_them_forked(tmp_path
         if how == "kill":
             owner.kill()  # SIGKILL: no cleanup code runs in the owner
             owner.wait()
+        else:
+            owner.stdin.write("close\n")
+            owner.stdin.flush()
 
         assert wait_until_dead([pids["zygote"], pids["task"]]) == []
         assert touched(tmp_path) == set()
@@ -189,4 +193,5 @@ def test_an_owner_gone_while_runs_are_queued_leaves_none_of_them_forked(tmp_path
         if owner.poll() is None:
             owner.kill()
             owner.wait()
+        owner.stdin.close()
         owner.stdout.close()
