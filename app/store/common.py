@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import and_, bindparam, case, func, insert, or_, select, text, update
+from sqlalchemy import and_, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Row
 
 from app.domain.policies import TOP_PRIORITY
@@ -32,6 +32,8 @@ from app.domain.states import (
 )
 from app.domain.states import ExecutionStatus as S
 from app.models.types import UTCDateTime
+from app.sql import control, leases
+from app.sql.statuses import sql_statuses, status_values
 from app.store.rows import (
     ExpiredLease,
     ExpiredRun,
@@ -44,8 +46,6 @@ from app.store.rows import (
     jobs,
     manual_row,
     queues,
-    sql_statuses,
-    status_values,
     truncate,
 )
 
@@ -720,17 +720,9 @@ class CommonStore:
         return None if row is None else (row.claimed_by or "")
 
     def cancel_requests(self, conn: Connection, *, worker_id: str) -> dict[int, str]:
-        """The running rows of `worker_id` an operator asked to cancel: {id: requested by}. The
-        worker's check on every wake: a few running rows, read through the running-rows index."""
-        e = executions
-        rows = conn.execute(
-            select(e.c.id, e.c.cancel_requested_by).where(
-                e.c.status.in_(status_values(RUNNING_CANCELLABLE)),
-                e.c.claimed_by == worker_id,
-                e.c.cancel_requested_at.is_not(None),
-            )
-        )
-        return {execution_id: by or "" for execution_id, by in rows}
+        """The running rows of `worker_id` an operator asked to cancel: {id: requested by}
+        (app/sql/control.py: the worker's check on every wake)."""
+        return control.cancel_requests(conn, worker_id=worker_id)
 
     # --- batches ----------------------------------------------------------------------------
 
@@ -919,28 +911,9 @@ class CommonStore:
     def renew_leases(
         self, conn: Connection, execution_ids: Sequence[int], *, worker_id: str, now: datetime, lease_seconds: int
     ) -> dict[int, datetime]:
-        """Extend the leases of a worker's running rows to at least `now + lease_seconds`, in one
-        statement (a lease already longer, covering a job's timeout, is kept). Guarded by owner and
-        status: a row recovered, cancelled or finished meanwhile is not renewed and is missing from
-        the result, {id: lease_expires_at}, which tells the worker it lost that row."""
-        if not execution_ids:
-            return {}
-        e = executions
-        floor = now + timedelta(seconds=lease_seconds)
-        stmt = (
-            update(e)
-            .where(
-                e.c.id.in_(sorted(execution_ids)),
-                e.c.claimed_by == worker_id,
-                e.c.status.in_(status_values(RECORDABLE)),
-            )
-            .values(
-                lease_expires_at=case((e.c.lease_expires_at > floor, e.c.lease_expires_at), else_=floor),
-                updated_at=now,
-            )
-            .returning(e.c.id, e.c.lease_expires_at)
-        )
-        return {row.id: row.lease_expires_at for row in conn.execute(stmt)}
+        """Extend the leases of a worker's running rows in one statement (app/sql/leases.py): the
+        rows renewed, {id: lease_expires_at}; a row missing from it is lost to the worker."""
+        return leases.renew_leases(conn, execution_ids, worker_id=worker_id, now=now, lease_seconds=lease_seconds)
 
     # --- counts -----------------------------------------------------------------------------
 

@@ -1,0 +1,39 @@
+"""Lease renewal: the statement a worker's heartbeat runs for all its running rows at once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+
+from app.domain.states import RECORDABLE
+from app.sql.statuses import sql_statuses
+from app.sql.transport import Statement, execute
+
+_RENEW = """
+UPDATE executions
+SET lease_expires_at = CASE WHEN lease_expires_at > :floor THEN lease_expires_at ELSE :floor END,
+    updated_at = :now
+WHERE id {ids} AND claimed_by = :worker_id AND status IN ({statuses})
+RETURNING id, lease_expires_at
+"""
+RENEW_LEASES = Statement(
+    _RENEW.format(ids="= ANY(CAST(:ids AS bigint[]))", statuses=sql_statuses(RECORDABLE)),
+    sqlite_text=_RENEW.format(ids="IN (SELECT value FROM json_each(:ids))", statuses=sql_statuses(RECORDABLE)),
+    datetimes=("floor", "now"),
+    id_lists=("ids",),
+    returns_datetimes=(1,),
+)
+
+
+def renew_leases(
+    conn, execution_ids: Sequence[int], *, worker_id: str, now: datetime, lease_seconds: int
+) -> dict[int, datetime]:
+    """Extend the leases of a worker's running rows to at least `now + lease_seconds` (a lease
+    already longer, covering a job's timeout, is kept). Guarded by owner and status: a row
+    recovered, cancelled or finished meanwhile is not renewed and is missing from the result,
+    {id: lease_expires_at}, which tells the worker it lost that row."""
+    if not execution_ids:
+        return {}
+    floor = now + timedelta(seconds=lease_seconds)
+    params = {"ids": sorted(execution_ids), "worker_id": worker_id, "floor": floor, "now": now}
+    return dict(execute(conn, RENEW_LEASES, params).rows)

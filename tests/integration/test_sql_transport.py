@@ -1,0 +1,158 @@
+"""The statements of app/sql on a bare DB-API connection (psycopg, sqlite3: what the worker
+parent is to hold, ADR 0012) and under a SQLAlchemy connection (everyone else) write and read
+the same rows, on both databases, with the values the ORM's column types give."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing, contextmanager
+from datetime import UTC, datetime, timedelta
+
+import psycopg
+import pytest
+
+from app import clock
+from app.models import Execution, Heartbeat, WorkerCommand
+from app.services.engine import worker_commands
+from app.sql import control, heartbeats, leases
+from app.sql.transport import Statement, execute
+from tests.factories import make_execution, make_job
+
+NOW = datetime(2026, 12, 2, 5, 30, 0, 250_001, tzinfo=UTC)
+
+
+@contextmanager
+def bare_connection(db):
+    """A DB-API connection of the driver the app uses, outside SQLAlchemy, committed on exit."""
+    url = db.engine.url
+    if url.get_backend_name() == "postgresql":
+        connection = psycopg.connect(url.set(drivername="postgresql").render_as_string(hide_password=False))
+    else:
+        connection = sqlite3.connect(url.database)
+    with closing(connection):
+        yield connection
+        connection.commit()
+
+
+def fresh(db, model, key):
+    db.session.rollback()
+    return db.session.get(model, key)
+
+
+def test_a_heartbeat_written_bare_reads_back_through_the_orm_as_written(db):
+    info = {"state": "running", "slots": 4, "executions": [1, 2], "note": "50% busy"}
+    with bare_connection(db) as conn:
+        heartbeats.upsert(conn, process_id="w-1", kind="worker", host="h", pid=7, started_at=NOW, now=NOW, info=info)
+
+    row = fresh(db, Heartbeat, "w-1")
+    assert (row.kind, row.host, row.pid, row.started_at, row.last_seen, row.info) == (
+        "worker",
+        "h",
+        7,
+        NOW,
+        NOW,
+        info,
+    )
+
+    later = NOW + timedelta(seconds=5)
+    with bare_connection(db) as conn:  # the same id again: refreshed, not a second row
+        heartbeats.upsert(
+            conn, process_id="w-1", kind="worker", host="h2", pid=8, started_at=NOW, now=later, info={"state": "idle"}
+        )
+    row = fresh(db, Heartbeat, "w-1")
+    assert (row.host, row.pid, row.last_seen, row.info) == ("h2", 8, later, {"state": "idle"})
+    assert db.session.query(Heartbeat).count() == 1
+
+
+def test_the_same_statement_reads_alike_bare_and_under_sqlalchemy(db):
+    """Rows written by the ORM (its column types) and read by the transport both ways."""
+    db.session.add(Heartbeat(id="w-2", kind="worker", host="h", pid=1, started_at=NOW, last_seen=NOW, info={"a": [1]}))
+    db.session.commit()
+    read = Statement(
+        "SELECT started_at, info FROM heartbeats WHERE id = :id", returns_datetimes=(0,), returns_documents=(1,)
+    )
+    with bare_connection(db) as conn:
+        bare = execute(conn, read, {"id": "w-2"}).rows
+    with db.engine.connect() as conn:
+        under = execute(conn, read, {"id": "w-2"}).rows
+    assert bare == under == [(NOW, {"a": [1]})]
+    assert bare[0][0].tzinfo is UTC
+
+
+def test_the_database_clock_is_read_aware_and_current(db):
+    with bare_connection(db) as conn:
+        bare = heartbeats.database_now(conn)
+    with db.engine.connect() as conn:
+        under = heartbeats.database_now(conn)
+    assert bare.tzinfo is UTC and under.tzinfo is UTC
+    assert abs(under - clock.host_now()) < timedelta(seconds=5)
+    assert timedelta(0) <= under - bare < timedelta(seconds=5)
+
+
+def test_leases_renew_bare_only_for_the_owner_and_never_shorten(db):
+    job = make_job(name="leases", now=NOW, overlap_policy="allow")
+    mine = make_execution(job, "running", now=NOW, claimed_by="w-1", lease_expires_at=NOW + timedelta(seconds=10))
+    long_one = make_execution(job, "running", now=NOW, claimed_by="w-1", lease_expires_at=NOW + timedelta(hours=2))
+    theirs = make_execution(job, "running", now=NOW, claimed_by="w-9", lease_expires_at=NOW + timedelta(seconds=10))
+    done = make_execution(job, "succeeded", now=NOW, claimed_by="w-1")
+    ids = [mine.id, long_one.id, theirs.id, done.id]
+
+    with bare_connection(db) as conn:
+        renewed = leases.renew_leases(conn, ids, worker_id="w-1", now=NOW, lease_seconds=60)
+
+    assert renewed == {mine.id: NOW + timedelta(seconds=60), long_one.id: NOW + timedelta(hours=2)}
+    assert fresh(db, Execution, mine.id).lease_expires_at == NOW + timedelta(seconds=60)
+    assert fresh(db, Execution, theirs.id).lease_expires_at == NOW + timedelta(seconds=10)
+    with db.engine.begin() as conn:  # and the same statement under SQLAlchemy, later
+        again = leases.renew_leases(conn, ids, worker_id="w-1", now=NOW + timedelta(seconds=30), lease_seconds=60)
+    assert again == {mine.id: NOW + timedelta(seconds=90), long_one.id: NOW + timedelta(hours=2)}
+    assert leases.renew_leases(db.session.connection(), [], worker_id="w-1", now=NOW, lease_seconds=60) == {}
+
+
+def test_commands_are_taken_once_and_cancel_requests_read_bare(db):
+    with db.engine.begin() as conn:
+        for command in ("drain", "stop"):
+            worker_commands.issue(conn, worker_id="w-1", command=command, issued_by="op", now=NOW)
+        worker_commands.issue(conn, worker_id="w-2", command="stop", issued_by="op", now=NOW)
+    job = make_job(name="cancels", now=NOW, overlap_policy="allow")
+    asked = make_execution(job, "running", now=NOW, claimed_by="w-1", cancel_requested_at=NOW, cancel_requested_by="op")
+    make_execution(job, "running", now=NOW, claimed_by="w-1")  # not asked
+    make_execution(job, "running", now=NOW, claimed_by="w-2", cancel_requested_at=NOW, cancel_requested_by="op")
+
+    with bare_connection(db) as conn:
+        assert control.has_unacted(conn, "w-1") and not control.has_unacted(conn, "nobody")
+        assert control.cancel_requests(conn, worker_id="w-1") == {asked.id: "op"}
+        assert control.take_commands(conn, worker_id="w-1", now=NOW) == ["drain", "stop"]
+        assert control.take_commands(conn, worker_id="w-1", now=NOW) == []
+
+    db.session.rollback()
+    stamped = db.session.query(WorkerCommand).filter_by(worker_id="w-1").all()
+    assert [c.acted_at for c in stamped] == [NOW, NOW]
+    assert db.session.query(WorkerCommand).filter_by(worker_id="w-2").one().acted_at is None
+
+
+def test_a_percent_sign_and_no_parameters_both_reach_the_database_as_written(db):
+    with_parameter = Statement("SELECT CAST(:word AS text) || ' 100%'")
+    without = Statement("SELECT '100%'")
+    with bare_connection(db) as conn:
+        assert execute(conn, with_parameter, {"word": "at"}).scalar() == "at 100%"
+        assert execute(conn, without).scalar() == "100%"
+    with db.engine.connect() as conn:
+        assert execute(conn, with_parameter, {"word": "at"}).scalar() == "at 100%"
+        assert execute(conn, without).scalar() == "100%"
+
+
+def test_a_naive_datetime_is_refused_before_anything_is_written(db):
+    with bare_connection(db) as conn:
+        with pytest.raises(ValueError, match="naive datetime"):
+            heartbeats.upsert(
+                conn,
+                process_id="w-3",
+                kind="worker",
+                host="h",
+                pid=1,
+                started_at=NOW.replace(tzinfo=None),
+                now=NOW,
+                info={},
+            )
+    assert fresh(db, Heartbeat, "w-3") is None
