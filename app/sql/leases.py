@@ -1,4 +1,5 @@
-"""Lease renewal: the statement a worker's heartbeat runs for all its running rows at once."""
+"""A worker's leases: renewed with its heartbeat for all its running rows at once, and given up
+for a row it had to kill, so recovery may settle it at once."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ RENEW_LEASES = Statement(
     _RENEW.format(ids="= ANY(CAST(:ids AS bigint[]))", statuses=sql_statuses(RECORDABLE)),
     sqlite_text=_RENEW.format(ids="IN (SELECT value FROM json_each(:ids))", statuses=sql_statuses(RECORDABLE)),
     datetimes=("floor", "now"),
-    id_lists=("ids",),
+    lists=("ids",),
     returns_datetimes=(1,),
 )
 
@@ -37,3 +38,18 @@ def renew_leases(
     floor = now + timedelta(seconds=lease_seconds)
     params = {"ids": sorted(execution_ids), "worker_id": worker_id, "floor": floor, "now": now}
     return dict(execute(conn, RENEW_LEASES, params).rows)
+
+
+EXPIRE_LEASE = Statement(
+    f"""
+    UPDATE executions SET lease_expires_at = :expired
+    WHERE id = :id AND status IN ({sql_statuses(RECORDABLE)}) AND claimed_by = :worker_id
+    """,
+    datetimes=("expired",),
+)
+
+
+def expire_lease(conn, execution_id: int, *, worker_id: str, now: datetime) -> bool:
+    """A stopping worker gives up a running row it had to kill, so recovery may settle it now."""
+    params = {"id": execution_id, "worker_id": worker_id, "expired": now - timedelta(microseconds=1)}
+    return execute(conn, EXPIRE_LEASE, params).rowcount == 1

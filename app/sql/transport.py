@@ -10,9 +10,9 @@ types did for it, and nothing else:
   `UTCDateTime` stores ("YYYY-MM-DD HH:MM:SS.ffffff", so old and new rows compare and sort
   alike); a naive one is refused, as `UTCDateTime` refuses it;
 - a JSON document goes to PostgreSQL as `Jsonb` and to SQLite as `json.dumps` text;
-- a list of ids goes to PostgreSQL as an array (`= ANY(:ids)`) and to SQLite as a JSON array
-  (`IN (SELECT value FROM json_each(:ids))`): one parameter either way, so the text is constant
-  and psycopg can prepare it;
+- a list (ids, names) goes to PostgreSQL as an array (`= ANY(CAST(:ids AS bigint[]))`) and to
+  SQLite as a JSON array (`IN (SELECT value FROM json_each(:ids))`): one parameter either way,
+  so the text is constant however long the list, and psycopg can prepare it;
 - result columns named as datetimes come back aware UTC.
 
 This module imports neither SQLAlchemy nor psycopg: a SQLAlchemy connection is recognised by its
@@ -46,7 +46,7 @@ class Statement:
     sqlite_text: str | None = None
     datetimes: tuple[str, ...] = ()  # parameters holding aware datetimes
     documents: tuple[str, ...] = ()  # parameters holding JSON documents
-    id_lists: tuple[str, ...] = ()  # parameters holding lists of integers
+    lists: tuple[str, ...] = ()  # parameters holding lists (of ids, of names)
     returns_datetimes: tuple[int, ...] = ()  # result columns (by position) that are datetimes
     returns_documents: tuple[int, ...] = ()  # result columns (by position) that are JSON documents
 
@@ -117,9 +117,9 @@ def _bind(statement: Statement, params: dict, dialect: str) -> dict:
         params[name] = bind_datetime(params[name], dialect)
     for name in statement.documents:
         params[name] = _bind_document(params[name], dialect)
-    for name in statement.id_lists:
-        ids = [int(value) for value in params[name]]
-        params[name] = ids if dialect == POSTGRESQL else json.dumps(ids)
+    for name in statement.lists:
+        values = list(params[name])
+        params[name] = values if dialect == POSTGRESQL else json.dumps(values)
     return params
 
 

@@ -12,11 +12,13 @@ import psycopg
 import pytest
 
 from app import clock
-from app.models import Execution, Heartbeat, WorkerCommand
+from app.models import Alert, AlertMute, Attempt, DeadLetter, Event, Execution, Heartbeat, Queue, WorkerCommand
 from app.services.engine import worker_commands
-from app.sql import control, heartbeats, leases
+from app.services.engine.dead_letters import dead_letter
+from app.sql import alerts, control, heartbeats, leases, queues, recovery, waiting
 from app.sql.transport import Statement, execute
-from tests.factories import make_execution, make_job
+from app.store import ExpiredLease
+from tests.factories import make_execution, make_job, make_queue
 
 NOW = datetime(2026, 12, 2, 5, 30, 0, 250_001, tzinfo=UTC)
 
@@ -156,3 +158,115 @@ def test_a_naive_datetime_is_refused_before_anything_is_written(db):
                 info={},
             )
     assert fresh(db, Heartbeat, "w-3") is None
+
+
+def test_the_earliest_claimable_time_and_queue_names_read_bare(db):
+    make_queue("reports", now=NOW)
+    job = make_job(name="waiting", now=NOW, overlap_policy="allow", queue="reports")
+    other = make_job(name="elsewhere", now=NOW, overlap_policy="allow")
+    make_execution(job, "pending", now=NOW, available_at=NOW + timedelta(seconds=30))
+    make_execution(job, "retry_scheduled", now=NOW, available_at=NOW + timedelta(seconds=20))
+    make_execution(other, "pending", now=NOW, available_at=NOW + timedelta(seconds=10))
+    make_execution(job, "pending", now=NOW, available_at=NOW - timedelta(seconds=5))  # due already: not later
+
+    with bare_connection(db) as conn:
+        ids = queues.queue_ids(conn, ["reports", "nope"])
+        assert ids == {"reports": job.queue_id}
+        assert queues.queue_names(conn) == sorted(["default", "reports"])
+        assert waiting.earliest_claimable(conn, after=NOW) == NOW + timedelta(seconds=10)
+        assert waiting.earliest_claimable(conn, after=NOW, queue_ids=[job.queue_id]) == NOW + timedelta(seconds=20)
+        assert waiting.earliest_claimable(conn, after=NOW + timedelta(seconds=30)) is None
+
+
+def test_recovery_moves_an_expired_run_on_bare_and_gives_its_slot_back(db):
+    make_queue("limited", now=NOW, concurrency_limit=2)
+    job = make_job(name="recover", now=NOW, overlap_policy="allow", queue="limited", max_attempts=3)
+    expired = NOW - timedelta(seconds=1)
+    lost = make_execution(job, "running", now=NOW, claimed_by="gone", lease_expires_at=expired, holds_slot=True)
+    alive = make_execution(job, "running", now=NOW, claimed_by="alive", lease_expires_at=NOW + timedelta(seconds=60))
+    db.session.execute(Queue.__table__.update().where(Queue.id == job.queue_id).values(slots_taken=1))
+    db.session.commit()
+    retry_at = NOW + timedelta(seconds=30)
+
+    with bare_connection(db) as conn:
+        [lease] = [ExpiredLease(**row) for row in recovery.lock_expired_leases(conn, now=NOW)]
+        assert (lease.id, lease.status, lease.claimed_by, lease.job_name) == (lost.id, "running", "gone", "recover")
+        assert recovery.recover_execution(conn, lease, now=NOW, retry_at=retry_at, reason="worker gone") == (
+            "retry_scheduled"
+        )
+        # The same lease again (another recoverer's stale view): lost, nothing moves twice.
+        assert recovery.recover_execution(conn, lease, now=NOW, retry_at=retry_at, reason="again") is None
+
+    row = fresh(db, Execution, lost.id)
+    assert (row.status, row.claimed_by, row.lease_expires_at, row.available_at, row.reason, row.holds_slot) == (
+        "retry_scheduled",
+        None,
+        None,
+        retry_at,
+        "worker gone",
+        False,
+    )
+    assert row.finished_at is None
+    [attempt] = db.session.query(Attempt).filter_by(execution_id=lost.id).all()
+    assert (attempt.status, attempt.finished_at, attempt.error) == ("abandoned", NOW, "worker gone")
+    assert fresh(db, Queue, job.queue_id).slots_taken == 0
+    assert fresh(db, Execution, alive.id).status == "running"
+
+
+def test_a_stopping_worker_gives_up_only_its_own_lease_bare(db):
+    job = make_job(name="give-up", now=NOW, overlap_policy="allow")
+    mine = make_execution(job, "running", now=NOW, claimed_by="w-1", lease_expires_at=NOW + timedelta(seconds=60))
+    with bare_connection(db) as conn:
+        assert leases.expire_lease(conn, mine.id, worker_id="w-2", now=NOW) is False
+        assert leases.expire_lease(conn, mine.id, worker_id="w-1", now=NOW) is True
+    assert fresh(db, Execution, mine.id).lease_expires_at == NOW - timedelta(microseconds=1)
+
+
+def test_a_dead_letter_written_bare_opens_one_alert_counts_repeats_and_logs_an_event(db):
+    job = make_job(name="flaky", now=NOW, overlap_policy="allow", max_attempts=1, alert_mode="web")
+    first = make_execution(job, "dead_lettered", now=NOW)
+    second = make_execution(job, "dead_lettered", now=NOW)
+    later = NOW + timedelta(minutes=1)
+    common = {"job_id": job.id, "job_name": "flaky", "alert_mode": "web", "status": "failed"}
+
+    with bare_connection(db) as conn:
+        dead_letter(conn, execution_id=first.id, reason="exit 1", now=NOW, **common)
+        dead_letter(conn, execution_id=second.id, reason="exit 2", now=later, **common)
+
+    db.session.rollback()
+    letters = db.session.query(DeadLetter).order_by(DeadLetter.id).all()
+    assert [(d.execution_id, d.reason, d.created_at) for d in letters] == [
+        (first.id, "exit 1", NOW),
+        (second.id, "exit 2", later),
+    ]
+    [alert] = db.session.query(Alert).all()
+    assert (alert.kind, alert.dedup_key, alert.occurrences, alert.created_at, alert.last_seen_at) == (
+        "dead_letter",
+        f"dead_letter:job:{job.id}",
+        2,
+        NOW,
+        later,
+    )
+    assert alert.execution_id == second.id and "exit 2" in alert.message
+    assert alert.project_id is not None and alert.project_id == fresh(db, Queue, job.queue_id).project_id
+    events = db.session.query(Event).filter_by(type="dead_lettered").order_by(Event.id).all()
+    assert [(e.execution_id, e.payload, e.created_at) for e in events] == [
+        (first.id, {"status": "failed", "reason": "exit 1"}, NOW),
+        (second.id, {"status": "failed", "reason": "exit 2"}, later),
+    ]
+
+
+def test_a_muted_job_gets_no_alert_bare_and_a_second_opener_counts_a_repeat(db):
+    job = make_job(name="muted", now=NOW, overlap_policy="allow")
+    db.session.add(AlertMute(job_id=job.id, until=NOW + timedelta(hours=1), muted_by="op", created_at=NOW))
+    db.session.commit()
+    with bare_connection(db) as conn:
+        assert alerts.raise_job_alert(conn, kind="dead_letter", job_id=job.id, message="m", now=NOW) == alerts.MUTED
+        after = NOW + timedelta(hours=2)
+        assert alerts.raise_job_alert(conn, kind="dead_letter", job_id=job.id, message="m", now=after) == alerts.OPENED
+        # The insert of a second opener that lost the race changes nothing (ON CONFLICT): no row.
+        params = {"job_id": job.id, "kind": "dead_letter", "key": alerts.job_key("dead_letter", job.id)}
+        raced = execute(conn, alerts.OPEN_ALERT, {**params, "message": "m2", "now": after, "execution_id": None})
+        assert raced.rows == []
+    db.session.rollback()
+    assert db.session.query(Alert).filter_by(job_id=job.id).count() == 1
