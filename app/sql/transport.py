@@ -30,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import cached_property
+from types import SimpleNamespace
 from typing import Any
 
 POSTGRESQL = "postgresql"
@@ -65,9 +66,14 @@ class Statement:
 class Result:
     rows: list[tuple] = field(default_factory=list)
     rowcount: int = -1
+    columns: list[str] = field(default_factory=list)
 
     def scalar(self) -> Any:
         return self.rows[0][0] if self.rows else None
+
+    def records(self) -> list[SimpleNamespace]:
+        """The rows with their columns as attributes (`row.job_id`)."""
+        return [SimpleNamespace(**dict(zip(self.columns, row, strict=True))) for row in self.rows]
 
     def __iter__(self):
         return iter(self.rows)
@@ -95,6 +101,7 @@ def execute(conn, statement: Statement, params: Mapping[str, Any] | None = None)
         # always reads `%` as a placeholder there.
         result = conn.exec_driver_sql(statement.text_for(dialect), bound)
         rows = [tuple(row) for row in result] if result.returns_rows else []
+        columns = list(result.keys()) if result.returns_rows else []
         rowcount = result.rowcount
     else:
         cursor = conn.cursor()
@@ -103,13 +110,15 @@ def execute(conn, statement: Statement, params: Mapping[str, Any] | None = None)
                 cursor.execute(statement.text_for(dialect, with_parameters=False))
             else:
                 cursor.execute(statement.text_for(dialect), bound)
-            rows = [tuple(row) for row in cursor.fetchall()] if cursor.description is not None else []
+            described = cursor.description is not None
+            rows = [tuple(row) for row in cursor.fetchall()] if described else []
+            columns = [column[0] for column in cursor.description] if described else []
             rowcount = cursor.rowcount
         finally:
             cursor.close()
     if statement.returns_datetimes or statement.returns_documents:
         rows = [_convert_row(statement, row, dialect) for row in rows]
-    return Result(rows, rowcount)
+    return Result(rows, rowcount, columns)
 
 
 def _bind(statement: Statement, params: dict, dialect: str) -> dict:

@@ -32,7 +32,7 @@ from app.domain.states import (
 )
 from app.domain.states import ExecutionStatus as S
 from app.models.types import UTCDateTime
-from app.sql import control, leases, waiting
+from app.sql import control, follow_ups, leases, waiting
 from app.sql import queues as sql_queues
 from app.sql import recovery as sql_recovery
 from app.sql.statuses import sql_statuses, status_values
@@ -43,7 +43,6 @@ from app.store.rows import (
     QueueCounts,
     QueueStats,
     attempts,
-    batches,
     executions,
     jobs,
     manual_row,
@@ -701,53 +700,15 @@ class CommonStore:
 
     # --- batches ----------------------------------------------------------------------------
 
-    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list[Row]:
+    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list:
         """Mark complete the open batches (of `batch_ids`, or all: the sweep) whose every item has
-        ended, and return them (id, job_id, on_complete, on_complete_config, cancelled_at).
-
-        Each batch row is locked first, in id order, and its items are counted in the statement
-        after the lock, which on PostgreSQL sees every item committed before the lock was granted:
-        of two workers ending a batch's last two items at once, the one locking second sees both
-        ended, so some recorder always completes it; `completed_at IS NULL` makes it once. Named
-        batches wait for the lock (a worker's turn); the sweep skips locked ones (their holder
-        settles them)."""
-        b, e = batches, executions
-        lock = select(b.c.id).where(b.c.completed_at.is_(None)).order_by(b.c.id)
-        if batch_ids is not None:
-            if not batch_ids:
-                return []
-            lock = lock.where(b.c.id.in_(sorted(set(batch_ids)))).with_for_update()
-        else:
-            lock = lock.with_for_update(skip_locked=True)
-        locked = list(conn.execute(lock).scalars())
-        if not locked:
-            return []
-        unfinished = (
-            select(e.c.id)
-            .where(e.c.batch_id == b.c.id, e.c.trigger == "batch", e.c.status.not_in(status_values(TERMINAL)))
-            .exists()
-        )
-        stmt = (
-            update(b)
-            .where(b.c.id.in_(locked), b.c.completed_at.is_(None), ~unfinished)
-            .values(completed_at=now)
-            .returning(b.c.id, b.c.job_id, b.c.on_complete, b.c.on_complete_config, b.c.cancelled_at)
-        )
-        return sorted(conn.execute(stmt).fetchall(), key=lambda row: row.id)
+        ended, and return them (id, job_id, on_complete, on_complete_config, cancelled_at), each
+        locked first so it completes once (app/sql/follow_ups.py)."""
+        return follow_ups.complete_batches(conn, now=now, batch_ids=batch_ids)
 
     def batch_counts(self, conn: Connection, batch_ids: Sequence[int]) -> dict[int, dict[str, int]]:
         """Items per status of each batch (trigger batch only: not its callback), {batch: {status: n}}."""
-        if not batch_ids:
-            return {}
-        e = executions
-        counts: dict[int, dict[str, int]] = {batch_id: {} for batch_id in batch_ids}
-        for batch_id, status, count in conn.execute(
-            select(e.c.batch_id, e.c.status, func.count())
-            .where(e.c.batch_id.in_(sorted(set(batch_ids))), e.c.trigger == "batch")
-            .group_by(e.c.batch_id, e.c.status)
-        ):
-            counts[batch_id][status] = count
-        return counts
+        return follow_ups.batch_counts(conn, batch_ids)
 
     def cancel_queued_for_batch(self, conn: Connection, batch_id: int, *, now: datetime, reason: str) -> list[int]:
         """Cancel a batch's items that have not started (never running ones): their ids."""

@@ -4,6 +4,7 @@ the same rows, on both databases, with the values the ORM's column types give.""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import closing, contextmanager
 from datetime import UTC, datetime, timedelta
@@ -12,10 +13,13 @@ import psycopg
 import pytest
 
 from app import clock
-from app.models import Alert, AlertMute, Attempt, DeadLetter, Event, Execution, Heartbeat, Queue, WorkerCommand
-from app.services.engine import worker_commands
+from app.clock import iso_z
+from app.models import Alert, AlertMute, Attempt, Batch, DeadLetter, Event, Execution, Heartbeat, Queue, WorkerCommand
+from app.models.types import UTCDateTime
+from app.services.engine import callbacks, worker_commands
 from app.services.engine.dead_letters import dead_letter
-from app.sql import alerts, control, heartbeats, leases, queues, recovery, waiting
+from app.services.use_cases import batches
+from app.sql import alerts, control, follow_ups, heartbeats, leases, queues, recovery, waiting
 from app.sql.transport import Statement, execute
 from app.store import ExpiredLease
 from tests.factories import make_execution, make_job, make_queue
@@ -270,3 +274,79 @@ def test_a_muted_job_gets_no_alert_bare_and_a_second_opener_counts_a_repeat(db):
         assert raced.rows == []
     db.session.rollback()
     assert db.session.query(Alert).filter_by(job_id=job.id).count() == 1
+
+
+def test_a_run_that_ended_gets_its_callback_once_bare(db):
+    job = make_job(name="parent", now=NOW, task="echo", on_success="echo", on_success_config={"message": "hi"})
+    parent = make_execution(job, "succeeded", now=NOW, exit_code=0)
+
+    with bare_connection(db) as conn:
+        created = callbacks.after_final(conn, [parent.id], now=NOW).callbacks
+        assert callbacks.after_final(conn, [parent.id], now=NOW).callbacks == []  # its key exists
+
+    db.session.rollback()  # a new snapshot (SQLite's WAL kept the one `parent.id` opened)
+    [callback] = db.session.query(Execution).filter_by(parent_id=parent.id).all()
+    assert created == [callback.id]
+    assert (callback.trigger, callback.status, callback.callback_task, callback.max_attempts) == (
+        "callback",
+        "pending",
+        "echo",
+        1,
+    )
+    assert (callback.exclusive, callback.scheduled_for, callback.available_at, callback.created_at) == (
+        False,
+        NOW,
+        NOW,
+        NOW,
+    )
+    assert callback.config_override["message"] == "hi"
+    assert callback.config_override["parent"] == {
+        "id": parent.id,
+        "job_id": job.id,
+        "job": "parent",
+        "status": "succeeded",
+        "exit_code": 0,
+        "error": "",
+        "attempts": 1,
+        "trigger": "manual",
+        "finished_at": iso_z(NOW),
+    }
+    assert db.session.query(Event).filter_by(type="callback_created", execution_id=callback.id).count() == 1
+
+
+def test_a_batch_whose_last_item_ended_completes_once_with_its_callback_bare(db):
+    job = make_job(name="batched", now=NOW, task="echo", every="1h", max_attempts=1)
+    batch = batches.submit_batch(
+        job.id,
+        {"items": json.dumps([{"message": "1"}, {"message": "2"}]), "on_complete": "echo"},
+        now=NOW,
+        actor="test",
+    )
+    first, second = db.session.query(Execution).filter_by(batch_id=batch.id).order_by(Execution.id).all()
+    db.session.execute(
+        Execution.__table__.update().where(Execution.id == first.id).values(status="succeeded", finished_at=NOW)
+    )
+    db.session.commit()
+
+    with bare_connection(db) as conn:
+        assert callbacks.after_final(conn, [first.id], now=NOW).batches == []  # the second still waits
+        assert follow_ups.batch_counts(conn, [batch.id]) == {batch.id: {"succeeded": 1, "pending": 1}}
+        execute(
+            conn,
+            Statement("UPDATE executions SET status = 'failed', finished_at = :now WHERE id = :id", datetimes=("now",)),
+            {"id": second.id, "now": NOW},
+        )
+        done = callbacks.after_final(conn, [second.id], now=NOW)
+        assert done.batches == [batch.id] and len(done.callbacks) == 1
+        assert callbacks.settle_batches(conn, now=NOW).batches == []  # completed once: the sweep finds none
+
+    assert fresh(db, Batch, batch.id).completed_at == NOW
+    [on_complete] = db.session.query(Execution).filter_by(batch_id=batch.id, trigger="callback").all()
+    assert on_complete.config_override["parent"]["status"] == "partially_failed"
+    assert on_complete.config_override["parent"]["counts"] == {"succeeded": 1, "failed": 1}
+
+
+def test_the_text_inserts_convert_exactly_the_columns_the_model_types_convert():
+    columns = Execution.__table__.columns
+    assert follow_ups.EXECUTION_DATETIMES == {c.name for c in columns if isinstance(c.type, UTCDateTime)}
+    assert follow_ups.EXECUTION_DOCUMENTS == {c.name for c in columns if "JSON" in type(c.type).__name__}
