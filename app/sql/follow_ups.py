@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 from app.domain.states import TERMINAL
 from app.sql.statuses import sql_statuses
-from app.sql.transport import Statement, execute
+from app.sql.transport import Statement, execute, with_lists
 
 # The executions columns whose values are datetimes or JSON documents, for a row inserted as text
 # (tests/integration/test_sql_transport.py checks them against the model's column types).
@@ -29,33 +29,22 @@ EXECUTION_DATETIMES = frozenset(
 )
 EXECUTION_DOCUMENTS = frozenset({"config_override"})
 
-ENDED_WITH_JOBS = Statement(
-    f"""
-    SELECT e.id, e.job_id, e."trigger", e.status, e.exit_code, e.error, e.batch_id, e.callback_task,
-           e.attempts, e.finished_at, j.name AS job_name, j.on_success, j.on_success_config,
-           j.on_failure, j.on_failure_config, j.queue_id, j.priority, j.max_attempts, j.overlap_policy
-    FROM executions AS e JOIN jobs AS j ON e.job_id = j.id
-    WHERE e.id = ANY(CAST(:ids AS bigint[])) AND e.status IN ({sql_statuses(TERMINAL)})
-    """,
-    sqlite_text=f"""
-    SELECT e.id, e.job_id, e."trigger", e.status, e.exit_code, e.error, e.batch_id, e.callback_task,
-           e.attempts, e.finished_at, j.name AS job_name, j.on_success, j.on_success_config,
-           j.on_failure, j.on_failure_config, j.queue_id, j.priority, j.max_attempts, j.overlap_policy
-    FROM executions AS e JOIN jobs AS j ON e.job_id = j.id
-    WHERE e.id IN (SELECT value FROM json_each(:ids)) AND e.status IN ({sql_statuses(TERMINAL)})
-    """,
-    lists=("ids",),
-    returns_datetimes=(9,),
-    returns_documents=(12, 14),
-)
+_ENDED_WITH_JOBS = f"""
+SELECT e.id, e.job_id, e."trigger", e.status, e.exit_code, e.error, e.batch_id, e.callback_task,
+       e.attempts, e.finished_at, j.name AS job_name, j.on_success, j.on_success_config,
+       j.on_failure, j.on_failure_config, j.queue_id, j.priority, j.max_attempts, j.overlap_policy
+FROM executions AS e JOIN jobs AS j ON e.job_id = j.id
+WHERE e.id {{ids}} AND e.status IN ({sql_statuses(TERMINAL)})
+"""
+ENDED_WITH_JOBS = with_lists(_ENDED_WITH_JOBS, {"ids": "bigint"}, returns_datetimes=(9,), returns_documents=(12, 14))
 
 # Named batches wait for their row locks (a worker's turn); the sweep skips locked ones (their
 # holder settles them). SQLite's write lock already serialises the turns.
 _LOCK_BATCHES = "SELECT id FROM batches WHERE completed_at IS NULL{named} ORDER BY id"
-LOCK_NAMED_BATCHES = Statement(
-    _LOCK_BATCHES.format(named=" AND id = ANY(CAST(:ids AS bigint[]))") + " FOR UPDATE",
-    sqlite_text=_LOCK_BATCHES.format(named=" AND id IN (SELECT value FROM json_each(:ids))"),
-    lists=("ids",),
+LOCK_NAMED_BATCHES = with_lists(
+    _LOCK_BATCHES.format(named=" AND id {ids}") + " FOR UPDATE",
+    {"ids": "bigint"},
+    sqlite_text=_LOCK_BATCHES.format(named=" AND id {ids}"),
 )
 LOCK_OPEN_BATCHES = Statement(
     _LOCK_BATCHES.format(named="") + " FOR UPDATE SKIP LOCKED", sqlite_text=_LOCK_BATCHES.format(named="")
@@ -67,30 +56,16 @@ WHERE id {{locked}} AND completed_at IS NULL
                   AND e.status NOT IN ({sql_statuses(TERMINAL)}))
 RETURNING id, job_id, on_complete, on_complete_config, cancelled_at
 """
-COMPLETE_BATCHES = Statement(
-    _COMPLETE.format(locked="= ANY(CAST(:locked AS bigint[]))"),
-    sqlite_text=_COMPLETE.format(locked="IN (SELECT value FROM json_each(:locked))"),
-    datetimes=("now",),
-    lists=("locked",),
-    returns_documents=(3,),
-    returns_datetimes=(4,),
+COMPLETE_BATCHES = with_lists(
+    _COMPLETE, {"locked": "bigint"}, datetimes=("now",), returns_documents=(3,), returns_datetimes=(4,)
 )
-BATCH_COUNTS = Statement(
-    """
-    SELECT batch_id, status, count(*) FROM executions
-    WHERE batch_id = ANY(CAST(:ids AS bigint[])) AND "trigger" = 'batch' GROUP BY batch_id, status
-    """,
-    sqlite_text="""
-    SELECT batch_id, status, count(*) FROM executions
-    WHERE batch_id IN (SELECT value FROM json_each(:ids)) AND "trigger" = 'batch' GROUP BY batch_id, status
-    """,
-    lists=("ids",),
-)
-JOBS_FOR_CALLBACKS = Statement(
-    "SELECT id, name, queue_id, priority, max_attempts, overlap_policy FROM jobs WHERE id = ANY(CAST(:ids AS bigint[]))",
-    sqlite_text="SELECT id, name, queue_id, priority, max_attempts, overlap_policy FROM jobs"
-    " WHERE id IN (SELECT value FROM json_each(:ids))",
-    lists=("ids",),
+_BATCH_COUNTS = """
+SELECT batch_id, status, count(*) FROM executions
+WHERE batch_id {ids} AND "trigger" = 'batch' GROUP BY batch_id, status
+"""
+BATCH_COUNTS = with_lists(_BATCH_COUNTS, {"ids": "bigint"})
+JOBS_FOR_CALLBACKS = with_lists(
+    "SELECT id, name, queue_id, priority, max_attempts, overlap_policy FROM jobs WHERE id {ids}", {"ids": "bigint"}
 )
 
 

@@ -8,22 +8,16 @@ from datetime import datetime, timedelta
 
 from app.domain.states import RECORDABLE
 from app.sql.statuses import sql_statuses
-from app.sql.transport import Statement, execute
+from app.sql.transport import Statement, execute, with_lists
 
-_RENEW = """
+_RENEW = f"""
 UPDATE executions
 SET lease_expires_at = CASE WHEN lease_expires_at > :floor THEN lease_expires_at ELSE :floor END,
     updated_at = :now
-WHERE id {ids} AND claimed_by = :worker_id AND status IN ({statuses})
+WHERE id {{ids}} AND claimed_by = :worker_id AND status IN ({sql_statuses(RECORDABLE)})
 RETURNING id, lease_expires_at
 """
-RENEW_LEASES = Statement(
-    _RENEW.format(ids="= ANY(CAST(:ids AS bigint[]))", statuses=sql_statuses(RECORDABLE)),
-    sqlite_text=_RENEW.format(ids="IN (SELECT value FROM json_each(:ids))", statuses=sql_statuses(RECORDABLE)),
-    datetimes=("floor", "now"),
-    lists=("ids",),
-    returns_datetimes=(1,),
-)
+RENEW_LEASES = with_lists(_RENEW, {"ids": "bigint"}, datetimes=("floor", "now"), returns_datetimes=(1,))
 
 
 def renew_leases(

@@ -5,36 +5,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.sql.transport import Statement, execute
+from app.sql.transport import Statement, execute, with_lists
 
-QUEUE_IDS = Statement(
-    "SELECT name, id FROM queues WHERE name = ANY(CAST(:names AS text[]))",
-    sqlite_text="SELECT name, id FROM queues WHERE name IN (SELECT value FROM json_each(:names))",
-    lists=("names",),
-)
+QUEUE_IDS = with_lists("SELECT name, id FROM queues WHERE name {names}", {"names": "text"})
 QUEUE_NAMES = Statement("SELECT name FROM queues ORDER BY name")
 
 # Each limited queue's slots_taken stays the number of its executions holding a slot
 # (`holds_slot`, cleared next), so releasing twice gives nothing back.
-RELEASE_SLOTS = Statement(
+RELEASE_SLOTS = with_lists(
     """
     UPDATE queues AS q SET slots_taken = GREATEST(0, q.slots_taken - r.n)
-    FROM (SELECT queue_id, count(*) AS n FROM executions
-          WHERE holds_slot AND id = ANY(CAST(:ids AS bigint[])) GROUP BY queue_id) AS r
+    FROM (SELECT queue_id, count(*) AS n FROM executions WHERE holds_slot AND id {ids} GROUP BY queue_id) AS r
     WHERE q.id = r.queue_id
     """,
+    {"ids": "bigint"},
     sqlite_text="""
     UPDATE queues SET slots_taken = MAX(0, slots_taken - (
-        SELECT count(*) FROM executions AS e
-        WHERE e.queue_id = queues.id AND e.holds_slot AND e.id IN (SELECT value FROM json_each(:ids))))
-    WHERE id IN (SELECT queue_id FROM executions WHERE holds_slot AND id IN (SELECT value FROM json_each(:ids)))
+        SELECT count(*) FROM executions AS e WHERE e.queue_id = queues.id AND e.holds_slot AND e.id {ids}))
+    WHERE id IN (SELECT queue_id FROM executions WHERE holds_slot AND id {ids})
     """,
-    lists=("ids",),
 )
-CLEAR_HOLDS_SLOT = Statement(
-    "UPDATE executions SET holds_slot = false WHERE holds_slot AND id = ANY(CAST(:ids AS bigint[]))",
-    sqlite_text="UPDATE executions SET holds_slot = 0 WHERE holds_slot AND id IN (SELECT value FROM json_each(:ids))",
-    lists=("ids",),
+# `holds_slot = false`: SQLite 3.23 and later read true and false as 1 and 0.
+CLEAR_HOLDS_SLOT = with_lists(
+    "UPDATE executions SET holds_slot = false WHERE holds_slot AND id {ids}", {"ids": "bigint"}
 )
 
 

@@ -62,6 +62,20 @@ class Statement:
         return self.sqlite_text if self.sqlite_text is not None else self.text
 
 
+def with_lists(text: str, lists: Mapping[str, str], *, sqlite_text: str | None = None, **options) -> Statement:
+    """A statement whose `{name}` places test membership in the list parameter `name`, of the SQL
+    type `lists[name]`: `= ANY(CAST(:name AS type[]))` on PostgreSQL, `IN (SELECT value FROM
+    json_each(:name))` on SQLite (`sqlite_text`, when the rest differs too)."""
+    postgresql = {name: f"= ANY(CAST(:{name} AS {sql_type}[]))" for name, sql_type in lists.items()}
+    sqlite = {name: f"IN (SELECT value FROM json_each(:{name}))" for name in lists}
+    return Statement(
+        text.format(**postgresql),
+        sqlite_text=(sqlite_text if sqlite_text is not None else text).format(**sqlite),
+        lists=tuple(lists),
+        **options,
+    )
+
+
 @dataclass
 class Result:
     rows: list[tuple] = field(default_factory=list)

@@ -7,18 +7,15 @@ from datetime import datetime
 
 from app.domain.states import CLAIMABLE
 from app.sql.statuses import sql_statuses
-from app.sql.transport import Statement, execute, read_datetime
+from app.sql.transport import Statement, execute, read_datetime, with_lists
 
 _EARLIEST = f"""
 SELECT min(available_at) FROM executions
 WHERE status IN ({sql_statuses(CLAIMABLE)}) AND available_at > :after{{queues}}
 """
 EARLIEST_CLAIMABLE = Statement(_EARLIEST.format(queues=""), datetimes=("after",))
-EARLIEST_CLAIMABLE_IN_QUEUES = Statement(
-    _EARLIEST.format(queues=" AND queue_id = ANY(CAST(:queue_ids AS bigint[]))"),
-    sqlite_text=_EARLIEST.format(queues=" AND queue_id IN (SELECT value FROM json_each(:queue_ids))"),
-    datetimes=("after",),
-    lists=("queue_ids",),
+EARLIEST_CLAIMABLE_IN_QUEUES = with_lists(
+    _EARLIEST.format(queues=" AND queue_id {queue_ids}"), {"queue_ids": "bigint"}, datetimes=("after",)
 )
 
 
