@@ -9,6 +9,7 @@ from sqlalchemy import select
 
 from app.extensions import db
 from app.models import Event
+from app.sql.events import insert_event  # noqa: F401 - engine code's writer, named here with the rest
 
 log = logging.getLogger("cronwell.events")
 
@@ -32,28 +33,6 @@ def record_event(
         extra={"event": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id, "payload": payload},
     )
     return event
-
-
-def insert_event(
-    conn,
-    type_: str,
-    *,
-    now: datetime,
-    actor: str = "system",
-    job_id: int | None = None,
-    execution_id: int | None = None,
-    **payload,
-) -> None:
-    """The same as record_event, for engine code that writes through a Core connection."""
-    conn.execute(
-        Event.__table__.insert().values(
-            type=type_, actor=actor, job_id=job_id, execution_id=execution_id, payload=payload, created_at=now
-        )
-    )
-    log.info(
-        type_,
-        extra={"event": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id, "payload": payload},
-    )
 
 
 def list_events(type_: str, *, job_id: int | None = None, execution_id: int | None = None) -> list[Event]:

@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 
-from sqlalchemy import and_, bindparam, case, func, insert, or_, select, text, update
+from sqlalchemy import and_, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Row
 
 from app.domain.policies import TOP_PRIORITY
@@ -32,6 +32,10 @@ from app.domain.states import (
 )
 from app.domain.states import ExecutionStatus as S
 from app.models.types import UTCDateTime
+from app.sql import control, follow_ups, leases, waiting
+from app.sql import queues as sql_queues
+from app.sql import recovery as sql_recovery
+from app.sql.statuses import sql_statuses, status_values
 from app.store.rows import (
     ExpiredLease,
     ExpiredRun,
@@ -39,13 +43,10 @@ from app.store.rows import (
     QueueCounts,
     QueueStats,
     attempts,
-    batches,
     executions,
     jobs,
     manual_row,
     queues,
-    sql_statuses,
-    status_values,
     truncate,
 )
 
@@ -445,17 +446,8 @@ class CommonStore:
     def earliest_claimable(
         self, conn: Connection, *, after: datetime, queue_ids: Sequence[int] | None = None
     ) -> datetime | None:
-        """The earliest available_at later than `after` of a waiting row (in `queue_ids`, or any
-        queue): when an idle worker next has something to claim (an occurrence written ahead, a
-        retry, a delayed run). A paused queue or a busy exclusive job may still hold it back then;
-        the worker simply finds nothing and sleeps again."""
-        e = executions
-        stmt = select(func.min(e.c.available_at)).where(
-            e.c.status.in_(status_values(CLAIMABLE)), e.c.available_at > after
-        )
-        if queue_ids:
-            stmt = stmt.where(e.c.queue_id.in_(list(queue_ids)))
-        return conn.execute(stmt).scalar()
+        """When an idle worker next has something to claim (app/sql/waiting.py)."""
+        return waiting.earliest_claimable(conn, after=after, queue_ids=queue_ids)
 
     def refresh_planner_statistics(self, conn: Connection, *, written: int) -> bool:
         """After a tick wrote `written` rows: bring the planner's statistics of executions up to
@@ -541,11 +533,10 @@ class CommonStore:
 
     def queue_ids(self, conn: Connection, names: Sequence[str]) -> dict[str, int]:
         """{name: id} of the named queues that exist."""
-        q = queues
-        return dict(conn.execute(select(q.c.name, q.c.id).where(q.c.name.in_(list(names)))).all())
+        return sql_queues.queue_ids(conn, names)
 
     def queue_names(self, conn: Connection) -> list[str]:
-        return list(conn.execute(select(queues.c.name).order_by(queues.c.name)).scalars())
+        return sql_queues.queue_names(conn)
 
     def move_queued_to_queue(self, conn: Connection, job_id: int, queue_id: int) -> int:
         """A job moved to another queue takes its waiting executions with it (not running ones)."""
@@ -638,26 +629,9 @@ class CommonStore:
     def release_slots(self, conn: Connection, execution_ids) -> None:
         """Give back the queue slots of executions that just left `running` (those started under
         a limit, `holds_slot`, which is cleared), so each limited queue's `slots_taken` stays the
-        number of its executions that hold one (ADR 0008). Releasing twice gives nothing back."""
-        if not execution_ids:
-            return
-        conn.execute(
-            text(
-                "UPDATE queues SET slots_taken = MAX(0, slots_taken - ("
-                "SELECT count(*) FROM executions AS e WHERE e.queue_id = queues.id AND e.holds_slot AND e.id IN :ids))"
-                " WHERE id IN (SELECT queue_id FROM executions WHERE holds_slot AND id IN :ids)"
-                if self.dialect == "sqlite"
-                else "UPDATE queues AS q SET slots_taken = GREATEST(0, q.slots_taken - r.n)"
-                " FROM (SELECT queue_id, count(*) AS n FROM executions WHERE holds_slot AND id IN :ids"
-                " GROUP BY queue_id) AS r WHERE q.id = r.queue_id"
-            ).bindparams(bindparam("ids", expanding=True)),
-            {"ids": sorted(execution_ids)},
-        )
-        conn.execute(
-            update(executions)
-            .where(executions.c.id.in_(sorted(execution_ids)), executions.c.holds_slot)
-            .values(holds_slot=False)
-        )
+        number of its executions that hold one (ADR 0008; app/sql/queues.py). Releasing twice
+        gives nothing back."""
+        sql_queues.release_slots(conn, execution_ids)
 
     def release_slots_of_job(self, conn: Connection, job_id: int) -> None:
         """Before a job and its history are deleted: the slots its running executions hold."""
@@ -720,67 +694,21 @@ class CommonStore:
         return None if row is None else (row.claimed_by or "")
 
     def cancel_requests(self, conn: Connection, *, worker_id: str) -> dict[int, str]:
-        """The running rows of `worker_id` an operator asked to cancel: {id: requested by}. The
-        worker's check on every wake: a few running rows, read through the running-rows index."""
-        e = executions
-        rows = conn.execute(
-            select(e.c.id, e.c.cancel_requested_by).where(
-                e.c.status.in_(status_values(RUNNING_CANCELLABLE)),
-                e.c.claimed_by == worker_id,
-                e.c.cancel_requested_at.is_not(None),
-            )
-        )
-        return {execution_id: by or "" for execution_id, by in rows}
+        """The running rows of `worker_id` an operator asked to cancel: {id: requested by}
+        (app/sql/control.py: the worker's check on every wake)."""
+        return control.cancel_requests(conn, worker_id=worker_id)
 
     # --- batches ----------------------------------------------------------------------------
 
-    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list[Row]:
+    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list:
         """Mark complete the open batches (of `batch_ids`, or all: the sweep) whose every item has
-        ended, and return them (id, job_id, on_complete, on_complete_config, cancelled_at).
-
-        Each batch row is locked first, in id order, and its items are counted in the statement
-        after the lock, which on PostgreSQL sees every item committed before the lock was granted:
-        of two workers ending a batch's last two items at once, the one locking second sees both
-        ended, so some recorder always completes it; `completed_at IS NULL` makes it once. Named
-        batches wait for the lock (a worker's turn); the sweep skips locked ones (their holder
-        settles them)."""
-        b, e = batches, executions
-        lock = select(b.c.id).where(b.c.completed_at.is_(None)).order_by(b.c.id)
-        if batch_ids is not None:
-            if not batch_ids:
-                return []
-            lock = lock.where(b.c.id.in_(sorted(set(batch_ids)))).with_for_update()
-        else:
-            lock = lock.with_for_update(skip_locked=True)
-        locked = list(conn.execute(lock).scalars())
-        if not locked:
-            return []
-        unfinished = (
-            select(e.c.id)
-            .where(e.c.batch_id == b.c.id, e.c.trigger == "batch", e.c.status.not_in(status_values(TERMINAL)))
-            .exists()
-        )
-        stmt = (
-            update(b)
-            .where(b.c.id.in_(locked), b.c.completed_at.is_(None), ~unfinished)
-            .values(completed_at=now)
-            .returning(b.c.id, b.c.job_id, b.c.on_complete, b.c.on_complete_config, b.c.cancelled_at)
-        )
-        return sorted(conn.execute(stmt).fetchall(), key=lambda row: row.id)
+        ended, and return them (id, job_id, on_complete, on_complete_config, cancelled_at), each
+        locked first so it completes once (app/sql/follow_ups.py)."""
+        return follow_ups.complete_batches(conn, now=now, batch_ids=batch_ids)
 
     def batch_counts(self, conn: Connection, batch_ids: Sequence[int]) -> dict[int, dict[str, int]]:
         """Items per status of each batch (trigger batch only: not its callback), {batch: {status: n}}."""
-        if not batch_ids:
-            return {}
-        e = executions
-        counts: dict[int, dict[str, int]] = {batch_id: {} for batch_id in batch_ids}
-        for batch_id, status, count in conn.execute(
-            select(e.c.batch_id, e.c.status, func.count())
-            .where(e.c.batch_id.in_(sorted(set(batch_ids))), e.c.trigger == "batch")
-            .group_by(e.c.batch_id, e.c.status)
-        ):
-            counts[batch_id][status] = count
-        return counts
+        return follow_ups.batch_counts(conn, batch_ids)
 
     def cancel_queued_for_batch(self, conn: Connection, batch_id: int, *, now: datetime, reason: str) -> list[int]:
         """Cancel a batch's items that have not started (never running ones): their ids."""
@@ -801,67 +729,14 @@ class CommonStore:
     def lock_expired_leases(self, conn: Connection, *, now: datetime, limit: int = 100) -> list[ExpiredLease]:
         """In-flight rows whose lease ran out (their worker is gone), with what recovery needs of
         their job. The execution rows are locked, skipping rows another recoverer holds."""
-        e, j = executions, jobs
-        stmt = (
-            select(
-                e.c.id,
-                e.c.job_id,
-                e.c.status,
-                e.c.attempts,
-                e.c.max_attempts,
-                e.c.claimed_by,
-                e.c.cancel_requested_by,
-                j.c.name.label("job_name"),
-                j.c.retry_backoff_seconds,
-                j.c.alert_mode,
-                j.c.retry_kind,
-                j.c.retry_max_delay_seconds,
-                j.c.retry_jitter,
-            )
-            .join_from(e, j, e.c.job_id == j.c.id)
-            .where(e.c.status.in_(status_values(IN_FLIGHT)), e.c.lease_expires_at < now)
-            .order_by(e.c.lease_expires_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True, of=e)
-        )
-        return [ExpiredLease(**row._mapping) for row in conn.execute(stmt)]
+        return [ExpiredLease(**row) for row in sql_recovery.lock_expired_leases(conn, now=now, limit=limit)]
 
     def recover_execution(
         self, conn: Connection, lease: ExpiredLease, *, now: datetime, retry_at: datetime | None, reason: str
     ) -> str | None:
-        """Move an expired in-flight row on: legacy claimed -> pending (never started), running ->
-        retry_scheduled (`retry_at` given) or dead_lettered, closing its Attempt as abandoned; a
-        running row an operator asked to cancel ends cancelled instead (never retried), keeping the
-        reason the request wrote. Guarded by status and by the lease still being expired. Returns
-        the new status, None if lost."""
-        e = executions
-        base = dict(claimed_by=None, lease_expires_at=None, updated_at=now)
-        attempt_status, attempt_error = AttemptStatus.ABANDONED, reason
-        if lease.status == S.CLAIMED.value:
-            target, values = S.PENDING, base
-        elif lease.cancel_requested_by is not None:
-            target, values = S.CANCELLED, dict(base, finished_at=now)
-            attempt_status = AttemptStatus.CANCELLED
-            attempt_error = f"cancelled by {lease.cancel_requested_by or 'an operator'}; {reason}"
-        elif retry_at is not None:
-            target, values = S.RETRY_SCHEDULED, dict(base, available_at=retry_at, reason=reason)
-        else:
-            target, values = S.DEAD_LETTERED, dict(base, finished_at=now, reason=reason, error=reason)
-        stmt = guarded(lease.id, target, among=[lease.status]).where(e.c.lease_expires_at < now)
-        if conn.execute(stmt.values(status=target.value, **values)).rowcount != 1:
-            return None
-        if lease.status == S.RUNNING.value:
-            self.release_slots(conn, [lease.id])
-            conn.execute(
-                update(attempts)
-                .where(
-                    attempts.c.execution_id == lease.id,
-                    attempts.c.number == lease.attempts,
-                    attempts.c.status == AttemptStatus.RUNNING.value,
-                )
-                .values(status=attempt_status.value, finished_at=now, error=attempt_error)
-            )
-        return target.value
+        """Move an expired in-flight row on, closing its Attempt (app/sql/recovery.py): the new
+        status, None if lost."""
+        return sql_recovery.recover_execution(conn, lease, now=now, retry_at=retry_at, reason=reason)
 
     def expire_queued(self, conn: Connection, *, now: datetime, limit: int = 1000) -> list[ExpiredRun]:
         """Queued TTL: waiting rows (pending, retry_scheduled) not started within their job's
@@ -908,39 +783,14 @@ class CommonStore:
 
     def expire_lease(self, conn: Connection, execution_id: int, *, worker_id: str, now: datetime) -> bool:
         """A stopping worker gives up a running row it had to kill, so recovery may settle it now."""
-        e = executions
-        stmt = (
-            update(e)
-            .where(e.c.id == execution_id, e.c.status.in_(status_values(RECORDABLE)), e.c.claimed_by == worker_id)
-            .values(lease_expires_at=now - timedelta(microseconds=1))
-        )
-        return conn.execute(stmt).rowcount == 1
+        return leases.expire_lease(conn, execution_id, worker_id=worker_id, now=now)
 
     def renew_leases(
         self, conn: Connection, execution_ids: Sequence[int], *, worker_id: str, now: datetime, lease_seconds: int
     ) -> dict[int, datetime]:
-        """Extend the leases of a worker's running rows to at least `now + lease_seconds`, in one
-        statement (a lease already longer, covering a job's timeout, is kept). Guarded by owner and
-        status: a row recovered, cancelled or finished meanwhile is not renewed and is missing from
-        the result, {id: lease_expires_at}, which tells the worker it lost that row."""
-        if not execution_ids:
-            return {}
-        e = executions
-        floor = now + timedelta(seconds=lease_seconds)
-        stmt = (
-            update(e)
-            .where(
-                e.c.id.in_(sorted(execution_ids)),
-                e.c.claimed_by == worker_id,
-                e.c.status.in_(status_values(RECORDABLE)),
-            )
-            .values(
-                lease_expires_at=case((e.c.lease_expires_at > floor, e.c.lease_expires_at), else_=floor),
-                updated_at=now,
-            )
-            .returning(e.c.id, e.c.lease_expires_at)
-        )
-        return {row.id: row.lease_expires_at for row in conn.execute(stmt)}
+        """Extend the leases of a worker's running rows in one statement (app/sql/leases.py): the
+        rows renewed, {id: lease_expires_at}; a row missing from it is lost to the worker."""
+        return leases.renew_leases(conn, execution_ids, worker_id=worker_id, now=now, lease_seconds=lease_seconds)
 
     # --- counts -----------------------------------------------------------------------------
 

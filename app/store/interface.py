@@ -163,7 +163,7 @@ class Store(Protocol):
         """The running rows of `worker_id` an operator asked to cancel: {id: requested by}."""
 
     # batches
-    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list[Row]:
+    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list:
         """Mark complete the open batches whose items have all ended (locked first): those completed now."""
 
     def batch_counts(self, conn: Connection, batch_ids: Sequence[int]) -> dict[int, dict[str, int]]:

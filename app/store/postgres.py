@@ -20,6 +20,7 @@ from sqlalchemy.engine import Connection
 
 from app.domain.states import RECORDABLE, AttemptStatus
 from app.domain.states import ExecutionStatus as S
+from app.sql.statuses import sql_status, sql_statuses
 from app.store.common import CANDIDATE_ORDER, CANDIDATE_WHERE, CommonStore, check_recordable
 from app.store.rows import (
     DISABLED_BEFORE_RUN,
@@ -29,8 +30,6 @@ from app.store.rows import (
     claimed_null_list,
     claimed_sql_list,
     executions,
-    sql_status,
-    sql_statuses,
     truncate,
 )
 

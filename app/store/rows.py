@@ -9,7 +9,7 @@ rows back by name (`ClaimedExecution.from_mapping`), never by position.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from operator import itemgetter
@@ -37,28 +37,6 @@ def truncate(text_value: str | None, limit: int = OUTPUT_LIMIT_CHARS) -> str:
         return text_value
     marker = f"\n[... truncated: {len(text_value)} characters in all]"
     return text_value[: limit - len(marker)] + marker
-
-
-# --- status sets in SQL ---------------------------------------------------------------------
-
-
-def status_values(statuses: Iterable[ExecutionStatus]) -> list[str]:
-    """A status set from app.domain.states as sorted values, for `column.in_(...)`."""
-    return sorted(S(status).value for status in statuses)
-
-
-def sql_statuses(statuses: Iterable[ExecutionStatus]) -> str:
-    """A status set rendered as the body of an SQL IN-list (each value single-quoted) for text
-    statements. The values come from the enum, never from input, so quoting them is safe."""
-    values = status_values(statuses)
-    if not values:
-        raise ValueError("an empty status set makes a guard that matches nothing")
-    return ", ".join(f"'{value}'" for value in values)
-
-
-def sql_status(status: ExecutionStatus | AttemptStatus) -> str:
-    """One status (a SET target) as an SQL literal."""
-    return f"'{status.value}'"
 
 
 # --- creating -------------------------------------------------------------------------------

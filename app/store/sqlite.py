@@ -20,6 +20,7 @@ from app.domain.policies import lease_duration
 from app.domain.states import CLAIMABLE, AttemptStatus
 from app.domain.states import ExecutionStatus as S
 from app.models.types import UTCDateTime
+from app.sql.statuses import status_values
 from app.store.common import CANDIDATE_ORDER, CANDIDATE_WHERE, CommonStore
 from app.store.rows import (
     DISABLED_BEFORE_RUN,
@@ -30,7 +31,6 @@ from app.store.rows import (
     claimed_columns,
     executions,
     jobs,
-    status_values,
 )
 
 _CANDIDATES = f"""

@@ -152,6 +152,19 @@ def test_the_store_imports_no_services_or_adapters():
     assert_none(violations(APP_IMPORTS, ("app.store",), forbidden), "app/store sits below the services")
 
 
+def test_the_statements_import_only_the_pure_rules():
+    # app/sql is what the worker parent is to run without SQLAlchemy or Flask (ADR 0012); psycopg
+    # is imported where a PostgreSQL value needs it, never by a SQLite caller.
+    frameworks = tuple(name for name in FRAMEWORKS if name != "psycopg")
+    found = [
+        str(imp)
+        for imp in APP_IMPORTS
+        if under(imp.module, "app.sql")
+        and (under(imp.target, *frameworks) or (under(imp.target, "app") and not under(imp.target, "app.sql", *PURE)))
+    ]
+    assert_none(found, "app/sql imports only the pure rules (no SQLAlchemy, Flask, models or store)")
+
+
 def test_definitions_import_no_services_or_adapters():
     forbidden = ("app.services", "app.web", *ADAPTERS)
     assert_none(violations(APP_IMPORTS, ("app.definitions",), forbidden), "app/definitions sits below the services")

@@ -10,8 +10,9 @@ from sqlalchemy import select
 from app.database import write_transaction
 from app.extensions import db
 from app.models import Alert, DeadLetter
-from app.services.engine import alert_grouping, alerting
+from app.services.engine import alerting
 from app.services.engine.dead_letters import dead_letter
+from app.sql import alerts
 from tests.factories import make_execution, make_job, utc
 from tests.helpers.web import signed_in_client
 
@@ -93,7 +94,7 @@ def test_a_muted_job_raises_nothing_until_the_mute_ends(app):
     page = client.get(f"/jobs/{job.id}").get_data(as_text=True)
     assert "alerts muted" in page and "Unmute alerts" in page
     with write_transaction(db.engine) as conn:
-        assert alert_grouping.is_muted(conn, job.id, NOW.replace(year=2030)) is False
+        assert alerts.is_muted(conn, job.id, NOW.replace(year=2030)) is False
     db.session.rollback()
     from app.clock import utcnow
 

@@ -8,6 +8,9 @@ adds to its `occurrences` and moves `last_seen_at`, the message and the executio
 `ALERT_RESOLVE_ON_SUCCESS` (default on), when the job next succeeds (`resolve_after_success`, run
 by the scheduler's alert pass). While a job is muted (`alert_mutes`), nothing is opened or counted
 for it; the dead letter itself and the ALERT log line are still written.
+
+Opening and counting are app/sql/alerts.py (the worker parent runs them, ADR 0012); resolving,
+which the scheduler and operators do, is here.
 """
 
 from __future__ import annotations
@@ -16,76 +19,12 @@ from datetime import datetime
 
 from sqlalchemy import and_, exists, select, update
 from sqlalchemy.engine import Connection
-from sqlalchemy.exc import IntegrityError
 
-from app.models import Alert, AlertMute, Execution
+from app.models import Alert, Execution
 from app.services import audit_log
 
-alerts_t, mutes_t, executions_t = Alert.__table__, AlertMute.__table__, Execution.__table__
+alerts_t, executions_t = Alert.__table__, Execution.__table__
 SYSTEM = "system"
-OPENED, REPEATED, MUTED = "opened", "repeated", "muted"
-
-
-def job_key(kind: str, job_id: int) -> str:
-    """The dedup key of a job's alert of `kind`."""
-    return f"{kind}:job:{job_id}"
-
-
-def is_muted(conn: Connection, job_id: int, now: datetime) -> bool:
-    until = conn.execute(select(mutes_t.c.until).where(mutes_t.c.job_id == job_id)).scalar()
-    return until is not None and until > now
-
-
-def raise_job_alert(
-    conn: Connection,
-    *,
-    kind: str,
-    job_id: int,
-    message: str,
-    now: datetime,
-    execution_id: int | None = None,
-    project_id=None,
-) -> str:
-    """Open the job's alert of `kind`, or count a repeat on the open one. Returns what happened:
-    OPENED, REPEATED or MUTED (nothing written)."""
-    if is_muted(conn, job_id, now):
-        return MUTED
-    key = job_key(kind, job_id)
-    if _count_repeat(conn, key, message, now, execution_id):
-        return REPEATED
-    try:
-        with conn.begin_nested():  # another worker may open the same key at the same moment
-            conn.execute(
-                alerts_t.insert().values(
-                    job_id=job_id,
-                    execution_id=execution_id,
-                    project_id=project_id,
-                    kind=kind,
-                    message=message[:2000],
-                    created_at=now,
-                    last_seen_at=now,
-                    occurrences=1,
-                    dedup_key=key,
-                )
-            )
-    except IntegrityError:  # it lost that race: the alert exists now, so this is a repeat
-        _count_repeat(conn, key, message, now, execution_id)
-        return REPEATED
-    return OPENED
-
-
-def _count_repeat(conn: Connection, key: str, message: str, now: datetime, execution_id: int | None) -> bool:
-    changed = conn.execute(
-        update(alerts_t)
-        .where(alerts_t.c.dedup_key == key, alerts_t.c.resolved_at.is_(None))
-        .values(
-            occurrences=alerts_t.c.occurrences + 1,
-            last_seen_at=now,
-            message=message[:2000],
-            execution_id=execution_id,
-        )
-    ).rowcount
-    return bool(changed)
 
 
 def resolve_after_success(conn: Connection, *, now: datetime, kinds: tuple[str, ...] = ("dead_letter",)) -> list[int]:

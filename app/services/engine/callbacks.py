@@ -29,16 +29,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from types import SimpleNamespace
 
-from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
 from app.clock import iso_z
 from app.domain.batches import batch_status, full_counts
-from app.domain.states import TERMINAL
 from app.domain.states import ExecutionStatus as S
-from app.models import Execution, Job
-from app.services.audit import insert_event
-from app.store import store_for
+from app.sql import follow_ups
+from app.sql.events import insert_event
 from app.store.rows import callback_row
 
 log = logging.getLogger("cronwell.callbacks")
@@ -89,32 +86,7 @@ def after_final(conn: Connection, execution_ids: Iterable[int], *, now: datetime
     done = FollowUps()
     if not ids:
         return done
-    e, j = Execution.__table__, Job.__table__
-    rows = conn.execute(
-        select(
-            e.c.id,
-            e.c.job_id,
-            e.c.trigger,
-            e.c.status,
-            e.c.exit_code,
-            e.c.error,
-            e.c.batch_id,
-            e.c.callback_task,
-            e.c.attempts,
-            e.c.finished_at,
-            j.c.name.label("job_name"),
-            j.c.on_success,
-            j.c.on_success_config,
-            j.c.on_failure,
-            j.c.on_failure_config,
-            j.c.queue_id,
-            j.c.priority,
-            j.c.max_attempts,
-            j.c.overlap_policy,
-        )
-        .join_from(e, j, e.c.job_id == j.c.id)
-        .where(e.c.id.in_(ids), e.c.status.in_([s.value for s in TERMINAL]))
-    ).fetchall()
+    rows = follow_ups.ended_with_jobs(conn, ids)
     new_rows = []
     for row in rows:
         kind = callback_kind(row.callback_task is not None, row.status)
@@ -148,21 +120,12 @@ def after_final(conn: Connection, execution_ids: Iterable[int], *, now: datetime
 def settle_batches(conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> FollowUps:
     """Complete the open batches (of `batch_ids`, or every one: the sweep) whose items have all
     ended, and create their on-complete callbacks."""
-    store = store_for(conn)
     done = FollowUps()
-    completed = store.complete_batches(conn, now=now, batch_ids=batch_ids)
+    completed = follow_ups.complete_batches(conn, now=now, batch_ids=batch_ids)
     if not completed:
         return done
-    counts = store.batch_counts(conn, [batch.id for batch in completed])
-    j = Job.__table__
-    jobs = {
-        row.id: row
-        for row in conn.execute(
-            select(j.c.id, j.c.name, j.c.queue_id, j.c.priority, j.c.max_attempts, j.c.overlap_policy).where(
-                j.c.id.in_(sorted({batch.job_id for batch in completed}))
-            )
-        )
-    }
+    counts = follow_ups.batch_counts(conn, [batch.id for batch in completed])
+    jobs = follow_ups.jobs_for_callbacks(conn, [batch.job_id for batch in completed])
     new_rows = []
     for batch in completed:
         tally = full_counts(counts.get(batch.id, {}))
@@ -186,15 +149,8 @@ def settle_batches(conn: Connection, *, now: datetime, batch_ids: Sequence[int] 
             "counts": {key: value for key, value in tally.items() if value},
             "items": sum(tally.values()),
         }
-        job_ns = SimpleNamespace(
-            id=job.id,
-            queue_id=job.queue_id,
-            priority=job.priority,
-            max_attempts=job.max_attempts,
-            overlap_policy=job.overlap_policy,
-        )
         new_rows.append(
-            callback_row(job_ns, kind="on_complete", task=batch.on_complete, config=config, now=now, batch_id=batch.id)
+            callback_row(job, kind="on_complete", task=batch.on_complete, config=config, now=now, batch_id=batch.id)
         )
     done.callbacks += _create(conn, new_rows, now=now)
     return done
@@ -203,10 +159,10 @@ def settle_batches(conn: Connection, *, now: datetime, batch_ids: Sequence[int] 
 def _create(conn: Connection, rows: list[dict], *, now: datetime) -> list[int]:
     """Insert callback rows one by one (few: one per ended parent), skipping any whose key exists,
     with an event naming each one created."""
-    store = store_for(conn)
     created = []
     for row in rows:
-        for execution_id in store.insert_executions(conn, [row]):
+        execution_id = follow_ups.insert_execution(conn, row)
+        if execution_id is not None:
             created.append(execution_id)
             insert_event(
                 conn,

@@ -16,15 +16,15 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
-from sqlalchemy import delete, func, select
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy import delete, func
 from sqlalchemy.engine import Connection, Engine
 
 from app import clock
 from app.domain.states import WorkerState
 from app.models import Heartbeat
+from app.sql import heartbeats as sql_heartbeats
 
 heartbeats = Heartbeat.__table__
 log = logging.getLogger("cronwell.clock")
@@ -36,10 +36,7 @@ def default_process_id(kind: str) -> str:
 
 def database_now(conn: Connection) -> datetime:
     """The database server's clock right now (not the transaction's start)."""
-    if conn.dialect.name == "postgresql":
-        return conn.execute(select(func.clock_timestamp())).scalar_one().astimezone(UTC)
-    text_now = conn.execute(select(func.strftime("%Y-%m-%d %H:%M:%f", "now"))).scalar_one()
-    return datetime.fromisoformat(text_now).replace(tzinfo=UTC)
+    return sql_heartbeats.database_now(conn)
 
 
 def sync_clock(conn_or_engine: Connection | Engine) -> timedelta:
@@ -84,27 +81,16 @@ def beat(conn: Connection, *, process_id: str, kind: str, started_at: datetime, 
     """Insert or refresh this process's heartbeat row (measuring the clock first: if this
     process's clock had to be corrected, `now` is corrected by as much)."""
     now = now + sync_clock(conn)
-    insert = postgresql.insert if conn.dialect.name == "postgresql" else sqlite.insert
-    stmt = insert(heartbeats).values(
-        id=process_id,
+    sql_heartbeats.upsert(
+        conn,
+        process_id=process_id,
         kind=kind,
         host=socket.gethostname(),
         pid=os.getpid(),
         started_at=started_at,
-        last_seen=now,
+        now=now,
         info=info,
     )
-    stmt = stmt.on_conflict_do_update(
-        index_elements=[heartbeats.c.id],
-        set_={
-            "last_seen": now,
-            "info": info,
-            "pid": os.getpid(),
-            "started_at": started_at,
-            "host": socket.gethostname(),
-        },
-    )
-    conn.execute(stmt)
 
 
 def remove(conn: Connection, process_id: str) -> None:

@@ -12,12 +12,13 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import insert, select
 from sqlalchemy.engine import Connection, Engine
 
 from app.database import write_transaction
 from app.domain.states import WorkerCommandKind
 from app.models import WorkerCommand
+from app.sql import control
 from app.store import store_for
 
 commands = WorkerCommand.__table__
@@ -33,19 +34,12 @@ def issue(conn: Connection, *, worker_id: str, command: WorkerCommandKind, issue
 
 def has_unacted(conn: Connection, worker_id: str) -> bool:
     """Whether `worker_id` has orders waiting (a read, so a worker's check takes no write lock)."""
-    stmt = select(commands.c.id).where(commands.c.worker_id == worker_id, commands.c.acted_at.is_(None)).limit(1)
-    return conn.execute(stmt).first() is not None
+    return control.has_unacted(conn, worker_id)
 
 
 def take(conn: Connection, *, worker_id: str, now: datetime) -> list[WorkerCommandKind]:
     """Stamp and return the worker's unacted orders, oldest first."""
-    stmt = (
-        update(commands)
-        .where(commands.c.worker_id == worker_id, commands.c.acted_at.is_(None))
-        .values(acted_at=now)
-        .returning(commands.c.id, commands.c.command)
-    )
-    return [WorkerCommandKind(command) for _, command in sorted(conn.execute(stmt))]
+    return [WorkerCommandKind(command) for command in control.take_commands(conn, worker_id=worker_id, now=now)]
 
 
 def unacted(conn: Connection, worker_ids: list[str] | None = None) -> dict[str, WorkerCommandKind]:

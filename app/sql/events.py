@@ -1,0 +1,42 @@
+"""The event log's writer for engine code (`insert_event`): a row in `events` in the caller's
+transaction and the same event as a structured log line. The ORM side of the event log (an
+`Event` added to a session, the lists) is app/services/audit.py."""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from app.sql.transport import Statement, execute
+
+log = logging.getLogger("cronwell.events")
+
+INSERT_EVENT = Statement(
+    """
+    INSERT INTO events (type, actor, job_id, execution_id, payload, created_at)
+    VALUES (:type, :actor, :job_id, :execution_id, :payload, :created_at)
+    """,
+    datetimes=("created_at",),
+    documents=("payload",),
+)
+
+
+def insert_event(
+    conn,
+    type_: str,
+    *,
+    now: datetime,
+    actor: str = "system",
+    job_id: int | None = None,
+    execution_id: int | None = None,
+    **payload,
+) -> None:
+    """Record an event through a Core or bare connection (committed with the caller's
+    transaction) and log it."""
+    params = {"type": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id}
+    execute(conn, INSERT_EVENT, {**params, "payload": payload, "created_at": now})
+    # Payload keys go under one field: they could clash with LogRecord attributes ("name"...).
+    log.info(
+        type_,
+        extra={"event": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id, "payload": payload},
+    )
