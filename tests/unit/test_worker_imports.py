@@ -43,6 +43,20 @@ PLUGIN_PACKAGES = ("flask_limiter", "limits", "rich")
 # Cronwell modules only the web server and the other commands need.
 WEB_MODULES = ("app.web", "app.api", "app.auth", "app.dashboard", "app.metrics_routes", "cli.job", "cli.demo")
 
+# What the worker parent loaded without calling it (issue 19, item 4): app.scheduling with croniter
+# and dateutil (cli/common.py imported it for its error type and time-zone helpers; only the
+# scheduler and the job commands use it), and the read side and use cases `worker list` and `worker
+# stop` need (scoping, callers, permissions). Prefixes: each package with everything below it.
+WORKER_ABSENT = (
+    "croniter",
+    "dateutil",
+    "app.scheduling",
+    "app.services.read",
+    "app.services.scoping",
+    "app.services.caller",
+    "app.services.use_cases",
+)
+
 ENGINE_MODULE = {WORKER: "app.services.engine.worker", SCHEDULER: "app.services.engine.scheduler"}
 
 
@@ -75,6 +89,10 @@ def _modules_after(command: list[str], then_import: str, tmp_path, flask_app: st
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def _not_for_the_worker(modules: list[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == w or m.startswith(w + ".") for w in WORKER_ABSENT))
+
+
 def _web_parts(modules: list[str]) -> list[str]:
     found = [m for m in modules if m.split(".")[0] in WEB_PACKAGES]
     found += [m for m in modules if any(m == w or m.startswith(w + ".") for w in WEB_MODULES)]
@@ -88,6 +106,8 @@ def test_worker_and_scheduler_processes_do_not_import_the_web(kind, flask_app, t
     modules = _modules_after([kind, "run"], ENGINE_MODULE[kind], tmp_path, flask_app)["modules"]
     assert ENGINE_MODULE[kind] in modules
     assert _web_parts(modules) == []
+    if kind == WORKER:
+        assert _not_for_the_worker(modules) == []
 
 
 def test_the_probe_sees_the_web_stack_in_other_commands(tmp_path):
@@ -110,6 +130,16 @@ def test_python_m_cli_runs_them_lean_and_without_flask_plugins(kind, flask_app, 
     assert ENGINE_MODULE[kind] in modules
     assert _web_parts(modules) == []  # the lean kind: process_kind knows cli/__main__.py
     assert _plugin_parts(modules) == []
+    if kind == WORKER:
+        assert _not_for_the_worker(modules) == []
+
+
+def test_the_probe_sees_what_the_worker_does_without_elsewhere(tmp_path):
+    """The scheduler loads croniter and `worker list` the read side: the worker's check can fail."""
+    scheduler = _modules_after([SCHEDULER, "run"], ENGINE_MODULE[SCHEDULER], tmp_path, None, entry=PYTHON_M_CLI)
+    assert {"croniter", "dateutil", "app.scheduling"} <= set(_not_for_the_worker(scheduler["modules"]))
+    listing = _modules_after([WORKER, "list"], "app.services.read.workers", tmp_path, None, entry=PYTHON_M_CLI)
+    assert {"app.services.read.workers", "app.services.scoping"} <= set(_not_for_the_worker(listing["modules"]))
 
 
 def test_the_probe_sees_the_plugins_flask_loads(tmp_path):
