@@ -195,3 +195,48 @@ def test_process_kind_from_the_command_line(argv, kind):
 def test_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown app kind 'wokrer'"):
         create_app(kind="wokrer")
+
+
+_RECORDING_PROBE = """
+import json, sys
+from app import metrics
+if sys.argv[1] == "serving":
+    metrics.enable_recording()  # what metrics.serve does for --metrics-port, and the web at start
+metrics.observe_claim(3)
+metrics.observe_outcome("succeeded", retried=False)
+metrics.observe_dead_letter("failed")
+metrics.observe_cancelled()
+loaded = "prometheus_client" in sys.modules
+finished = loaded and sys.modules["prometheus_client"].REGISTRY.get_sample_value(
+    "cronwell_executions_finished_total", {"status": "succeeded"}
+)
+print(json.dumps({"loaded": loaded, "finished": finished}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "multiprocess", "expected"),
+    [
+        ("unread", False, {"loaded": False, "finished": False}),
+        ("serving", False, {"loaded": True, "finished": 1.0}),
+        ("unread", True, {"loaded": True, "finished": 1.0}),  # and written where the web sums them
+    ],
+)
+def test_a_worker_records_metrics_only_where_they_are_read(mode, multiprocess, expected, tmp_path):
+    """Without --metrics-port (and PROMETHEUS_MULTIPROC_DIR) nothing can read a worker's or a
+    scheduler's counters: they are skipped and prometheus_client is never imported (1 MB)."""
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    if multiprocess:
+        env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", _RECORDING_PROBE, mode],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=BASE_DIR,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout) == expected
+    if multiprocess:
+        assert list(tmp_path.glob("counter_*.db"))
