@@ -1,8 +1,11 @@
 """Prometheus metrics for the web, the scheduler and the worker (`prometheus_client`).
 
 Instruments are created lazily, per role, the first time a process uses them, so the web does not
-export empty scheduler histograms and importing this module does nothing. Recording is always
-on and costs a few dictionary updates; only the readings that query the database (fire
+export empty scheduler histograms and importing this module does nothing. Recording costs a few
+dictionary updates, and happens where someone can read it: in the web (`/metrics`), in a scheduler
+or worker that serves `--metrics-port`, and wherever PROMETHEUS_MULTIPROC_DIR is set (the web sums
+that directory). A worker or scheduler without a port records nothing and never imports
+prometheus_client (1 MB of its parent's memory, issue 19, item 4). Only the readings that query the database (fire
 lateness, the queue and heartbeat gauges) run when this process serves metrics
 (`enable_database_readings()`, called by `--metrics-port` and by the web's `/metrics`).
 
@@ -25,6 +28,7 @@ Where each figure comes from:
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -45,6 +49,7 @@ log = logging.getLogger("cronwell.metrics")
 _lock = threading.Lock()
 _instruments: dict[str, object] = {}
 _readings_enabled = False
+_recording = False
 
 # Buckets: a tick is milliseconds; lateness spans sub-second (healthy) to hours (backlog);
 # a fork from the warmed zygote is about a millisecond, a fresh interpreter hundreds.
@@ -164,9 +169,27 @@ class _Web:
 _BUILDERS = {"engine": _Engine, "scheduler": _Scheduler, "worker": _Worker, "web": _Web}
 
 
+def enable_recording() -> None:
+    """Record from now on: this process's instruments are read (the web, or a served port)."""
+    global _recording
+    _recording = True
+
+
+def _recorded(observe):
+    """An observation that is skipped when nothing can read this process's instruments."""
+
+    @functools.wraps(observe)
+    def record_when_read(*args, **kwargs) -> None:
+        if _recording or multiprocess_dir():
+            observe(*args, **kwargs)
+
+    return record_when_read
+
+
 # --- recording: one call at each point in the services ----------------------------------------
 
 
+@_recorded
 def observe_tick(report) -> None:
     """A finished scheduler tick (`TickReport`)."""
     scheduler = _get("scheduler")
@@ -178,6 +201,7 @@ def observe_tick(report) -> None:
         _get("engine").finished.labels("expired").inc(report.expired)
 
 
+@_recorded
 def observe_recovery(report) -> None:
     """Expired leases settled by the scheduler or an idle worker (`RecoveryReport`)."""
     engine = _get("engine")
@@ -188,11 +212,13 @@ def observe_recovery(report) -> None:
     engine.dead_letters.labels("dead_lettered").inc(report.dead_lettered)
 
 
+@_recorded
 def observe_claim(batch_size: int) -> None:
     """A worker claim that returned at least one execution."""
     _get("worker").claim_batch.observe(batch_size)
 
 
+@_recorded
 def observe_task(result) -> None:
     """A task process ended (`TaskResult`): its run time and the executor's fork time."""
     worker = _get("worker")
@@ -200,6 +226,7 @@ def observe_task(result) -> None:
     worker.fork.observe(max(0.0, result.fork_ms) / 1000)
 
 
+@_recorded
 def observe_outcome(status: str, *, retried: bool) -> None:
     """The worker recorded an attempt: a retry was scheduled, or the execution ended in `status`."""
     engine = _get("engine")
@@ -209,16 +236,19 @@ def observe_outcome(status: str, *, retried: bool) -> None:
         engine.finished.labels(status).inc()
 
 
+@_recorded
 def observe_dead_letter(status: str) -> None:
     """The worker dead-lettered an execution whose attempts ran out (final status `status`)."""
     _get("engine").dead_letters.labels(status).inc()
 
 
+@_recorded
 def observe_cancelled() -> None:
     """A claimed execution was cancelled because its job had been disabled."""
     _get("engine").finished.labels("cancelled").inc()
 
 
+@_recorded
 def observe_fire_lateness(started: Sequence[tuple[str, datetime]], started_at: datetime) -> None:
     """How late first attempts started relative to their scheduled time: (trigger, scheduled_for) pairs."""
     if not started or not _readings_enabled:
@@ -228,6 +258,7 @@ def observe_fire_lateness(started: Sequence[tuple[str, datetime]], started_at: d
         worker.lateness.labels(trigger).observe(max(0.0, (started_at - scheduled_for).total_seconds()))
 
 
+@_recorded
 def observe_request(method: str, endpoint: str, status: int, seconds: float) -> None:
     """One HTTP request served by the web process."""
     web = _get("web")
@@ -456,6 +487,7 @@ def serve(port: int, host: str = "127.0.0.1", *, role: str) -> None:
     global _scheduler_gauges
     from prometheus_client import REGISTRY, start_http_server
 
+    enable_recording()
     enable_database_readings()
     for name in ("engine", role):
         _get(name)  # export the role's series (at zero) from the first scrape

@@ -23,8 +23,6 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from app.models import Alert, Execution, Job
 from app.models.ids import id_in_range, is_whole_number, key_max
-from app.scheduling import ScheduleError
-from app.scheduling.timezones import parse_instant, resolve_timezone
 from app.services.errors import ServiceError
 
 ACTOR = "cli"
@@ -43,6 +41,14 @@ def _rollback() -> None:
         pass
 
 
+def _handled_errors() -> tuple[type[Exception], ...]:
+    # Evaluated only when an exception reaches handle_errors: app.scheduling brings croniter and
+    # dateutil, which `worker run` (whose module imports this one) never uses (issue 19, item 4).
+    from app.scheduling import ScheduleError
+
+    return (ServiceError, ScheduleError)
+
+
 def handle_errors(func: Callable) -> Callable:
     """Turn handled failures into one `Error: ...` line on stderr and exit code 1, writing nothing."""
 
@@ -50,7 +56,7 @@ def handle_errors(func: Callable) -> Callable:
     def wrapper(*args, **kwargs):
         try:
             return func(*args, **kwargs)
-        except (ServiceError, ScheduleError) as exc:
+        except _handled_errors() as exc:
             _rollback()
             raise click.ClickException(_one_line(str(exc))) from None
         except SQLAlchemyError as exc:
@@ -191,6 +197,8 @@ def fmt_utc(value: datetime | None) -> str | None:
 
 def fmt_local(value: datetime | None, zone_name: str) -> str | None:
     """The instant on the wall clock of `zone_name`, with the zone abbreviation."""
+    from app.scheduling.timezones import resolve_timezone  # app.scheduling: see _handled_errors
+
     if value is None:
         return None
     local = value.astimezone(resolve_timezone(zone_name))
@@ -199,6 +207,8 @@ def fmt_local(value: datetime | None, zone_name: str) -> str | None:
 
 def fmt_both(value: datetime | None, zone_name: str) -> str | None:
     """UTC, plus the local wall-clock time when the zone is not UTC."""
+    from app.scheduling.timezones import resolve_timezone  # app.scheduling: see _handled_errors
+
     if value is None:
         return None
     if resolve_timezone(zone_name).key == "UTC":
@@ -229,6 +239,8 @@ def fmt_duration(seconds: float | None) -> str | None:
 
 def parse_after(text: str | None, zone_name: str, now: datetime) -> datetime:
     """--after as an aware UTC instant; a value without an offset is local to `zone_name`."""
+    from app.scheduling.timezones import parse_instant, resolve_timezone  # see _handled_errors
+
     if text is None:
         return now
     return parse_instant(text, resolve_timezone(zone_name), "--after")

@@ -9,8 +9,6 @@ from flask.cli import AppGroup
 
 from app.clock import utcnow
 from app.services.errors import ServiceError
-from app.services.read.workers import list_workers, worker_to_dict
-from app.services.use_cases import workers as worker_service
 from cli.common import ACTOR, emit_json, fmt_age, fmt_utc, handle_errors, json_option, mutating, print_table
 from cli.process import Status, metrics_options, refuse_insecure, serve_metrics
 from cli.signals import StopFlag
@@ -101,6 +99,10 @@ def list_worker_processes(as_json):
       flask worker list
       flask worker list --json | jq '.[] | select(.state == "running") | .id'
     """
+    # Imported here, not at the top: `worker run` loads this module and needs neither the read
+    # side (scoping, callers, permissions) nor the use cases' audit log (issue 19, item 4).
+    from app.services.read.workers import list_workers, worker_to_dict
+
     views = list_workers(utcnow())
     if as_json:
         emit_json([worker_to_dict(view) for view in views])
@@ -147,6 +149,9 @@ def stop_worker(worker_id, at_once, as_json):
       flask worker stop worker-host1-4242
       flask worker stop worker-host1-4242 --now
     """
+    from app.services.read.workers import worker_to_dict  # not for `worker run`: see `worker list`
+    from app.services.use_cases import workers as worker_service
+
     view = worker_service.stop_worker(worker_id, now=utcnow(), actor=ACTOR, at_once=at_once)
     if as_json:
         emit_json(worker_to_dict(view))

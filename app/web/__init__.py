@@ -79,8 +79,10 @@ def register_audit_address(app: Flask) -> None:
 
 def register_request_metrics(app: Flask) -> None:
     """Time every request of the app for /metrics (the hooks are app-wide, so the factory adds them)."""
+    from app import metrics
     from app.metrics_routes import record_request_metrics, start_request_timer
 
+    metrics.enable_recording()  # the web reads what it records, so do its engine calls
     app.before_request(start_request_timer)
     app.after_request(record_request_metrics)
 

@@ -43,6 +43,20 @@ PLUGIN_PACKAGES = ("flask_limiter", "limits", "rich")
 # Cronwell modules only the web server and the other commands need.
 WEB_MODULES = ("app.web", "app.api", "app.auth", "app.dashboard", "app.metrics_routes", "cli.job", "cli.demo")
 
+# What the worker parent loaded without calling it (issue 19, item 4): app.scheduling with croniter
+# and dateutil (cli/common.py imported it for its error type and time-zone helpers; only the
+# scheduler and the job commands use it), and the read side and use cases `worker list` and `worker
+# stop` need (scoping, callers, permissions). Prefixes: each package with everything below it.
+WORKER_ABSENT = (
+    "croniter",
+    "dateutil",
+    "app.scheduling",
+    "app.services.read",
+    "app.services.scoping",
+    "app.services.caller",
+    "app.services.use_cases",
+)
+
 ENGINE_MODULE = {WORKER: "app.services.engine.worker", SCHEDULER: "app.services.engine.scheduler"}
 
 
@@ -75,6 +89,10 @@ def _modules_after(command: list[str], then_import: str, tmp_path, flask_app: st
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+def _not_for_the_worker(modules: list[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == w or m.startswith(w + ".") for w in WORKER_ABSENT))
+
+
 def _web_parts(modules: list[str]) -> list[str]:
     found = [m for m in modules if m.split(".")[0] in WEB_PACKAGES]
     found += [m for m in modules if any(m == w or m.startswith(w + ".") for w in WEB_MODULES)]
@@ -88,6 +106,8 @@ def test_worker_and_scheduler_processes_do_not_import_the_web(kind, flask_app, t
     modules = _modules_after([kind, "run"], ENGINE_MODULE[kind], tmp_path, flask_app)["modules"]
     assert ENGINE_MODULE[kind] in modules
     assert _web_parts(modules) == []
+    if kind == WORKER:
+        assert _not_for_the_worker(modules) == []
 
 
 def test_the_probe_sees_the_web_stack_in_other_commands(tmp_path):
@@ -110,6 +130,16 @@ def test_python_m_cli_runs_them_lean_and_without_flask_plugins(kind, flask_app, 
     assert ENGINE_MODULE[kind] in modules
     assert _web_parts(modules) == []  # the lean kind: process_kind knows cli/__main__.py
     assert _plugin_parts(modules) == []
+    if kind == WORKER:
+        assert _not_for_the_worker(modules) == []
+
+
+def test_the_probe_sees_what_the_worker_does_without_elsewhere(tmp_path):
+    """The scheduler loads croniter and `worker list` the read side: the worker's check can fail."""
+    scheduler = _modules_after([SCHEDULER, "run"], ENGINE_MODULE[SCHEDULER], tmp_path, None, entry=PYTHON_M_CLI)
+    assert {"croniter", "dateutil", "app.scheduling"} <= set(_not_for_the_worker(scheduler["modules"]))
+    listing = _modules_after([WORKER, "list"], "app.services.read.workers", tmp_path, None, entry=PYTHON_M_CLI)
+    assert {"app.services.read.workers", "app.services.scoping"} <= set(_not_for_the_worker(listing["modules"]))
 
 
 def test_the_probe_sees_the_plugins_flask_loads(tmp_path):
@@ -165,3 +195,48 @@ def test_process_kind_from_the_command_line(argv, kind):
 def test_an_unknown_kind_is_refused():
     with pytest.raises(ValueError, match="unknown app kind 'wokrer'"):
         create_app(kind="wokrer")
+
+
+_RECORDING_PROBE = """
+import json, sys
+from app import metrics
+if sys.argv[1] == "serving":
+    metrics.enable_recording()  # what metrics.serve does for --metrics-port, and the web at start
+metrics.observe_claim(3)
+metrics.observe_outcome("succeeded", retried=False)
+metrics.observe_dead_letter("failed")
+metrics.observe_cancelled()
+loaded = "prometheus_client" in sys.modules
+finished = loaded and sys.modules["prometheus_client"].REGISTRY.get_sample_value(
+    "cronwell_executions_finished_total", {"status": "succeeded"}
+)
+print(json.dumps({"loaded": loaded, "finished": finished}))
+"""
+
+
+@pytest.mark.parametrize(
+    ("mode", "multiprocess", "expected"),
+    [
+        ("unread", False, {"loaded": False, "finished": False}),
+        ("serving", False, {"loaded": True, "finished": 1.0}),
+        ("unread", True, {"loaded": True, "finished": 1.0}),  # and written where the web sums them
+    ],
+)
+def test_a_worker_records_metrics_only_where_they_are_read(mode, multiprocess, expected, tmp_path):
+    """Without --metrics-port (and PROMETHEUS_MULTIPROC_DIR) nothing can read a worker's or a
+    scheduler's counters: they are skipped and prometheus_client is never imported (1 MB)."""
+    env = {k: v for k, v in os.environ.items() if k != "PROMETHEUS_MULTIPROC_DIR"}
+    if multiprocess:
+        env["PROMETHEUS_MULTIPROC_DIR"] = str(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", _RECORDING_PROBE, mode],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=BASE_DIR,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout) == expected
+    if multiprocess:
+        assert list(tmp_path.glob("counter_*.db"))
