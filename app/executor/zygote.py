@@ -68,7 +68,7 @@ from app.executor.output import OUTPUT_LIMIT_CHARS, BoundedCapture, truncate_tex
 from app.executor.pipes import READ_CHUNK, killpg_quietly, read_into
 from app.executor.pool import Pool
 from app.executor.pool_limits import DEFAULT_MAX_MEMORY_MB, DEFAULT_MAX_TASKS, PoolLimits
-from app.executor.protocol import _HEADER, KILL_REASONS, MessageReader, TaskResult, encode_message
+from app.executor.protocol import KILL_REASONS, MessageReader, TaskResult, encode_message, encode_started
 from app.executor.task_child import prepare_in_zygote, run_task_in_child, set_parent_death_signal
 
 # A result report is one small JSON object; more than this is a misbehaving task writing to fd 3.
@@ -94,19 +94,6 @@ class TaskChild:
     result: bytearray = field(default_factory=bytearray)
     kill_reason: str | None = None  # "timeout" | "killed" | "cancelled" | "shutdown" once signalled
     sigkill_at: float | None = None  # monotonic, when SIGTERM escalates to SIGKILL
-
-
-def _started_message(execution_id: int, pid: int) -> bytes:
-    """`encode_message({"type": "started", "execution_id": ..., "pid": ...})`, byte for byte.
-
-    Formatted directly because it is the first thing written after every fork, when each page
-    the zygote writes is copied (the child shares it): a dict through the JSON encoder touched
-    about 10 more pages per fork than this.
-    """
-    if type(execution_id) is not int:  # not the worker's (ids are ints), but keep it a message
-        return encode_message({"type": "started", "execution_id": execution_id, "pid": pid})
-    body = b'{"type":"started","execution_id":%d,"pid":%d}' % (execution_id, pid)
-    return _HEADER.pack(len(body)) + body
 
 
 # Why a queued run leaves the queue without a process, by the reason of the request that took it.
@@ -303,15 +290,16 @@ class Zygote:
                 for child in self.children.values():
                     self._terminate(child, "shutdown")
 
-    def send(self, message: dict) -> None:
-        """Queue a message for the worker; never blocks (the worker may be busy submitting).
+    def send(self, message: dict | bytes) -> None:
+        """Queue a message (or one already framed) for the worker; never blocks (the worker may be
+        busy submitting).
 
         Sent before the loop next waits (`run_once`), so the messages of one batch of events (a
         fork's "started", another task's result) leave in one send and wake the worker once.
         """
         if self.control_closed:
             return
-        self.outbox += encode_message(message)
+        self.outbox += message if isinstance(message, bytes) else encode_message(message)
 
     def _flush_outbox(self) -> None:
         try:
@@ -411,8 +399,7 @@ class Zygote:
         self.selector.register(out_r, selectors.EVENT_READ, ("out", child))
         self.selector.register(res_r, selectors.EVENT_READ, ("res", child))
         self.selector.register(child.pidfd, selectors.EVENT_READ, ("exit", child))
-        if not self.control_closed:  # as send() does
-            self.outbox += _started_message(execution_id, pid)
+        self.send(encode_started(execution_id, pid))
 
     def _reject(self, execution_id: int, error: str, *, status: str = "failed", forked: bool = True) -> None:
         """Report a run that got no process. `forked=False` promises that none ever ran for it

@@ -89,9 +89,6 @@ class Result:
         """The rows with their columns as attributes (`row.job_id`)."""
         return [SimpleNamespace(**dict(zip(self.columns, row, strict=True))) for row in self.rows]
 
-    def __iter__(self):
-        return iter(self.rows)
-
 
 def dialect_of(conn) -> str:
     """ "postgresql" or "sqlite", for a SQLAlchemy connection or a bare DB-API one."""
