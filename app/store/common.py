@@ -23,62 +23,29 @@ from app.domain.states import (
     EXPIRABLE,
     IN_FLIGHT,
     QUEUED_CANCELLABLE,
-    RECORDABLE,
     RUNNING_CANCELLABLE,
     TERMINAL,
-    AttemptStatus,
-    can_transition,
     sources_of,
 )
 from app.domain.states import ExecutionStatus as S
 from app.models.types import UTCDateTime
-from app.sql import control, follow_ups, leases, waiting
+from app.sql import control, follow_ups, leases, turn, waiting
 from app.sql import queues as sql_queues
 from app.sql import recovery as sql_recovery
+from app.sql.candidates import CANDIDATE_ORDER, CANDIDATE_WHERE  # noqa: F401  (re-exported: benchmarks)
 from app.sql.statuses import sql_statuses, status_values
+from app.sql.turn import RECORD_TARGETS, check_recordable  # noqa: F401  (re-exported)
 from app.store.rows import (
     ExpiredLease,
     ExpiredRun,
     Finished,
     QueueCounts,
     QueueStats,
-    attempts,
     executions,
     jobs,
     manual_row,
     queues,
-    truncate,
 )
-
-# A candidate is claimable when it is due and in the worker's queues, and - for exclusive jobs
-# (overlap policy skip/queue) - no run of its job is in flight and no older due row of its job
-# is waiting. The second condition keeps queue-policy jobs FIFO even while another worker
-# holds the older row locked (SKIP LOCKED would otherwise hand out the next one). Its queue
-# (`q`, joined by the caller) must not be paused and must have a free slot as far as the
-# statement's snapshot knows; the exact slot count is settled under the queue row's lock
-# (PostgreSQL's turn) or the write lock (SQLite). Plain SQL valid on both databases;
-# `{queue_filter}` is the dialect's own.
-CANDIDATE_WHERE = f"""
-    e.status IN ({sql_statuses(CLAIMABLE)})
-    AND e.available_at <= :now
-    {{queue_filter}}
-    AND q.id = e.queue_id AND NOT q.paused
-    AND (q.concurrency_limit IS NULL OR q.slots_taken < q.concurrency_limit)
-    AND (NOT e.exclusive OR (
-        NOT EXISTS (SELECT 1 FROM executions AS busy
-                    WHERE busy.job_id = e.job_id AND busy.exclusive
-                      AND busy.status IN ({sql_statuses(IN_FLIGHT)}))
-        AND NOT EXISTS (SELECT 1 FROM executions AS older
-                        WHERE older.job_id = e.job_id AND older.exclusive
-                          AND older.status IN ({sql_statuses(CLAIMABLE)})
-                          AND older.available_at <= :now
-                          AND (older.available_at < e.available_at
-                               OR (older.available_at = e.available_at AND older.id < e.id)))))
-"""
-CANDIDATE_ORDER = "e.priority, e.available_at, e.id"
-
-# The turn cancels candidates of disabled jobs instead of starting them: that must be legal.
-assert CLAIMABLE <= QUEUED_CANCELLABLE, "every claimable status must be cancellable"
 
 # Only finished history is pruned: never queued or in-flight work, and never dead-lettered rows
 # or rows with a DeadLetter (an unresolved failure stays visible).
@@ -145,17 +112,6 @@ def guarded(execution_id: int, target: S, *, worker_id: str | None = None, among
     if worker_id is not None:
         conditions.append(executions.c.claimed_by == worker_id)
     return update(executions).where(*conditions)
-
-
-# What recording may move a row to: allowed from every RECORDABLE status.
-RECORD_TARGETS = frozenset(t for t in S if all(can_transition(s, t) for s in RECORDABLE))
-
-
-def check_recordable(finished: Sequence[Finished]) -> None:
-    """Every outcome a worker records must be a move the table allows from RECORDABLE."""
-    for item in finished:
-        if item.target not in RECORD_TARGETS:
-            raise ValueError(f"execution {item.execution_id}: cannot record {item.target}")
 
 
 LATENESS_SAMPLE = 1000  # newest scheduled runs the lateness percentiles are taken from
@@ -476,42 +432,6 @@ class CommonStore:
 
     # --- recording --------------------------------------------------------------------------
 
-    def _complete(self, conn: Connection, item: Finished, *, worker_id: str, now: datetime) -> bool:
-        outcome = item.outcome
-        values = dict(
-            status=item.target.value,
-            exit_code=outcome.exit_code,
-            output=truncate(outcome.output),
-            error=truncate(outcome.error),
-            updated_at=now,
-            lease_expires_at=None,
-        )
-        if item.retry_at is not None:
-            values.update(available_at=item.retry_at, claimed_by=None)
-        else:
-            values.update(finished_at=now)
-        stmt = guarded(item.execution_id, item.target, worker_id=worker_id, among=RECORDABLE).values(**values)
-        return conn.execute(stmt).rowcount == 1
-
-    def _close_attempt(self, conn: Connection, item: Finished, *, now: datetime) -> None:
-        outcome = item.outcome
-        conn.execute(
-            update(attempts)
-            .where(
-                attempts.c.execution_id == item.execution_id,
-                attempts.c.number == item.attempt_number,
-                attempts.c.status == AttemptStatus.RUNNING.value,
-            )
-            .values(
-                status=outcome.status.value,
-                finished_at=now,
-                exit_code=outcome.exit_code,
-                pid=outcome.pid,
-                output=truncate(outcome.output),
-                error=truncate(outcome.error),
-            )
-        )
-
     def record_finished(
         self, conn: Connection, finished: Sequence[Finished], *, worker_id: str, now: datetime
     ) -> set[int]:
@@ -520,14 +440,7 @@ class CommonStore:
         writes nothing, and its Attempt is closed. Returns the ids recorded; a missing id was lost
         (recovered or cancelled meanwhile). PostgreSQL's turn records a whole batch in its one
         statement instead; this is the step on its own (SQLite's turn, and tests)."""
-        check_recordable(finished)
-        recorded = set()
-        for item in finished:
-            if self._complete(conn, item, worker_id=worker_id, now=now):
-                self._close_attempt(conn, item, now=now)
-                recorded.add(item.execution_id)
-        self.release_slots(conn, recorded)
-        return recorded
+        return turn.record_finished(conn, finished, worker_id=worker_id, now=now)
 
     # --- queues -----------------------------------------------------------------------------
 

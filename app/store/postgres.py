@@ -1,242 +1,27 @@
-"""The store on PostgreSQL: the worker's turn in one statement, row locks with SKIP LOCKED.
-
-Everything else is `CommonStore`. The turn statement (`TURN_SQL`) is the hot path of the whole
-system - one round trip per worker turn whatever the batch sizes (see `python -m bench
-throughput`) - so it stays one text statement; its status guards and its column lists are
-rendered from the state machine and from the `ClaimedExecution` declaration, not written by hand.
+"""The store on PostgreSQL: what differs from `CommonStore` - the INSERT flavour, deleting by
+array, the planner's statistics after a burst - and the worker's turn, whose one statement
+(`TURN_SQL`, the hot path of the whole system) lives in app/sql/turn_postgresql.py so that the
+worker parent can run it on a bare psycopg connection (ADR 0012).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from datetime import datetime
-from functools import lru_cache
 
-import psycopg
 from sqlalchemy import text
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.engine import Connection
 
-from app.domain.states import RECORDABLE, AttemptStatus
-from app.domain.states import ExecutionStatus as S
-from app.sql.statuses import sql_status, sql_statuses
-from app.store.common import CANDIDATE_ORDER, CANDIDATE_WHERE, CommonStore, check_recordable
-from app.store.rows import (
-    DISABLED_BEFORE_RUN,
-    ClaimedExecution,
-    Finished,
-    Turn,
-    claimed_null_list,
-    claimed_sql_list,
-    executions,
-    truncate,
+from app.sql import turn
+from app.sql.turn_postgresql import (  # noqa: F401  (re-exported: tests and benchmarks read them here)
+    GENERIC_TURN_PLANS,
+    LEASE_EXPIRES_AT,
+    TURN_SQL,
+    lease_expires_at_sql,
 )
-
-
-def lease_expires_at_sql(*, now: str, timeout: str, lease_seconds: str, buffer_seconds: str) -> str:
-    """The lease rule of `app.domain.policies.lease_duration` as a PostgreSQL expression:
-    now + max(lease_seconds, timeout + buffer_seconds) seconds. The lease covers the job's hard
-    timeout, so a healthy run is never recovered from under its worker; a job with no timeout
-    (NULL) gets lease_seconds alone (tests/integration/test_store_transitions.py checks that both
-    give the same instant)."""
-    return f"{now} + make_interval(secs => GREATEST({lease_seconds}, COALESCE({timeout} + {buffer_seconds}, 0)))"
-
-
-# The turn's lease: `j` is the execution's job, the rest are the statement's parameters.
-LEASE_EXPIRES_AT = lease_expires_at_sql(
-    now=":now", timeout="j.timeout_seconds", lease_seconds=":lease_seconds", buffer_seconds=":buffer_seconds"
-)
-
-# Pick and lock the batch (lower priority value first, then oldest), skipping rows other
-# workers hold. `q` is each queue as this turn sees it once the runs it records have given back
-# their slots (`released`): otherwise a full limited queue would offer no candidates to the turn
-# that frees its slots, and every finish would cost a second turn to claim the successor.
-CANDIDATES = f"""
-    SELECT e.id, e.queue_id FROM executions AS e,
-        (SELECT q0.id, q0.paused, q0.concurrency_limit, q0.slots_taken - COALESCE(r.n, 0) AS slots_taken
-         FROM queues AS q0 LEFT JOIN released AS r ON r.queue_id = q0.id) AS q
-    WHERE {CANDIDATE_WHERE}
-    ORDER BY {CANDIDATE_ORDER}
-    LIMIT {{limit}}
-    FOR UPDATE OF e SKIP LOCKED"""
-
-_CLAIMED = claimed_sql_list(execution_alias="x", job_alias="j")
-_NO_CLAIMED = claimed_null_list(
-    {"config": "jsonb", "config_override": "jsonb", "lease_expires_at": "timestamptz", "scheduled_for": "timestamptz"},
-    given={"id": "id"},
-)
-
-# One worker turn, in one statement. Its parts, in order:
-#   result      the finished attempts handed in as arrays (a batch of any size, one statement text)
-#   recorded    running -> its outcome, or -> retry_scheduled; guarded by status (RECORDABLE)
-#               and owner, so a worker whose lease was recovered writes nothing
-#   closed      the Attempt of each recorded execution
-#   released    the slots of limited queues the recorded runs give back
-#   candidates  due rows this worker may run (queue not paused, a slot free as far as the
-#               snapshot and `released` know), locked, skipping rows other workers hold
-#   wanted, slotted, grants, counted
-#               the concurrency limit (ADR 0008): slots given back by `recorded` and slots wanted
-#               by the candidates of limited queues are settled under the queue rows' locks, and
-#               `granted` says how many of each limited queue's candidates may start
-#   ranked, allowed
-#               the candidates that may start: all of unlimited queues, the first `granted` of
-#               limited ones (the rest stay pending, unlocked at commit)
-#   started     allowed candidates of enabled jobs: pending | retry_scheduled -> running, lease
-#               stamped, attempts + 1, holds_slot when the queue is limited (claim and start are
-#               one step: no session ever sees them claimed)
-#   opened      their Attempt rows
-#   cancelled   candidates whose job was disabled after the row was queued
-# All parts see the database as it was when the statement began: a run recorded here does not
-# yet free its job for `candidates`, so the worker claims again at once when it had results and
-# slots to spare (see Worker._settle_and_claim).
-TURN_SQL = f"""
-WITH result AS (
-    SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:numbers AS integer[]), CAST(:statuses AS text[]),
-                         CAST(:exit_codes AS integer[]), CAST(:pids AS integer[]), CAST(:outputs AS text[]),
-                         CAST(:errors AS text[]), CAST(:retry_ats AS timestamptz[]))
-        AS r(id, number, status, exit_code, pid, output, error, retry_at)
-), recorded AS (
-    UPDATE executions AS x
-    SET status = CASE WHEN r.retry_at IS NULL THEN r.status ELSE {sql_status(S.RETRY_SCHEDULED)} END,
-        finished_at = CASE WHEN r.retry_at IS NULL THEN CAST(:now AS timestamptz) END,
-        available_at = COALESCE(r.retry_at, x.available_at),
-        claimed_by = CASE WHEN r.retry_at IS NULL THEN x.claimed_by END,
-        exit_code = r.exit_code, output = r.output, error = r.error,
-        lease_expires_at = NULL, updated_at = :now, holds_slot = false
-    FROM result AS r JOIN executions AS o ON o.id = r.id
-    WHERE x.id = r.id AND x.status IN ({sql_statuses(RECORDABLE)}) AND x.claimed_by = :worker_id
-    RETURNING x.id, x.queue_id, o.holds_slot
-), closed AS (
-    UPDATE attempts AS a
-    SET status = r.status, finished_at = :now, exit_code = r.exit_code, pid = r.pid,
-        output = r.output, error = r.error
-    FROM result AS r JOIN recorded AS m ON m.id = r.id
-    WHERE a.execution_id = r.id AND a.number = r.number AND a.status = {sql_status(AttemptStatus.RUNNING)}
-), released AS (
-    SELECT queue_id, count(*) AS n FROM recorded WHERE holds_slot GROUP BY queue_id
-), candidates AS ({CANDIDATES}
-), wanted AS (
-    SELECT c.queue_id, count(*) AS n FROM candidates AS c JOIN executions AS x ON x.id = c.id
-    JOIN jobs AS j ON j.id = x.job_id WHERE j.enabled GROUP BY c.queue_id
-), slotted AS (
-    -- The queues whose slot count this turn reads or changes, locked in id order. A row locked
-    -- here is read as its newest committed version (not the statement's snapshot), so turns
-    -- racing on one limited queue each see the slots the others took.
-    SELECT q.id, q.concurrency_limit, q.slots_taken FROM queues AS q
-    WHERE q.id IN (SELECT queue_id FROM released
-                   UNION SELECT w.queue_id FROM wanted AS w JOIN queues AS l ON l.id = w.queue_id
-                         WHERE l.concurrency_limit IS NOT NULL)
-    ORDER BY q.id
-    FOR UPDATE
-), grants AS (
-    SELECT s.id AS queue_id, s.concurrency_limit,
-           GREATEST(0, s.slots_taken - COALESCE(r.n, 0)) AS base,
-           CASE WHEN s.concurrency_limit IS NULL THEN NULL
-                ELSE LEAST(COALESCE(w.n, 0), GREATEST(0, s.concurrency_limit - GREATEST(0, s.slots_taken - COALESCE(r.n, 0))))
-           END AS granted
-    FROM slotted AS s LEFT JOIN released AS r ON r.queue_id = s.id LEFT JOIN wanted AS w ON w.queue_id = s.id
-), counted AS (
-    UPDATE queues AS q SET slots_taken = g.base + COALESCE(g.granted, 0)
-    FROM grants AS g WHERE q.id = g.queue_id
-), ranked AS (
-    SELECT c.id, g.granted,
-           row_number() OVER (PARTITION BY c.queue_id ORDER BY x.priority, x.available_at, x.id) AS k
-    FROM candidates AS c JOIN executions AS x ON x.id = c.id JOIN jobs AS j ON j.id = x.job_id
-    LEFT JOIN grants AS g ON g.queue_id = c.queue_id
-    WHERE j.enabled
-), allowed AS (
-    SELECT id, granted IS NOT NULL AS limited FROM ranked WHERE granted IS NULL OR k <= granted
-), started AS (
-    UPDATE executions AS x
-    SET status = {sql_status(S.RUNNING)}, claimed_by = :worker_id, started_at = :now, attempts = x.attempts + 1,
-        updated_at = :now, lease_expires_at = {LEASE_EXPIRES_AT}, holds_slot = a.limited
-    FROM allowed AS a, jobs AS j
-    WHERE x.id = a.id AND j.id = x.job_id AND j.enabled
-    RETURNING {_CLAIMED}
-), opened AS (
-    INSERT INTO attempts (execution_id, number, worker_id, status, started_at, output, error)
-    SELECT id, attempts, :worker_id, {sql_status(AttemptStatus.RUNNING)}, :now, '', '' FROM started
-), cancelled AS (
-    UPDATE executions AS x
-    SET status = {sql_status(S.CANCELLED)}, reason = :disabled_reason, finished_at = :now, updated_at = :now,
-        claimed_by = NULL, lease_expires_at = NULL
-    FROM candidates AS c, jobs AS j
-    WHERE x.id = c.id AND j.id = x.job_id AND NOT j.enabled
-    RETURNING {_CLAIMED}
-)
-SELECT 'recorded' AS kind, {_NO_CLAIMED} FROM recorded
-UNION ALL SELECT 'started' AS kind, * FROM started
-UNION ALL SELECT 'disabled' AS kind, * FROM cancelled
-"""
-
-
-@lru_cache(maxsize=64)
-def _turn_statement(filtered: bool, limit: int):
-    """The turn statement for a batch of `limit` (a literal, so that its plan knows it).
-
-    Each text is prepared once per connection (psycopg prepares a statement on its fifth use)
-    and the worker's connection plans it once (`GENERIC_TURN_PLANS`): planning this statement
-    costs more than running it, and it is the same for every turn. With the limit a literal, the
-    one plan is the plan of a small batch (walk the claimable index in order, stop after
-    `limit`), never one guessed for an unknown limit. A worker has at most `slots` texts.
-    """
-    queue_filter = "AND e.queue_id = ANY(CAST(:queues AS integer[]))" if filtered else ""
-    return text(TURN_SQL.format(queue_filter=queue_filter, limit=int(limit)))
-
-
-_COLUMNS: dict[bytes, list[str]] = {}  # the turn's result columns, by statement text
-_PARAMETER = re.compile(r"(?<![:\w]):(\w+)")  # a :name bind parameter (not a ::cast)
-
-
-@lru_cache(maxsize=64)
-def _turn_query(filtered: bool, limit: int) -> tuple[bytes, tuple[str, ...]]:
-    """`_turn_statement`'s text with PostgreSQL's own $n placeholders, and the parameter names in
-    $n order, for a psycopg `RawCursor`.
-
-    Why not through SQLAlchemy: psycopg caches its conversion of a query with named parameters only
-    up to 4 KB, and the turn is 7.5 KB, so every turn parsed it again; SQLAlchemy then built a
-    result object over 26 columns. Together about a third of the worker parent's CPU per turn
-    (docs/performance.md). A raw query is sent as it is, and psycopg still prepares it.
-    """
-    names: list[str] = []
-
-    def number(match: re.Match) -> str:
-        if match.group(1) not in names:
-            names.append(match.group(1))
-        return f"${names.index(match.group(1)) + 1}"
-
-    sql = _PARAMETER.sub(number, _turn_statement(filtered, limit).text)
-    return sql.encode(), tuple(names)
-
-
-# Plan the turn once per connection instead of once per turn (see `_turn_statement`). Session
-# state on the worker's kept connection; measured in docs/performance.md ("plan once").
-GENERIC_TURN_PLANS = "SET plan_cache_mode = force_generic_plan"
-
-
-def _plan_turns_once(conn: Connection) -> None:
-    info = conn.connection.info  # the DBAPI connection's: it lives as long as the session does
-    if not info.get("generic_turn_plans"):
-        # Behind a transaction-pooling PgBouncer nothing is prepared (app.database.configure_engine)
-        # and a session setting would reach whoever gets the server session next: leave it.
-        if getattr(conn.connection.dbapi_connection, "prepare_threshold", 5) is not None:
-            conn.exec_driver_sql(GENERIC_TURN_PLANS)
-        info["generic_turn_plans"] = True
-
-
-def _finished_params(finished: Sequence[Finished]) -> dict:
-    return {
-        "ids": [item.execution_id for item in finished],
-        "numbers": [item.attempt_number for item in finished],
-        "statuses": [item.outcome.status.value for item in finished],
-        "exit_codes": [item.outcome.exit_code for item in finished],
-        "pids": [item.outcome.pid for item in finished],
-        "outputs": [truncate(item.outcome.output) for item in finished],
-        "errors": [truncate(item.outcome.error) for item in finished],
-        "retry_ats": [item.retry_at for item in finished],
-    }
-
+from app.store.common import CommonStore
+from app.store.rows import Finished, Turn, executions
 
 # The worker plans its turn once per connection (GENERIC_TURN_PLANS), with the statistics of that
 # moment. Planned while `executions` looked empty (a new install, a table just emptied and
@@ -302,42 +87,15 @@ class PostgresStore(CommonStore):
         lease_seconds: int,
         buffer_seconds: int,
     ) -> Turn:
-        """A worker's turn in one statement (`TURN_SQL`): record `finished`, then start up to
-        `limit` due executions (cancelling those whose job was disabled)."""
-        check_recordable(finished)
-        _plan_turns_once(conn)
-        params = dict(
-            _finished_params(finished),
+        """A worker's turn in one statement (`TURN_SQL`, app/sql/turn_postgresql.py): record
+        `finished`, then start up to `limit` due executions (cancelling those whose job was disabled)."""
+        return turn.record_and_claim(
+            conn,
+            finished,
             worker_id=worker_id,
             now=now,
+            limit=limit,
+            queue_ids=queue_ids,
             lease_seconds=lease_seconds,
             buffer_seconds=buffer_seconds,
-            disabled_reason=DISABLED_BEFORE_RUN,
         )
-        if queue_ids:
-            params["queues"] = list(queue_ids)
-        recorded: set[int] = set()
-        started: list[tuple[ClaimedExecution, int]] = []
-        cancelled: list[ClaimedExecution] = []
-        query, names = _turn_query(bool(queue_ids), max(0, limit))
-        # On the connection's own DBAPI connection, so in its transaction (or its autocommit).
-        with psycopg.RawCursor(conn.connection.dbapi_connection) as cursor:
-            cursor.execute(query, [params[name] for name in names])
-            columns = _COLUMNS.get(query)
-            if columns is None:  # the same for every turn of this text: psycopg builds 26 objects each time
-                columns = _COLUMNS[query] = [column.name for column in cursor.description]
-            rows = cursor.fetchall()
-        for row in rows:
-            mapping = dict(zip(columns, row, strict=True))
-            kind = mapping["kind"]
-            if kind == "recorded":
-                recorded.add(mapping["id"])
-            elif kind == "started":
-                # RETURNING gives the row after the update: its attempts count is this attempt's number.
-                number = mapping["attempts"]
-                mapping["attempts"] = number - 1
-                started.append((ClaimedExecution.from_mapping(mapping), number))
-            else:
-                cancelled.append(ClaimedExecution.from_mapping(mapping))
-        started.sort(key=lambda pair: pair[0].id)
-        return Turn(recorded, started, cancelled)

@@ -10,7 +10,7 @@ from app.domain.states import INITIAL, TERMINAL, can_transition, is_forecast
 from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.models import Execution
-from app.store.postgres import lease_expires_at_sql
+from app.sql.turn_postgresql import lease_expires_at_sql
 from tests.helpers.store_scenario import SCENARIO, T0, new_run
 
 

@@ -2,7 +2,7 @@
 
 Planning the turn statement costs more than running it (about 1.7 ms against 1.1 ms at 4 per
 batch), so the worker's connection uses generic plans for it (`GENERIC_TURN_PLANS` in
-app/store/postgres.py). These tests hold both halves of that bargain on PostgreSQL: after the
+app/sql/turn_postgresql.py). These tests hold both halves of that bargain on PostgreSQL: after the
 statement is prepared, turns reuse one plan instead of planning each time; and the generic plan,
 made without knowing `now`, walks the claimable index in order even with a large backlog, so it
 never degrades into a scan and sort of every pending row.
@@ -17,8 +17,8 @@ from sqlalchemy import text
 from app.clock import utcnow
 from app.database import write_transaction_on
 from app.extensions import db
+from app.sql.turn_postgresql import GENERIC_TURN_PLANS, _turn_statement
 from app.store import store_for
-from app.store.postgres import GENERIC_TURN_PLANS, _turn_statement
 from tests.factories import make_job
 
 BACKLOG = 50_000
@@ -71,7 +71,7 @@ def test_turns_on_one_connection_reuse_one_generic_plan(pg_app):
 def test_the_generic_plan_walks_the_claimable_index_with_a_large_backlog(pg_app):
     job = make_job(overlap_policy="allow")
     _load_backlog(job.id)
-    sql = _turn_statement(False, 4).text
+    sql = _turn_statement(False, 4)
     names = list(dict.fromkeys(re.findall(r"(?<![:\w]):([a-z_]\w*)", sql)))
     numbered = re.sub(r"(?<![:\w]):([a-z_]\w*)", lambda m: f"${names.index(m.group(1)) + 1}", sql)
     with db.engine.connect() as conn:
