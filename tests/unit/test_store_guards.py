@@ -1,6 +1,6 @@
 """The store's status guards come from the state machine table, never from hand-written lists.
 
-Scans the store's modules: no status value may appear as a literal (in Python or inside SQL
+Scans the store's modules and the worker's turn, whose statements moved to app/sql (ADR 0012): no status value may appear as a literal (in Python or inside SQL
 text), and no `.in_(...)` on a status may list enum members by hand; the sets must be names
 derived from `app.domain.states.ALLOWED` (`sources_of`, `guard_for`, CLAIMABLE, ...). A new
 guard written as `status IN ('pending', 'claimed')` fails here.
@@ -10,11 +10,13 @@ import ast
 import re
 from pathlib import Path
 
+import app.sql
 import app.store
 from app.domain.states import AttemptStatus, ExecutionStatus
 
 STORE = Path(app.store.__file__).parent
-MODULES = sorted(STORE.glob("*.py"))
+TURN = [Path(app.sql.__file__).parent / name for name in ("turn.py", "turn_postgresql.py", "candidates.py")]
+MODULES = sorted(STORE.glob("*.py")) + TURN
 STATUS_VALUES = {s.value for s in ExecutionStatus} | {s.value for s in AttemptStatus}
 _ANY_STATUS = "|".join(sorted(STATUS_VALUES))
 QUOTED = re.compile(rf"""['"]({_ANY_STATUS})['"]""")
