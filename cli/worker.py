@@ -8,10 +8,8 @@ from flask import current_app
 from flask.cli import AppGroup
 
 from app.clock import utcnow
-from app.services.errors import ServiceError
 from cli.common import ACTOR, emit_json, fmt_age, fmt_utc, handle_errors, json_option, mutating, print_table
-from cli.process import Status, metrics_options, refuse_insecure, serve_metrics
-from cli.signals import StopFlag
+from cli.process import metrics_options, refuse_insecure
 
 worker_cli = AppGroup("worker", help="Run, list and stop worker processes.")
 
@@ -51,29 +49,44 @@ def run_worker(
     On SIGTERM/Ctrl-C it stops claiming, lets running tasks finish within
     WORKER_SHUTDOWN_GRACE_SECONDS, settles the rest, and exits 0.
     """
-    from app.services.engine.heartbeats import sync_clock_at_start
-    from app.services.engine.worker import Worker
+    from app import worker_process
+    from app.services.engine.runtime import WorkerRuntime
 
     refuse_insecure("worker")
-    sync_clock_at_start(current_app.extensions["sqlalchemy"].engine)
-    try:
-        # Unknown queue names stop the command here, before the fork server or anything else starts.
-        worker = Worker(current_app._get_current_object(), worker_id=worker_id, slots=slots, queues=_queues(queues))
-    except ServiceError as exc:
-        raise click.ClickException(str(exc)) from None
-    status = Status("worker", worker.id, as_log=False) if once else Status.for_app("worker", worker.id)
-    serve_metrics("worker", metrics_port, metrics_host, status)
-    stop = StopFlag().install()
-    if not once:
-        status.emit(
-            "started",
-            f"worker {worker.id} started ({slots} slots, queues {queues or 'all'})",
-            slots=slots,
-            queues=queues or "all",
-        )
-    worker.run(burst=once, should_stop=stop, echo=status)
-    if not once:
-        status.emit("stopped", f"worker {worker.id} stopped")
+    names = _queues(queues)
+    options = dict(once=once, worker_id=worker_id, metrics_port=metrics_port, metrics_host=metrics_host)
+    if _settings_from_environment(current_app.config):
+        # The same worker without SQLAlchemy and Flask in its memory, in this same process (pid,
+        # signals and supervisor unchanged): docs/adr/0012-worker-parent-on-dbapi.md.
+        _exec(worker_process.command_line(slots=slots, queues=",".join(names) if names else None, **options))
+    code = worker_process.serve(
+        WorkerRuntime.from_app(current_app._get_current_object()), slots=slots, queues=names, **options
+    )
+    if code:
+        raise click.exceptions.Exit(code)
+
+
+def _settings_from_environment(config) -> bool:
+    """Whether the worker process, reading the environment alone, gets this app's settings: not
+    when the app was built with settings of its own (tests, an embedding program). DEBUG is
+    left out: the `flask` command sets it from FLASK_DEBUG after loading (CRONWELL_DEBUG keeps
+    the configured one)."""
+    from config import load_settings
+
+    return all(config.get(key) == value for key, value in load_settings().items() if key != "DEBUG")
+
+
+def _exec(arguments: list[str]) -> None:
+    import os
+    import sys
+
+    from config import BASE_DIR
+
+    # The project on the module path, wherever `flask` was started from (FLASK_APP=/srv/...).
+    path = os.pathsep.join(p for p in (str(BASE_DIR), os.environ.get("PYTHONPATH", "")) if p)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *arguments], {**os.environ, "PYTHONPATH": path})
 
 
 def _running_text(view) -> str:
