@@ -230,9 +230,12 @@ def from_settings(settings) -> Cache:
     return Cache(RedisBackend(url) if url else MemoryBackend(), settings["CACHE_KEY_PREFIX"])
 
 
-def init_app(app: Flask) -> None:
+def init_app(app: Flask, *, sessions: bool = True) -> None:
+    """The app's cache; with `sessions`, keys queued on a SQLAlchemy session are deleted when it
+    commits (not for the worker app kind, which has no sessions and no SQLAlchemy)."""
     app.extensions["cronwell_cache"] = from_settings(app.config)
-    _install_session_hooks()
+    if sessions:
+        _install_session_hooks()
 
 
 def get_cache() -> Cache:

@@ -51,7 +51,11 @@ def test_turns_run_on_the_committer_thread_and_survive_a_failed_turn(app, monkey
             i for i, name in enumerate(calls) if name == "worker-committer" and calls[: i + 1].count(name) == 3
         )
         assert calls[0] == "MainThread"  # nothing claimed ahead yet: nothing to fork meanwhile
-        assert calls[failed_at + 1] == "worker-committer", calls  # a fresh connection, on the thread
+        # The thread survives its failed turn and runs turns again, on a fresh connection. Not
+        # necessarily the very next one: a turn runs on the thread only while claimed-ahead runs
+        # wait to be forked, and the back-off after the failure may let the main thread fork them
+        # all first (it does on a loaded machine), so the next turn has nothing to overlap.
+        assert "worker-committer" in calls[failed_at + 1 :], calls
         assert calls.count("worker-committer") > calls.count("MainThread")
     else:
         assert set(calls) == {"MainThread"}

@@ -36,10 +36,10 @@ class WorkerRuntime:
 
     @classmethod
     def from_app(cls, app) -> WorkerRuntime:
-        from app.extensions import db  # the app's engine knows the URL it really uses
-
-        with app.app_context():
-            url = db.engine.url.render_as_string(hide_password=False)
+        # The URL the app's engine opens, too: config.absolute_sqlite_url resolved a relative
+        # SQLite path as Flask-SQLAlchemy would, so no engine is needed to know it (the worker
+        # app kind has none).
+        url = app.config["SQLALCHEMY_DATABASE_URI"]
         return cls(app.config, database_from_settings(app.config, url), app.extensions.get("cronwell_cache"))
 
 
