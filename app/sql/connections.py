@@ -105,7 +105,14 @@ def follow_database_clock(dbapi_connection) -> None:
         dbapi_connection.rollback()  # leave the new connection idle, as a pool expects
     except Exception:  # noqa: BLE001 - the caller's own statement will report the database
         return
-    moved = clock.follow(reference.astimezone(UTC), before + (after - before) / 2)
+    follow_reading(reference.astimezone(UTC), before, after)
+
+
+def follow_reading(reference, before, after):
+    """Follow the database's clock, read at `reference` between the host's `before` and `after`
+    (its midpoint: off by at most half the round trip); log when the host's clock had to move.
+    Returns how far `utcnow()` moved."""
+    moved = clock.follow(reference, before + (after - before) / 2)
     if moved:
         log.warning(
             "host clock differs from the database's; following the database",
@@ -115,6 +122,7 @@ def follow_database_clock(dbapi_connection) -> None:
                 "moved_seconds": round(moved.total_seconds(), 3),
             },
         )
+    return moved
 
 
 class Database:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from app import clock
 from app.domain.states import WorkerState
 from app.sql import heartbeats as sql_heartbeats
+from app.sql.connections import follow_reading
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection, Engine
@@ -51,18 +52,7 @@ def sync_clock(conn_or_engine) -> timedelta:
             return sync_clock(conn)
     before = clock.host_now()
     reference = database_now(conn_or_engine)
-    after = clock.host_now()
-    moved = clock.follow(reference, before + (after - before) / 2)
-    if moved:
-        log.warning(
-            "host clock differs from the database's; following the database",
-            extra={
-                "event": "clock_corrected",
-                "correction_seconds": round(clock.correction().total_seconds(), 3),
-                "moved_seconds": round(moved.total_seconds(), 3),
-            },
-        )
-    return moved
+    return follow_reading(reference, before, clock.host_now())
 
 
 def _is_opener(source) -> bool:
