@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from datetime import UTC
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
-from app import clock
+import app.clock as clock
 
 log = logging.getLogger("cronwell.clock")
 
@@ -207,28 +207,3 @@ def _rollback(conn) -> None:
             cursor.close()
     except Exception:  # noqa: BLE001 - a broken connection has nothing to roll back; the caller drops it
         pass
-
-
-@contextmanager
-def reading(source) -> Iterator:
-    """A connection for reads from `source`: a `Database` or a SQLAlchemy Engine (the scheduler,
-    the CLI and tests hand the engine code theirs; the worker parent its `Database`)."""
-    if isinstance(source, Database):
-        with source.reading() as conn:
-            yield conn
-    else:
-        with source.connect() as conn:
-            yield conn
-
-
-@contextmanager
-def writing(source) -> Iterator:
-    """A write transaction from `source` (see `reading`), committed on success."""
-    if isinstance(source, Database):
-        with source.write_transaction() as conn:
-            yield conn
-    else:
-        from app.database import write_transaction  # SQLAlchemy's, only for an Engine
-
-        with write_transaction(source) as conn:
-            yield conn

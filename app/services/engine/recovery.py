@@ -17,8 +17,8 @@ from datetime import datetime
 from app.domain.states import ExecutionStatus as S
 from app.services.engine import callbacks
 from app.services.engine.dead_letters import dead_letter
+from app.services.engine.sources import writing
 from app.sql import recovery as sql_recovery
-from app.sql.connections import writing
 from app.sql.events import insert_event
 from app.sql.rows import ExpiredLease
 

@@ -14,8 +14,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from app.domain.states import WorkerCommandKind
+from app.services.engine.sources import reading, writing
 from app.sql import control
-from app.sql.connections import reading, writing
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
