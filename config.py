@@ -81,6 +81,27 @@ def _multi_host(rest: str) -> str:
     return f"{user}{at}/{path}?{params}" + (f"&{query}" if query else "")
 
 
+# The Flask app's instance folder (create_app), against which Flask-SQLAlchemy resolves a relative
+# SQLite path.
+APP_INSTANCE_PATH = BASE_DIR / "instance"
+
+
+def absolute_sqlite_url(url: str) -> str:
+    """`sqlite:///relative.db` -> `sqlite:////<project>/instance/relative.db`; anything else unchanged.
+
+    Flask-SQLAlchemy opens a relative SQLite path in the app's instance folder, but every other
+    reader of the URL would open it in its own working directory: the worker process on sqlite3
+    (app/worker_process.py) and a task's own engine (`TaskContext.database_url`). Resolved once,
+    here, they all open the file the web and the scheduler use."""
+    scheme, sep, rest = url.partition(":///")
+    if not sep or not scheme.startswith("sqlite"):
+        return url
+    path, question, query = rest.partition("?")
+    if not path or path == ":memory:" or path.startswith(("/", "file:")):
+        return url
+    return f"{scheme}:///{APP_INSTANCE_PATH / path}{question}{query}"
+
+
 def default_sqlite_url(instance_dir: Path) -> str:
     return f"sqlite:///{instance_dir / 'cronwell.sqlite3'}"
 
@@ -98,7 +119,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "CRONWELL_DEBUG": debug,
         "INSTANCE_DIR": str(instance_dir),
         "SECRET_KEY": env.get("SECRET_KEY") or DEV_SECRET_KEY,
-        "SQLALCHEMY_DATABASE_URI": normalise_database_url(database_url),
+        "SQLALCHEMY_DATABASE_URI": absolute_sqlite_url(normalise_database_url(database_url)),
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
         # DATABASE_URL reaches PostgreSQL through a transaction-pooling PgBouncer: no prepared
         # statements or session settings, and LISTEN on DATABASE_LISTEN_URL (docs/deployment.md).

@@ -6,8 +6,9 @@ worker. Nothing happens at import time; everything is wired here as a readable l
 The app comes in kinds (`KINDS`). "web" is the whole app: pages, the REST API, sign-in and every
 CLI command; the web server, the tests and every CLI command but two get it. `flask worker run`
 and `flask scheduler run` get a "worker" or "scheduler" app instead (`process_kind` reads the
-command line): the same settings, logging, database, cache and task catalog, no blueprints, no
-sign-in or CSRF, and only their own command group. They never serve a request, and the web
+command line): the same settings, logging, cache and task catalog, no blueprints, no sign-in or
+CSRF, and only their own command group; the scheduler's has the database, the worker's does not
+(its command hands over to `python -m app.worker_process`, which opens its own connections). They never serve a request, and the web
 stack (blueprints, WTForms, flask-smorest, marshmallow schemas, Flask-Limiter, the JWT manager,
 OpenAPI generation) is about a fifth of a worker's memory (docs/performance.md, "Memory").
 """
@@ -79,13 +80,13 @@ def create_app(
 
     from flask import Flask
 
-    from config import BASE_DIR, load_settings
+    from config import APP_INSTANCE_PATH, BASE_DIR, load_settings
 
     app = Flask(
         __name__,
         template_folder=str(BASE_DIR / "templates"),
         static_folder=str(BASE_DIR / "static"),
-        instance_path=str(BASE_DIR / "instance"),
+        instance_path=str(APP_INSTANCE_PATH),
     )
     app.config.from_mapping(load_settings(env))
     if overrides:
@@ -93,7 +94,7 @@ def create_app(
     Path(app.config["INSTANCE_DIR"]).mkdir(parents=True, exist_ok=True)
 
     register_logging(app)
-    register_extensions(app, web=kind == WEB)
+    register_extensions(app, web=kind == WEB, database=kind != WORKER)
     if kind == WEB:
         register_blueprints(app)
     register_cli(app, only=None if kind == WEB else kind)
@@ -106,12 +107,16 @@ def register_logging(app: Flask) -> None:
     configure_logging(app.config["LOG_FORMAT"], app.config["LOG_LEVEL"])
 
 
-def register_extensions(app: Flask, *, web: bool = True) -> None:
-    from app import database
-    from app.extensions import db
+def register_extensions(app: Flask, *, web: bool = True, database: bool = True) -> None:
+    if database:
+        # Not for the worker kind: `worker run` only checks its options before it becomes
+        # `python -m app.worker_process`, which opens its own connections (app/sql/connections.py),
+        # so SQLAlchemy and the models never enter that process.
+        from app import database as engine_setup
+        from app.extensions import db
 
-    db.init_app(app)
-    database.init_app(app)
+        db.init_app(app)
+        engine_setup.init_app(app)
     if web:
         from app.extensions import csrf, login_manager
 
@@ -122,7 +127,7 @@ def register_extensions(app: Flask, *, web: bool = True) -> None:
     load_catalog()
     from app import cache
 
-    cache.init_app(app)
+    cache.init_app(app, sessions=database)
 
 
 def register_blueprints(app: Flask) -> None:

@@ -12,9 +12,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from flask import Flask, current_app
+if TYPE_CHECKING:
+    from flask import Flask
 
 log = logging.getLogger(__name__)
 
@@ -223,14 +224,25 @@ class Cache:
         return ok
 
 
-def init_app(app: Flask) -> None:
-    url = app.config.get("REDIS_URL")
-    backend = RedisBackend(url) if url else MemoryBackend()
-    app.extensions["cronwell_cache"] = Cache(backend, app.config["CACHE_KEY_PREFIX"])
-    _install_session_hooks()
+def from_settings(settings) -> Cache:
+    """The cache the settings name: Redis at REDIS_URL, else this process's own dict."""
+    url = settings.get("REDIS_URL")
+    return Cache(RedisBackend(url) if url else MemoryBackend(), settings["CACHE_KEY_PREFIX"])
+
+
+def init_app(app: Flask, *, sessions: bool = True) -> None:
+    """The app's cache; with `sessions`, keys queued on a SQLAlchemy session are deleted when it
+    commits (not for the worker app kind, which has no sessions and no SQLAlchemy)."""
+    app.extensions["cronwell_cache"] = from_settings(app.config)
+    if sessions:
+        _install_session_hooks()
 
 
 def get_cache() -> Cache:
+    # Flask imported here, not at the top: the worker parent uses this module without Flask
+    # (it deletes its keys through the Cache it holds, docs/adr/0012-worker-parent-on-dbapi.md).
+    from flask import current_app
+
     return current_app.extensions["cronwell_cache"]
 
 

@@ -11,23 +11,18 @@ behind a transaction-pooling PgBouncer it only must not prepare statements (`con
 
 from __future__ import annotations
 
-import logging
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from datetime import UTC
 
 from flask import Flask
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session, scoped_session
 
-from app import clock
+from app.sql.connections import configure_sqlite, follow_database_clock
 
-log = logging.getLogger("cronwell.clock")
-
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 _immediate: ContextVar[bool] = ContextVar("cronwell_sqlite_immediate", default=False)
 
 
@@ -81,47 +76,12 @@ def configure_engine(engine: Engine, *, transaction_pooling: bool | None = None)
 
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection, _record):
-        # Take transaction control away from pysqlite so we can say BEGIN IMMEDIATE ourselves.
-        dbapi_connection.isolation_level = None
-        cursor = dbapi_connection.cursor()
-        cursor.execute("PRAGMA journal_mode=WAL")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA synchronous=NORMAL")
-        cursor.close()
+        # Transaction control taken from pysqlite, so we can say BEGIN IMMEDIATE ourselves.
+        configure_sqlite(dbapi_connection)
 
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection):
         conn.exec_driver_sql("BEGIN IMMEDIATE" if _immediate.get() else "BEGIN")
-
-
-def follow_database_clock(dbapi_connection) -> None:
-    """Measure this host's clock against PostgreSQL's on every new connection (app/clock.py).
-
-    The scheduler and workers measure again with every heartbeat; this covers everything else
-    that stamps rows - web requests, one-shot CLI commands, task processes - so a host whose
-    clock runs ahead does not, say, create a triggered run 30 s in the future. One round trip per
-    new connection, never per statement; a failure leaves the clock as it was.
-    """
-    try:
-        before = clock.host_now()
-        with dbapi_connection.cursor() as cursor:
-            cursor.execute("SELECT clock_timestamp()")
-            reference = cursor.fetchone()[0]
-        after = clock.host_now()
-        dbapi_connection.rollback()  # leave the new connection idle, as the pool expects
-    except Exception:  # noqa: BLE001 - the caller's own statement will report the database
-        return
-    moved = clock.follow(reference.astimezone(UTC), before + (after - before) / 2)
-    if moved:
-        log.warning(
-            "host clock differs from the database's; following the database",
-            extra={
-                "event": "clock_corrected",
-                "correction_seconds": round(clock.correction().total_seconds(), 3),
-                "moved_seconds": round(moved.total_seconds(), 3),
-            },
-        )
 
 
 def is_sqlite(bind) -> bool:

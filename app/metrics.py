@@ -38,8 +38,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from sqlalchemy import func, select
-
 from app.clock import utcnow
 
 if TYPE_CHECKING:
@@ -327,6 +325,8 @@ QUEUE_LATENESS = (("0.5", "lateness_p50_seconds"), ("0.95", "lateness_p95_second
 
 def read_queue_readings(conn, now: datetime) -> list[QueueReading]:
     """Every queue with its statistics at `now` (the store's `queue_stats`, one call)."""
+    from sqlalchemy import select  # here: the worker parent records metrics without SQLAlchemy
+
     from app.models import Organization, Project, Queue
     from app.store import QueueStats, store_for
 
@@ -347,6 +347,8 @@ def read_queue_readings(conn, now: datetime) -> list[QueueReading]:
 def read_snapshot(engine, now: datetime) -> Snapshot:
     """Queue depth, oldest due wait, in-flight count, open alerts, heartbeat ages and per-queue
     statistics, in one short read."""
+    from sqlalchemy import func, select
+
     from app.models import Alert, Heartbeat
     from app.store import store_for
 

@@ -12,9 +12,11 @@ Then the drain (issue 19, item 4): `flask worker run --workers 4` drains N pendi
 executions (default 3000, `--throughput-n`) on PostgreSQL, the peaks read while it is still
 alive, and the worker parent's peak is printed as a ratio to Celery's prefork main process on
 this machine (51 MB, issue 19). Each round runs it three times, interleaved: as `flask worker run`
-(the lean "worker" app kind), as `python -m cli worker run` (the same without Flask's plugin scan,
-cli/__main__.py) and with the whole app (`create_app` as the web server builds it), so the savings
-are measured in the same run.
+and as `python -m cli worker run` (both check their options, then exec `python -m
+app.worker_process`, which holds neither Flask nor SQLAlchemy: ADR 0012), and in-process: the same
+worker engine (`worker_process.serve`) run inside a process that built the Flask app, which is
+what the worker parent was before the exec. So what the exec saves is measured in the same run.
+VmHWM is per address space, so after the exec it is the new program's own peak.
 """
 
 from __future__ import annotations
@@ -46,9 +48,18 @@ NAME = "memory"
 # Peak RSS of Celery 5.7's prefork main process on this machine (issue 19's side-by-side table).
 CELERY_MAIN_MB = 51.0
 DRAIN_SLOTS = 4
-# `flask worker run` with the whole app: the same CLI, but a program name that is not `flask`, so
-# `app.process_kind` picks the web kind (everything the web server has) instead of the lean one.
-_WHOLE_APP = "import sys; from flask.cli import main; sys.argv[0] = 'cronwell-whole-app'; sys.exit(main())"
+# The worker engine inside a process holding the Flask app (the worker app kind, SQLAlchemy, the
+# models), as `flask worker run` ran it before it exec'd app.worker_process.
+_IN_PROCESS = (
+    "import sys\n"
+    "from app import WORKER, create_app\n"
+    "from app.services.engine.runtime import WorkerRuntime\n"
+    "from app.worker_process import serve\n"
+    "app = create_app(kind=WORKER)\n"
+    "with app.app_context():\n"
+    "    sys.exit(serve(WorkerRuntime.from_app(app), slots=int(sys.argv[1]), once=False, worker_id=None,\n"
+    "                   queues=None, metrics_port=None, metrics_host='127.0.0.1'))\n"
+)
 HISTORY_ROWS = 100_000
 PAGES = ["/dashboard/", "/jobs/", "/executions/", "/executions/?status=failed", "/jobs/1", "/alerts/", "/health/"]
 
@@ -197,8 +208,8 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     return figures + _drain_figures(db, options, logs)
 
 
-# How each drain variant starts the worker: `flask`, `python -m cli`, or the whole app.
-DRAIN_VARIANTS = ("lean", "cli", "whole")
+# How each drain variant starts the worker: `flask`, `python -m cli` (both exec), or in-process.
+DRAIN_VARIANTS = ("lean", "cli", "inprocess")
 
 
 def _drain(db: BenchDatabase, count: int, *, variant: str, log_path: Path) -> dict:
@@ -210,10 +221,10 @@ def _drain(db: BenchDatabase, count: int, *, variant: str, log_path: Path) -> di
         conn.execute("VACUUM ANALYZE executions")
     env = db.env(LOG_LEVEL="WARNING")
     args = ["worker", "run", "--workers", str(DRAIN_SLOTS)]
-    if variant in ("whole", "cli"):
-        program = ["-c", _WHOLE_APP] if variant == "whole" else ["-m", "cli"]
+    if variant in ("inprocess", "cli"):
+        program = ["-c", _IN_PROCESS, str(DRAIN_SLOTS)] if variant == "inprocess" else ["-m", "cli", *args]
         worker = subprocess.Popen(
-            [str(VENV_BIN / "python"), *program, *args],
+            [str(VENV_BIN / "python"), *program],
             cwd=PROJECT_ROOT,
             env=env,
             stdout=open(log_path, "wb"),
@@ -275,7 +286,7 @@ def _drain_figures(db: BenchDatabase, options, logs: Path) -> list[Figure]:
 
     lean_parent = med("lean", "parent", "VmHWM")
     cli_parent = med("cli", "parent", "VmHWM")
-    whole_parent = med("whole", "parent", "VmHWM")
+    inprocess_parent = med("inprocess", "parent", "VmHWM")
     note = f"1 worker x {DRAIN_SLOTS} slots draining {count} no-op jobs on PostgreSQL, median of {rounds}"
     figures = [
         Figure(
@@ -300,14 +311,15 @@ def _drain_figures(db: BenchDatabase, options, logs: Path) -> list[Figure]:
         Figure(NAME, "drain: python -m cli / flask parent peak", cli_parent, "MB", "flask worker run", lean_parent),
         Figure(
             NAME,
-            "drain: worker parent peak RSS, whole app",
-            whole_parent,
+            "drain: worker parent peak RSS, in-process",
+            inprocess_parent,
             "MB",
             "Celery prefork main process",
             CELERY_MAIN_MB,
-            note="the same worker with the web parts loaded (before issue 19)",
+            note="the same engine in a process holding the Flask app and SQLAlchemy (before the exec); each round: "
+            + ", ".join(f"{r['parent'].get('VmHWM', 0):.1f}" for r in runs["inprocess"]),
         ),
-        Figure(NAME, "drain: lean / whole app parent peak", lean_parent, "MB", "whole app", whole_parent),
+        Figure(NAME, "drain: exec'd / in-process parent peak", lean_parent, "MB", "in-process", inprocess_parent),
         Figure(
             NAME,
             "drain: worker parent PSS / USS",

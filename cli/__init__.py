@@ -31,10 +31,18 @@ _COMMANDS: list[tuple[str, str]] = [
     ("user", "user_cli"),
 ]
 
+# A lean app kind's command group, where it is smaller than the module's whole group: the worker
+# kind's `worker` group holds `run` alone, without `list` and `stop` (and cli/common.py's models).
+_LEAN = {"worker": ("worker_run", "worker_run_cli")}
+
 
 def register_commands(app: Flask, only: str | None = None) -> None:
     """Register every command, or with `only` just that module's (the worker's and the
     scheduler's lean apps: importing the other command modules costs memory they never use)."""
+    if only in _LEAN:
+        module_name, attr = _LEAN[only]
+        app.cli.add_command(getattr(importlib.import_module(f"cli.{module_name}"), attr))
+        return
     for module_name, attr in _COMMANDS:
         if only is not None and module_name != only:
             continue

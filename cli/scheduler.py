@@ -6,9 +6,9 @@ import click
 from flask import current_app
 from flask.cli import AppGroup
 
+from app.stop_flag import StopFlag
 from cli.common import FiniteFloatRange
 from cli.process import Status, metrics_options, refuse_insecure, serve_metrics
-from cli.signals import StopFlag
 
 scheduler_cli = AppGroup("scheduler", help="Run the scheduler process.")
 

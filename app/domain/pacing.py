@@ -17,6 +17,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+# The pace's defaults (config.py's RETENTION_ROWS_PER_SECOND and RETENTION_DUTY_PERCENT): chosen with
+# `python -m bench retention` at 10M rows on 2 cores, docs/performance.md.
+ROWS_PER_SECOND = 11_000
+DUTY_CYCLE = 0.75
+
+
+def retention_settings(config) -> dict:
+    """`prune_engine`'s keywords for the audit log, the web sessions and the pace, from the app's
+    settings."""
+    return {
+        "audit_retention_days": config.get("AUDIT_RETENTION_DAYS", 365),
+        "session_max_age_hours": config.get("SESSION_MAX_AGE_HOURS", 168),
+        "rows_per_second": config.get("RETENTION_ROWS_PER_SECOND", ROWS_PER_SECOND),
+        "duty_cycle": config.get("RETENTION_DUTY_PERCENT", DUTY_CYCLE * 100) / 100,
+    }
+
 
 @dataclass
 class Pace:

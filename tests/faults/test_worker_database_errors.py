@@ -22,7 +22,7 @@ from app.extensions import db
 from app.models import Attempt, Execution
 from app.services.engine.worker import Worker
 from app.services.use_cases import jobs
-from app.store import store_for
+from app.sql import turn
 from tests.factories import make_job
 
 pytestmark = pytest.mark.timeout(60)
@@ -37,8 +37,7 @@ def fail_first_turn(monkeypatch, *, with_results: bool, after_commit: bool = Fal
     connection would: before the statement reached the database (nothing happened), or with
     `after_commit` once it had taken effect (only the reply was lost)."""
     calls: list[int] = []
-    store = store_for(db.engine)  # the worker's backend (one per dialect): its method is replaced
-    original = store.record_and_claim
+    original = turn.record_and_claim  # the worker's turn, on its own DB-API connection
 
     def flaky(conn, finished, **kwargs):
         if bool(finished) == with_results:
@@ -46,11 +45,11 @@ def fail_first_turn(monkeypatch, *, with_results: bool, after_commit: bool = Fal
             if len(calls) == 1:
                 if after_commit:
                     original(conn, finished, **kwargs)
-                    conn.commit()
+                    conn.commit()  # psycopg and sqlite3 alike: COMMIT whatever BEGIN was said
                 raise database_gone()
         return original(conn, finished, **kwargs)
 
-    monkeypatch.setattr(store, "record_and_claim", flaky)
+    monkeypatch.setattr(turn, "record_and_claim", flaky)
     return calls
 
 
@@ -80,17 +79,16 @@ def test_claims_whose_start_failed_roll_back_and_run_on_the_next_pass(app, monke
     execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
     calls = fail_first_turn(monkeypatch, with_results=False)
     seen_after_failure = []
-    store = store_for(db.engine)
-    flaky = store.record_and_claim
+    flaky = turn.record_and_claim
 
-    def turn(conn, finished, **kwargs):
+    def looking(conn, finished, **kwargs):
         if len(calls) == 1:  # the pass after the failure sees the row pending, not claimed or running
             seen_after_failure.append(
-                conn.execute(select(Execution.status).where(Execution.id == execution.id)).scalar_one()
+                conn.execute(f"SELECT status FROM executions WHERE id = {int(execution.id)}").fetchone()[0]
             )
         return flaky(conn, finished, **kwargs)
 
-    monkeypatch.setattr(store, "record_and_claim", turn)
+    monkeypatch.setattr(turn, "record_and_claim", looking)
     Worker(app, worker_id="blip", slots=1).run(burst=True)
 
     row, attempts = settled(execution.id)

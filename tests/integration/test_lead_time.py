@@ -289,4 +289,4 @@ def test_an_idle_worker_wakes_at_once_for_a_row_that_fell_due_while_its_turn_ran
         assert worker._until_claimable(since=NOW) == 0.0
         assert worker._until_claimable(since=SOON) == 1  # claimed at its time already: the poll interval
     finally:
-        worker._drop_connection(broken=False)
+        worker._drop_connection()

@@ -15,28 +15,29 @@ from app.clock import utcnow
 from app.extensions import db
 from app.models import Attempt, Execution
 from app.services.engine.worker import Worker
+from app.sql import turn
 from tests.factories import make_execution, make_job
 
 RUNS = 200
 
 
-def test_turns_run_on_the_committer_thread_and_survive_a_failed_turn(app):
+def test_turns_run_on_the_committer_thread_and_survive_a_failed_turn(app, monkeypatch):
     job = make_job(now=utcnow(), name="many", overlap_policy="allow", max_attempts=1)
     for _ in range(RUNS):
         make_execution(job, "pending")
     db.session.commit()
     worker = Worker(app, worker_id="w-committer", slots=4)
-    real, calls = worker.store.record_and_claim, []
+    real, calls = turn.record_and_claim, []
 
     def record_and_claim(conn, *args, **kwargs):
         calls.append(threading.current_thread().name)
         if calls.count("worker-committer") == 3 and calls[-1] == "worker-committer":
             # A failed turn on the thread: the connection is dropped and its results kept; the
-            # next turn reconnects there (in the app context) and records them.
+            # next turn reconnects there and records them.
             raise OperationalError("record_and_claim", {}, Exception("injected: connection lost"))
         return real(conn, *args, **kwargs)
 
-    worker.store.record_and_claim = record_and_claim
+    monkeypatch.setattr(turn, "record_and_claim", record_and_claim)
     stats = worker.run(burst=True)
 
     db.session.rollback()
@@ -50,7 +51,11 @@ def test_turns_run_on_the_committer_thread_and_survive_a_failed_turn(app):
             i for i, name in enumerate(calls) if name == "worker-committer" and calls[: i + 1].count(name) == 3
         )
         assert calls[0] == "MainThread"  # nothing claimed ahead yet: nothing to fork meanwhile
-        assert calls[failed_at + 1] == "worker-committer", calls  # a fresh connection, on the thread
+        # The thread survives its failed turn and runs turns again, on a fresh connection. Not
+        # necessarily the very next one: a turn runs on the thread only while claimed-ahead runs
+        # wait to be forked, and the back-off after the failure may let the main thread fork them
+        # all first (it does on a loaded machine), so the next turn has nothing to overlap.
+        assert "worker-committer" in calls[failed_at + 1 :], calls
         assert calls.count("worker-committer") > calls.count("MainThread")
     else:
         assert set(calls) == {"MainThread"}

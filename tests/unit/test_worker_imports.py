@@ -48,6 +48,11 @@ WEB_MODULES = ("app.web", "app.api", "app.auth", "app.dashboard", "app.metrics_r
 # scheduler and the job commands use it), and the read side and use cases `worker list` and `worker
 # stop` need (scoping, callers, permissions). Prefixes: each package with everything below it.
 WORKER_ABSENT = (
+    # ADR 0012: the worker app kind has no database (its command hands over to app.worker_process)
+    "sqlalchemy",
+    "flask_sqlalchemy",
+    "app.models",
+    "app.store",
     "croniter",
     "dateutil",
     "app.scheduling",
@@ -137,7 +142,9 @@ def test_python_m_cli_runs_them_lean_and_without_flask_plugins(kind, flask_app, 
 def test_the_probe_sees_what_the_worker_does_without_elsewhere(tmp_path):
     """The scheduler loads croniter and `worker list` the read side: the worker's check can fail."""
     scheduler = _modules_after([SCHEDULER, "run"], ENGINE_MODULE[SCHEDULER], tmp_path, None, entry=PYTHON_M_CLI)
-    assert {"croniter", "dateutil", "app.scheduling"} <= set(_not_for_the_worker(scheduler["modules"]))
+    assert {"croniter", "dateutil", "app.scheduling", "sqlalchemy", "app.models", "app.store"} <= set(
+        _not_for_the_worker(scheduler["modules"])
+    )
     listing = _modules_after([WORKER, "list"], "app.services.read.workers", tmp_path, None, entry=PYTHON_M_CLI)
     assert {"app.services.read.workers", "app.services.scoping"} <= set(_not_for_the_worker(listing["modules"]))
 

@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -22,16 +23,15 @@ pytestmark = pytest.mark.slow  # real processes, about a second each
 # Alembic and what it brings with it: about 11 MB no long-running process needs.
 MIGRATION_MODULES = ("alembic", "mako", "pygments", "flask_migrate")
 
-# Run `flask ARGS...` and report, on the last stderr line, which of MIGRATION_MODULES it imported.
+# A `sitecustomize` for `flask ARGS...`: report, on the last stderr line, which of
+# MIGRATION_MODULES the process imported. Every interpreter imports it at start, so it also
+# reports for `python -m app.worker_process`, which `flask worker run` execs.
 _PROBE = f"""
 import atexit, json, sys
 def report():
     loaded = sorted({{name.split(".")[0] for name in sys.modules}} & set({MIGRATION_MODULES!r}))
     sys.stderr.write("\\nMIGRATION_MODULES " + json.dumps(loaded) + "\\n")
 atexit.register(report)
-sys.argv = ["flask", *sys.argv[1:]]
-from flask.cli import main
-main()
 """
 
 
@@ -50,7 +50,12 @@ def _env(tmp_path, database_url: str) -> dict:
 
 
 def flask(env: dict, *args: str, probe: bool = False) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-c", _PROBE, *args] if probe else [sys.executable, "-m", "flask", *args]
+    if probe:
+        probe_dir = Path(env["INSTANCE_DIR"]).parent / "probe"
+        probe_dir.mkdir(exist_ok=True)
+        (probe_dir / "sitecustomize.py").write_text(_PROBE)
+        env = {**env, "PYTHONPATH": str(probe_dir)}
+    command = [sys.executable, "-m", "flask", *args]
     return subprocess.run(command, env=env, cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=120)
 
 

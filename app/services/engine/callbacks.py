@@ -28,15 +28,17 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import SimpleNamespace
-
-from sqlalchemy.engine import Connection
+from typing import TYPE_CHECKING
 
 from app.clock import iso_z
 from app.domain.batches import batch_status, full_counts
 from app.domain.states import ExecutionStatus as S
 from app.sql import follow_ups
 from app.sql.events import insert_event
-from app.store.rows import callback_row
+from app.sql.rows import callback_row
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection  # or a bare DB-API connection (app/sql/transport.py)
 
 log = logging.getLogger("cronwell.callbacks")
 

@@ -17,16 +17,16 @@ import logging
 import os
 import socket
 from datetime import datetime, timedelta
-
-from sqlalchemy import delete, func
-from sqlalchemy.engine import Connection, Engine
+from typing import TYPE_CHECKING
 
 from app import clock
 from app.domain.states import WorkerState
-from app.models import Heartbeat
 from app.sql import heartbeats as sql_heartbeats
+from app.sql.connections import follow_reading
 
-heartbeats = Heartbeat.__table__
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+
 log = logging.getLogger("cronwell.clock")
 
 
@@ -39,7 +39,7 @@ def database_now(conn: Connection) -> datetime:
     return sql_heartbeats.database_now(conn)
 
 
-def sync_clock(conn_or_engine: Connection | Engine) -> timedelta:
+def sync_clock(conn_or_engine) -> timedelta:
     """Measure this host's clock against the database's and follow it when they disagree by more
     than CLOCK_TOLERANCE (app/clock.py). Returns how far `utcnow()` moved (usually zero).
 
@@ -47,23 +47,21 @@ def sync_clock(conn_or_engine: Connection | Engine) -> timedelta:
     half of it. Called by `flask scheduler run` and `flask worker run` before they start, and
     with every heartbeat.
     """
-    if isinstance(conn_or_engine, Engine):
-        with conn_or_engine.connect() as conn:
+    if _is_opener(conn_or_engine):
+        with _open(conn_or_engine) as conn:
             return sync_clock(conn)
     before = clock.host_now()
     reference = database_now(conn_or_engine)
-    after = clock.host_now()
-    moved = clock.follow(reference, before + (after - before) / 2)
-    if moved:
-        log.warning(
-            "host clock differs from the database's; following the database",
-            extra={
-                "event": "clock_corrected",
-                "correction_seconds": round(clock.correction().total_seconds(), 3),
-                "moved_seconds": round(moved.total_seconds(), 3),
-            },
-        )
-    return moved
+    return follow_reading(reference, before, clock.host_now())
+
+
+def _is_opener(source) -> bool:
+    """A SQLAlchemy Engine or the worker's `app.sql.connections.Database`, not a connection."""
+    return hasattr(source, "reading") or (hasattr(source, "connect") and hasattr(source, "dispose"))
+
+
+def _open(source):
+    return source.reading() if hasattr(source, "reading") else source.connect()
 
 
 def sync_clock_at_start(engine: Engine) -> None:
@@ -77,7 +75,7 @@ def sync_clock_at_start(engine: Engine) -> None:
         )
 
 
-def beat(conn: Connection, *, process_id: str, kind: str, started_at: datetime, now: datetime, info: dict) -> None:
+def beat(conn, *, process_id: str, kind: str, started_at: datetime, now: datetime, info: dict) -> None:
     """Insert or refresh this process's heartbeat row (measuring the clock first: if this
     process's clock had to be corrected, `now` is corrected by as much)."""
     now = now + sync_clock(conn)
@@ -93,17 +91,34 @@ def beat(conn: Connection, *, process_id: str, kind: str, started_at: datetime, 
     )
 
 
+# SQLAlchemy and the models are imported where they are used, below: the worker parent uses the
+# functions above without them (docs/adr/0012-worker-parent-on-dbapi.md).
+
+
 def remove(conn: Connection, process_id: str) -> None:
-    conn.execute(delete(heartbeats).where(heartbeats.c.id == process_id))
+    from sqlalchemy import delete
+
+    from app.models import Heartbeat
+
+    conn.execute(delete(Heartbeat.__table__).where(Heartbeat.__table__.c.id == process_id))
 
 
 def prune(conn: Connection, *, now: datetime, older_than_seconds: int) -> int:
     """Delete heartbeats not refreshed for `older_than_seconds`."""
+    from sqlalchemy import delete
+
+    from app.models import Heartbeat
+
     cutoff = now - timedelta(seconds=older_than_seconds)
-    return conn.execute(delete(heartbeats).where(heartbeats.c.last_seen < cutoff)).rowcount
+    table = Heartbeat.__table__
+    return conn.execute(delete(table).where(table.c.last_seen < cutoff)).rowcount
 
 
 def not_stopped():
     """SQL condition: the process has not marked itself stopped (liveness checks add it to
     their `last_seen` test, since a stopped worker's row stays fresh for a while)."""
+    from sqlalchemy import func
+
+    from app.models import Heartbeat
+
     return func.coalesce(Heartbeat.info["state"].as_string(), "") != WorkerState.STOPPED.value

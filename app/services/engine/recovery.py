@@ -14,14 +14,13 @@ import random
 from dataclasses import dataclass
 from datetime import datetime
 
-from sqlalchemy.engine import Connection, Engine
-
-from app.database import write_transaction
 from app.domain.states import ExecutionStatus as S
-from app.services.audit import insert_event
 from app.services.engine import callbacks
 from app.services.engine.dead_letters import dead_letter
-from app.store import ExpiredLease, store_for
+from app.services.engine.sources import writing
+from app.sql import recovery as sql_recovery
+from app.sql.events import insert_event
+from app.sql.rows import ExpiredLease
 
 log = logging.getLogger("cronwell.recovery")
 
@@ -39,12 +38,12 @@ class RecoveryReport:
         return self.released + self.retried + self.dead_lettered + self.cancelled
 
 
-def settle_abandoned(conn: Connection, row: ExpiredLease, *, now: datetime, reason: str) -> str | None:
+def settle_abandoned(conn, row: ExpiredLease, *, now: datetime, reason: str) -> str | None:
     """Record the abandoned attempt and move the execution on; returns the new status or None if lost."""
     retry_at = None
     if row.status == S.RUNNING.value and row.attempts < row.max_attempts and row.cancel_requested_by is None:
         retry_at = now + row.retry_policy.delay(row.attempts, random.random())
-    new_status = store_for(conn).recover_execution(conn, row, now=now, retry_at=retry_at, reason=reason)
+    new_status = sql_recovery.recover_execution(conn, row, now=now, retry_at=retry_at, reason=reason)
     if new_status is None:
         return None
     insert_event(
@@ -85,12 +84,15 @@ def settle_abandoned(conn: Connection, row: ExpiredLease, *, now: datetime, reas
     return new_status
 
 
-def recover_expired_leases(engine: Engine, *, now: datetime, batch_size: int = 100) -> RecoveryReport:
-    """Settle every in-flight execution whose lease expired before `now`."""
+def recover_expired_leases(database, *, now: datetime, batch_size: int = 100) -> RecoveryReport:
+    """Settle every in-flight execution whose lease expired before `now`. `database`: a SQLAlchemy
+    Engine, or the worker parent's `app.sql.connections.Database`. Each batch is one transaction,
+    on a connection of either kind: conn is a SQLAlchemy or a bare DB-API connection
+    (docs/adr/0012-worker-parent-on-dbapi.md)."""
     report = RecoveryReport(job_ids=set())
     while True:
-        with write_transaction(engine) as conn:
-            rows = store_for(conn).lock_expired_leases(conn, now=now, limit=batch_size)
+        with writing(database) as conn:
+            rows = [ExpiredLease(**row) for row in sql_recovery.lock_expired_leases(conn, now=now, limit=batch_size)]
             for row in rows:
                 reason = f"lease held by {row.claimed_by or 'unknown worker'} expired; the worker is presumed dead"
                 new_status = settle_abandoned(conn, row, now=now, reason=reason)

@@ -30,7 +30,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
 from app.database import configure_engine, write_transaction
-from app.domain.pacing import Pace
+from app.domain.pacing import DUTY_CYCLE, ROWS_PER_SECOND, Pace, retention_settings
 from app.models import WebSession
 from app.services.audit import insert_event
 from app.services.audit_log import prune_audit
@@ -45,10 +45,6 @@ DRY_RUN_LIMIT = BATCH * 20
 # How long one pruning run may keep deleting before it returns (the scheduler's hourly pass runs
 # on its tick); whatever is left goes in the next run.
 MAX_SECONDS = 30.0
-# The pace's defaults (config.py's RETENTION_ROWS_PER_SECOND and RETENTION_DUTY_PERCENT): chosen with
-# `python -m bench retention` at 10M rows on 2 cores, docs/performance.md.
-ROWS_PER_SECOND = 11_000
-DUTY_CYCLE = 0.75
 
 
 def prune(
@@ -201,17 +197,6 @@ def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system"
             pass
     keys = ("deleted", "dry_run", "by_job", "more", "audit_deleted", "sessions_deleted")
     return {key: result[key] for key in keys}
-
-
-def retention_settings(config) -> dict:
-    """`prune_engine`'s keywords for the audit log, the web sessions and the pace, from the app's
-    settings."""
-    return {
-        "audit_retention_days": config.get("AUDIT_RETENTION_DAYS", 365),
-        "session_max_age_hours": config.get("SESSION_MAX_AGE_HOURS", 168),
-        "rows_per_second": config.get("RETENTION_ROWS_PER_SECOND", ROWS_PER_SECOND),
-        "duty_cycle": config.get("RETENTION_DUTY_PERCENT", DUTY_CYCLE * 100) / 100,
-    }
 
 
 def prune_with_url(

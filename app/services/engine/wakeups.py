@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import text
-from sqlalchemy.engine import Connection, make_url
+from app.sql.connections import Database
+from app.sql.transport import POSTGRESQL, Statement, dialect_of, execute
 
 log = logging.getLogger("cronwell.wakeups")
 
@@ -56,10 +56,15 @@ def _warn_polling_only() -> None:
         )
 
 
-def notify(conn: Connection, channel: str, payload: str = "") -> None:
-    """Queue a notification inside the caller's transaction (PostgreSQL only)."""
-    if conn.dialect.name == "postgresql" and enabled():
-        conn.execute(text("SELECT pg_notify(:channel, :payload)"), {"channel": channel, "payload": payload})
+NOTIFY = Statement("SELECT pg_notify(:channel, :payload)")
+
+
+def notify(conn, channel: str, payload: str = "", *, on: bool | None = None) -> None:
+    """Queue a notification inside the caller's transaction (PostgreSQL only). `conn`: a
+    SQLAlchemy or a bare DB-API connection; `on`: LISTEN_NOTIFY as the caller read it (the worker
+    parent has no Flask app to ask), else the app's."""
+    if dialect_of(conn) == POSTGRESQL and (enabled() if on is None else on):
+        execute(conn, NOTIFY, {"channel": channel, "payload": payload})
 
 
 def notify_on_commit(session, *, jobs_changed: bool = False, work: bool = False) -> None:
@@ -79,20 +84,29 @@ class Listener:
         self.received: list[tuple[str, str]] = []  # (channel, payload) drained since last taken
 
     @classmethod
-    def open(cls, engine, channels: list[str]) -> Listener:
-        if engine.dialect.name != "postgresql" or not enabled():
+    def open(cls, source, channels: list[str], *, on: bool | None = None) -> Listener:
+        """LISTEN on `channels` for `source`: a SQLAlchemy Engine (settings from the Flask app)
+        or the worker parent's `Database` (its own settings; `on` is its LISTEN_NOTIFY)."""
+        bare = isinstance(source, Database)
+        dialect = source.dialect if bare else source.dialect.name
+        if dialect != POSTGRESQL or not (enabled() if on is None else on):
             return cls(None)
         import psycopg
 
-        # The engine's own connect arguments, so a multi-host URL (a primary and its standbys,
+        # The database's own connect arguments, so a multi-host URL (a primary and its standbys,
         # target_session_attrs=read-write) finds the current primary here too; or, behind a
         # transaction-pooling PgBouncer, DATABASE_LISTEN_URL straight to PostgreSQL: a pooled
         # session is lent out after each statement, so its LISTEN would hear for someone else.
-        url = listen_url()
-        if url is None and transaction_pooling():
+        url = source.listen_url if bare else listen_url()
+        if url is None and (source.transaction_pooling if bare else transaction_pooling()):
             _warn_polling_only()
             return cls(None)
-        args, kwargs = engine.dialect.create_connect_args(make_url(url) if url else engine.url)
+        if bare:
+            args, kwargs = (source.listen_conninfo(),), {}
+        else:
+            from sqlalchemy.engine import make_url
+
+            args, kwargs = source.dialect.create_connect_args(make_url(url) if url else source.url)
         try:
             conn = psycopg.connect(*args, **{**kwargs, "autocommit": True, "connect_timeout": 5})
             # One statement for every channel: one round trip, and what pg_stat_activity shows

@@ -66,24 +66,21 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import ClassVar
 
-from flask import Flask
-from sqlalchemy.engine import Connection
-
 from app import cache, metrics
 from app.clock import iso_z, utcnow
-from app.database import single_statement_on, write_transaction, write_transaction_on
+from app.domain.pacing import retention_settings
 from app.domain.retry import RetryPolicy
 from app.domain.states import AttemptStatus, WorkerCommandKind, WorkerState
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
 from app.executor.pool_limits import PoolLimits
-from app.extensions import db
-from app.services.audit import insert_event
 from app.services.engine import callbacks, heartbeats, lease_watchdog, recovery, wakeups, worker_commands
 from app.services.engine.committer import Committer
 from app.services.engine.dead_letters import dead_letter
-from app.services.engine.retention import retention_settings
+from app.services.engine.runtime import WorkerRuntime
 from app.services.errors import NotFound
-from app.store import ClaimedExecution, ExpiredLease, Finished, Outcome, Store, Turn, store_for
+from app.sql import leases, queues, turn, waiting
+from app.sql.events import insert_event
+from app.sql.rows import ClaimedExecution, ExpiredLease, Finished, Outcome, Turn
 from app.tasks.registry import needs_database
 
 log = logging.getLogger("cronwell.worker")
@@ -167,7 +164,7 @@ class WorkerStats:
 class Worker:
     def __init__(
         self,
-        app: Flask,
+        runtime,
         *,
         worker_id: str | None = None,
         slots: int = 4,
@@ -176,15 +173,18 @@ class Worker:
         executor: ForkServer | None = None,
         poll_seconds: float | None = None,
     ) -> None:
-        self.app = app
+        # A WorkerRuntime (the worker process), or a Flask app whose settings and database it uses.
+        self.runtime = runtime if isinstance(runtime, WorkerRuntime) else WorkerRuntime.from_app(runtime)
+        self.database = self.runtime.database
+        cfg = self.runtime.settings
         self.id = worker_id or heartbeats.default_process_id("worker")
         self.slots = max(1, slots)
         self.queues = list(queues) if queues else None
         # Queue names resolve to rows before anything starts: a typo is an error, not an idle worker.
         self.queue_ids = self._resolve_queues(self.queues) if self.queues else None
         self.clock = clock
-        self.executor = executor or ForkServer(kill_grace_seconds=2.0, pool=PoolLimits.from_config(app.config))
-        self.poll_seconds = poll_seconds if poll_seconds is not None else app.config["WORKER_POLL_SECONDS"]
+        self.executor = executor or ForkServer(kill_grace_seconds=2.0, pool=PoolLimits.from_config(cfg))
+        self.poll_seconds = poll_seconds if poll_seconds is not None else cfg["WORKER_POLL_SECONDS"]
         self.running: dict[int, Running] = {}  # claimed by this worker: forked, or waiting in _ready
         self._ready: deque[Ready] = deque()  # claimed ahead, not forked yet (see the module docstring)
         self._task_seconds: float | None = None  # moving average of task durations (claim-ahead rule)
@@ -198,7 +198,7 @@ class Worker:
         # text a run taken out of `_ready` for the same reason records).
         self._withdrawing: dict[int, str] = {}
         self._disowned: set[int] = set()  # running here, but the claim is gone: result discarded (_give_back)
-        self.control = worker_commands.ControlCheck(self.engine, self.id)
+        self.control = worker_commands.ControlCheck(self.database, self.id)
         self._should_stop: Callable[[], bool] = lambda: False
         self._last_heartbeat: datetime | None = None
         self._last_recovery: datetime | None = None
@@ -206,10 +206,9 @@ class Worker:
         # Results whose write failed (database unreachable): recorded on the next try, so a task
         # that finished during an outage is not later abandoned and run again.
         self._unrecorded: list[TaskResult] = []
-        self._conn: Connection | None = None  # kept across turns; see _transaction
+        self._conn = None  # a DB-API connection kept across turns; see _transaction
         self._committer: Committer | None = None  # runs turns while the slots are fed (_overlapped)
-        self.store: Store = store_for(db.engine)
-        cfg = app.config
+        self._notify = cfg.get("LISTEN_NOTIFY", True)  # LISTEN/NOTIFY wake-ups (PostgreSQL)
         self._lease = (cfg["LEASE_SECONDS"], cfg["LEASE_BUFFER_SECONDS"])
         # Leases are renewed with the heartbeat, at least five times per lease; a worker that
         # cannot renew stops its tasks before they lapse (app/services/engine/lease_watchdog.py).
@@ -225,22 +224,18 @@ class Worker:
         self._context_base = {"artifact_dir": cfg["ARTIFACT_DIR"], "marker_dir": cfg["MARKER_DIR"]}
         self._callback_timeout = cfg.get("CALLBACK_TIMEOUT_SECONDS", 60)
         # Given only to tasks registered with needs_database=True (app/tasks/registry.py).
-        self._database_url = db.engine.url.render_as_string(hide_password=False)
+        self._database_url = self.database.url
         self._retention = retention_settings(cfg)  # for them too: cleanup_old_runs prunes by these
 
     def _resolve_queues(self, names: list[str]) -> list[int]:
-        with self.engine.connect() as conn:
-            found = store_for(conn).queue_ids(conn, names)
+        with self.database.reading() as conn:
+            found = queues.queue_ids(conn, names)
             missing = [name for name in names if name not in found]
             if missing:
-                known = ", ".join(store_for(conn).queue_names(conn)) or "none"
+                known = ", ".join(queues.queue_names(conn)) or "none"
                 plural = "s" if len(missing) > 1 else ""
                 raise NotFound(f"unknown queue{plural} {', '.join(map(repr, missing))}; known queues: {known}")
         return [found[name] for name in names]
-
-    @property
-    def engine(self):
-        return db.engine
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -267,7 +262,9 @@ class Worker:
             self.start()
         elif self._watchdog_on:
             self.watchdog.start()
-        listener = wakeups.Listener.open(self.engine, LISTEN_TO) if not burst else wakeups.Listener(None)
+        listener = (
+            wakeups.Listener.open(self.database, LISTEN_TO, on=self._notify) if not burst else wakeups.Listener(None)
+        )
         failures = 0
         last_line, last_echo = self.stats.line(), time.monotonic()
         try:
@@ -281,7 +278,9 @@ class Worker:
                     break  # shutdown() gives running tasks their grace period, then settles them
                 try:
                     if not burst and not listener.active:
-                        listener = wakeups.Listener.open(self.engine, LISTEN_TO)  # lost: listen again
+                        listener = wakeups.Listener.open(
+                            self.database, LISTEN_TO, on=self._notify
+                        )  # lost: listen again
                     activity = self.run_once(wait=0.0 if burst else None, listener=listener)
                     failures = 0
                 except ExecutorCrashed as crash:
@@ -304,11 +303,10 @@ class Worker:
                         extra={"event": "worker_loop_failed", "error": str(exc)[:300], "retry_in": delay},
                     )
                     self._drop_connection()
-                    self.engine.dispose()
                     listener.close()
                     time.sleep(delay)
                     if not burst:
-                        listener = wakeups.Listener.open(self.engine, LISTEN_TO)
+                        listener = wakeups.Listener.open(self.database, LISTEN_TO, on=self._notify)
                     continue
                 if burst and not activity and not self.running:
                     break
@@ -319,7 +317,7 @@ class Worker:
 
     def shutdown(self, *, echo: Callable[[WorkerStats], None] = lambda stats: None) -> None:
         """Wait for running tasks up to the grace period, settle any still running, stop the zygote."""
-        grace = 0 if self._stop_now else self.app.config["WORKER_SHUTDOWN_GRACE_SECONDS"]
+        grace = 0 if self._stop_now else self.runtime.settings["WORKER_SHUTDOWN_GRACE_SECONDS"]
         deadline = time.monotonic() + grace
         while self.running and time.monotonic() < deadline:
             try:
@@ -361,7 +359,7 @@ class Worker:
             self._beat(self.clock(), WorkerState.STOPPED)  # listed as stopped until pruned
         except Exception:
             log.warning("could not mark the heartbeat stopped", extra={"event": "heartbeat_stop_failed"})
-        self._drop_connection(broken=False)
+        self._drop_connection()
         if self._committer is not None:
             self._committer.close()
             self._committer = None
@@ -418,15 +416,9 @@ class Worker:
         turn ran, e.g. the first rows of a burst written ahead) is due now, so the wait is zero
         rather than a whole poll interval."""
         if self._conn is None:
-            self._conn = self.engine.connect()
-        conn = self._conn
-        try:
-            if conn.dialect.name == "postgresql":
-                with single_statement_on(conn):
-                    earliest = self.store.earliest_claimable(conn, after=since, queue_ids=self.queue_ids)
-            else:
-                earliest = self.store.earliest_claimable(conn, after=since, queue_ids=self.queue_ids)
-                conn.commit()  # a read: end it, so the next turn's write transaction starts clean
+            self._conn = self.database.connect()
+        try:  # one read in autocommit: no transaction is left open for the next turn's BEGIN
+            earliest = waiting.earliest_claimable(self._conn, after=since, queue_ids=self.queue_ids)
         except Exception:
             self._drop_connection()
             raise
@@ -506,7 +498,7 @@ class Worker:
 
         def work() -> Turn:
             with self._transaction(single_statement=single) as conn:
-                turn = self.store.record_and_claim(
+                taken = turn.record_and_claim(
                     conn,
                     finished,
                     worker_id=self.id,
@@ -517,21 +509,21 @@ class Worker:
                     buffer_seconds=self._lease[1],
                 )
                 for item, result in zip(finished, results):
-                    if item.execution_id in turn.recorded:
+                    if item.execution_id in taken.recorded:
                         self._recorded(conn, self.running[item.execution_id], result, item.retry_at, now)
                 if follow:
-                    followed = callbacks.after_final(conn, [i for i in follow if i in turn.recorded], now=now)
+                    followed = callbacks.after_final(conn, [i for i in follow if i in taken.recorded], now=now)
                     self._dirty_jobs |= followed.job_ids
                     if followed.callbacks:
-                        wakeups.notify(conn, wakeups.WORK_CHANNEL)
-            return turn
+                        wakeups.notify(conn, wakeups.WORK_CHANNEL, on=self._notify)
+            return taken
 
         crash = None
         try:
-            if overlap and self._ready and self.engine.dialect.name == "postgresql":
-                turn, crash = self._overlapped(work, len(results))
+            if overlap and self._ready and self.database.dialect == "postgresql":
+                done, crash = self._overlapped(work, len(results))
             else:
-                turn = work()
+                done = work()
         except Exception:
             self._unrecorded = [*results, *self._unrecorded]  # recorded by the next turn
             raise
@@ -540,7 +532,7 @@ class Worker:
             self._cancelling.pop(result.execution_id, None)
             self._withdrawing.pop(result.execution_id, None)
             self.watchdog.release(result.execution_id)
-            if item.execution_id not in turn.recorded:
+            if item.execution_id not in done.recorded:
                 self._lost(item.execution_id, "complete")
             self._dirty_jobs.add(run.job_id)
             self.stats.fork_ms.append(result.fork_ms)
@@ -549,29 +541,29 @@ class Worker:
                 took = max(0.0, result.finished_at - result.started_at)
                 average = self._task_seconds
                 self._task_seconds = took if average is None else average + AHEAD_SMOOTHING * (took - average)
-        claimed = len(turn.started) + len(turn.cancelled)
+        claimed = len(done.started) + len(done.cancelled)
         if claimed:
             metrics.observe_claim(claimed)
             self.stats.claimed += claimed
-        for item in turn.cancelled:
+        for item in done.cancelled:
             metrics.observe_cancelled()
             self.stats.cancelled += 1
             self._dirty_jobs.add(item.job_id)
         metrics.observe_fire_lateness(
-            [(item.trigger, item.scheduled_for) for item, number in turn.started if number == 1], now
+            [(item.trigger, item.scheduled_for) for item, number in done.started if number == 1], now
         )
-        again = {item.id for item, _ in turn.started if item.id in self.running}
+        again = {item.id for item, _ in done.started if item.id in self.running}
         if again:
             self._give_back(again, now)
-        for item, number in turn.started:
+        for item, number in done.started:
             if item.id not in again:
                 self._take(item, number, now)
         if crash is not None:
             # The zygote died while the turn ran; its failed reports wait in _unrecorded (the
             # handler in `run` records them and restarts the executor).
             raise ExecutorCrashed(str(crash))
-        started = len(turn.started)
-        if free > started and (turn.recorded or turn.cancelled):
+        started = len(done.started)
+        if free > started and (done.recorded or done.cancelled):
             # Claim again at once, rather than at the next wake-up, when slots are still free and
             # (a) a run recorded in this statement did not yet free its job for the claim in the
             # same statement (one snapshot), so a queued successor would wait; or (b) claimed
@@ -588,7 +580,7 @@ class Worker:
         Returns the turn, and the executor's crash if the zygote died meanwhile (its failed
         reports are in `_unrecorded`)."""
         if self._committer is None:
-            self._committer = Committer(self.app.app_context)
+            self._committer = Committer()
         committer = self._committer
         committer.submit(work)
         crash = None
@@ -710,29 +702,32 @@ class Worker:
         )
 
     @contextmanager
-    def _transaction(self, *, single_statement: bool = False) -> Iterator[Connection]:
+    def _transaction(self, *, single_statement: bool = False) -> Iterator:
         """A write transaction on the connection this worker keeps for its turns.
 
-        Keeping one connection spares each turn a pool checkout and its liveness ping; after
-        any error it is thrown away and the next turn opens a new one. A turn that is a single
-        statement (PostgreSQL, nothing but successes to record) runs it in autocommit.
+        Keeping one connection spares each turn a connect; after any error it is closed and the
+        next turn opens a new one. A turn that is a single statement (PostgreSQL, nothing but
+        successes to record) runs it in autocommit, which the connection is in between
+        transactions: one statement is atomic on its own, and leaving out BEGIN and COMMIT saves
+        a round trip on every turn.
         """
         if self._conn is None:
-            self._conn = self.engine.connect()
-        one = single_statement and self._conn.dialect.name == "postgresql"
+            self._conn = self.database.connect()
         try:
-            with (single_statement_on if one else write_transaction_on)(self._conn) as conn:
-                yield conn
+            if single_statement and self.database.dialect == "postgresql":
+                yield self._conn
+            else:
+                with self.database.transaction(self._conn) as conn:
+                    yield conn
         except Exception:
             self._drop_connection()
             raise
 
-    def _drop_connection(self, *, broken: bool = True) -> None:
+    def _drop_connection(self) -> None:
+        """Close the kept connection (after an error, or at the end); the next turn opens a new one."""
         conn, self._conn = self._conn, None
         if conn is not None:
             try:
-                if broken:
-                    conn.invalidate()  # never back into the pool
                 conn.close()
             except Exception:
                 pass
@@ -840,7 +835,7 @@ class Worker:
     def _abandon(self, runs: list[Running], *, reason: str) -> None:
         """Settle tasks this worker had to kill on shutdown, as lease recovery would."""
         now = self.clock()
-        with write_transaction(self.engine) as conn:
+        with self.database.write_transaction() as conn:
             for run in runs:
                 row = ExpiredLease(
                     id=run.execution_id,
@@ -857,7 +852,7 @@ class Worker:
                     retry_max_delay_seconds=run.retry.max_delay_seconds,
                     retry_jitter=run.retry.jitter,
                 )
-                self.store.expire_lease(conn, run.execution_id, worker_id=self.id, now=now)
+                leases.expire_lease(conn, run.execution_id, worker_id=self.id, now=now)
                 recovery.settle_abandoned(conn, row, now=now, reason=reason)
                 self._dirty_jobs.add(run.job_id)
         for run in runs:
@@ -884,7 +879,7 @@ class Worker:
         if not self.running and (self._last_recovery is None or now - self._last_recovery >= RECOVERY_EVERY):
             # Idle workers help recover abandoned work so recovery does not wait for a scheduler.
             self._last_recovery = now
-            report = recovery.recover_expired_leases(self.engine, now=now)
+            report = recovery.recover_expired_leases(self.database, now=now)
             metrics.observe_recovery(report)
             self._dirty_jobs |= report.job_ids or set()
 
@@ -895,10 +890,8 @@ class Worker:
         holding = sorted(set(self.running) - self._disowned)
         read_at = time.monotonic()
         renew_now = self.clock()
-        with write_transaction(self.engine) as conn:
-            renewed = self.store.renew_leases(
-                conn, holding, worker_id=self.id, now=renew_now, lease_seconds=self._lease[0]
-            )
+        with self.database.write_transaction() as conn:
+            renewed = leases.renew_leases(conn, holding, worker_id=self.id, now=renew_now, lease_seconds=self._lease[0])
             heartbeats.beat(
                 conn,
                 process_id=self.id,
@@ -963,9 +956,9 @@ class Worker:
             self._disowned.add(execution_id)
             if execution_id in self.executor.running():
                 self.executor.kill(execution_id, reason="killed")
-        with write_transaction(self.engine) as conn:
+        with self.database.write_transaction() as conn:
             for execution_id in sorted(execution_ids):
-                self.store.expire_lease(conn, execution_id, worker_id=self.id, now=now)
+                leases.expire_lease(conn, execution_id, worker_id=self.id, now=now)
 
     def _unfork(self, execution_id: int, status: str | None, error: str) -> bool:
         """Take a run out of `_ready` before its fork; False if it is not waiting there. With a
@@ -995,7 +988,8 @@ class Worker:
             return
         keys = cache.keys_for_jobs(self._dirty_jobs)
         self._dirty_jobs.clear()
-        cache.get_cache().delete(keys)
+        if self.runtime.cache is not None:
+            self.runtime.cache.delete(keys)
 
 
 def _claim_size(free: int) -> int:

@@ -11,39 +11,49 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import TYPE_CHECKING
 
-from sqlalchemy import insert, select
-from sqlalchemy.engine import Connection, Engine
-
-from app.database import write_transaction
 from app.domain.states import WorkerCommandKind
-from app.models import WorkerCommand
+from app.services.engine.sources import reading, writing
 from app.sql import control
-from app.store import store_for
 
-commands = WorkerCommand.__table__
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
+# `issue` and `unacted` (the use cases' side) import SQLAlchemy and the models where they run:
+# the worker parent uses the rest without them (docs/adr/0012-worker-parent-on-dbapi.md).
 
 
 def issue(conn: Connection, *, worker_id: str, command: WorkerCommandKind, issued_by: str, now: datetime) -> int:
     """Store an order for `worker_id`; returns the command's id."""
+    from sqlalchemy import insert
+
+    from app.models import WorkerCommand
+
+    commands = WorkerCommand.__table__
     stmt = insert(commands).values(
         worker_id=worker_id, command=WorkerCommandKind(command).value, issued_by=issued_by, issued_at=now
     )
     return conn.execute(stmt.returning(commands.c.id)).scalar_one()
 
 
-def has_unacted(conn: Connection, worker_id: str) -> bool:
+def has_unacted(conn, worker_id: str) -> bool:
     """Whether `worker_id` has orders waiting (a read, so a worker's check takes no write lock)."""
     return control.has_unacted(conn, worker_id)
 
 
-def take(conn: Connection, *, worker_id: str, now: datetime) -> list[WorkerCommandKind]:
+def take(conn, *, worker_id: str, now: datetime) -> list[WorkerCommandKind]:
     """Stamp and return the worker's unacted orders, oldest first."""
     return [WorkerCommandKind(command) for command in control.take_commands(conn, worker_id=worker_id, now=now)]
 
 
 def unacted(conn: Connection, worker_ids: list[str] | None = None) -> dict[str, WorkerCommandKind]:
     """The strongest order waiting for each worker (stop beats drain): {worker id: command}."""
+    from sqlalchemy import select
+
+    from app.models import WorkerCommand
+
+    commands = WorkerCommand.__table__
     stmt = select(commands.c.worker_id, commands.c.command).where(commands.c.acted_at.is_(None))
     if worker_ids is not None:
         stmt = stmt.where(commands.c.worker_id.in_(worker_ids))
@@ -73,8 +83,8 @@ class ControlCheck:
     cancel-requested running rows (only while it runs something), and a write only when a
     command is waiting, so an idle check takes no write lock on SQLite."""
 
-    def __init__(self, engine: Engine, worker_id: str, *, every: float = CONTROL_POLL_SECONDS) -> None:
-        self.engine = engine
+    def __init__(self, database, worker_id: str, *, every: float = CONTROL_POLL_SECONDS) -> None:
+        self.database = database  # an app.sql.connections.Database, or a SQLAlchemy Engine
         self.worker_id = worker_id
         self.every = every
         self._due = True
@@ -89,11 +99,11 @@ class ControlCheck:
         if not self._due and time.monotonic() - self._last < self.every:
             return Orders()
         self._due, self._last = False, time.monotonic()
-        with self.engine.connect() as conn:
+        with reading(self.database) as conn:
             waiting = has_unacted(conn, self.worker_id)
-            cancels = store_for(conn).cancel_requests(conn, worker_id=self.worker_id) if running else {}
+            cancels = control.cancel_requests(conn, worker_id=self.worker_id) if running else {}
         orders = Orders(cancels=cancels)
         if waiting:
-            with write_transaction(self.engine) as conn:
+            with writing(self.database) as conn:
                 orders.commands = take(conn, worker_id=self.worker_id, now=now)
         return orders

@@ -1,4 +1,4 @@
-"""Graceful stop for the long-running commands: SIGTERM and SIGINT set a flag the loops read."""
+"""Graceful stop for the long-running processes (the scheduler, the worker): SIGTERM and SIGINT set a flag the loops read."""
 
 from __future__ import annotations
 
