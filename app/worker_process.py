@@ -150,7 +150,10 @@ def serve(
         status.emit(
             "started", f"worker {worker.id} started ({slots} slots, queues {served})", slots=slots, queues=served
         )
-    worker.run(burst=once, should_stop=stop, echo=status)
+    stats = worker.run(burst=once, should_stop=stop, echo=status)
+    if stats.gave_up:
+        print(f"Error: the database kept failing, giving up: {stats.gave_up}", file=sys.stderr)
+        return 1
     if not once:
         status.emit("stopped", f"worker {worker.id} stopped")
     return 0

@@ -33,7 +33,11 @@ def _queues(value: str | None) -> list[str] | None:
     show_default=True,
     help="How many tasks run at once (each in its own process).",
 )
-@click.option("--once", is_flag=True, help="Drain what is due now, wait for it to finish, and exit.")
+@click.option(
+    "--once",
+    is_flag=True,
+    help="Drain what is due now, wait for it to finish, and exit (1 if the database kept failing for about a minute).",
+)
 @click.option("--worker-id", default=None, help="Identity in claims and heartbeats (default worker-HOST-PID).")
 @click.option("--queues", default=None, help="Comma-separated queues to serve (default: all).")
 @metrics_options("WORKER_METRICS_PORT")

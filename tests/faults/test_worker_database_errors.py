@@ -9,9 +9,15 @@ test_database_outages.py provokes with a real restart).
   in flight until its lease expires.
 - The turn took effect but its acknowledgement was lost (the connection dropped after the
   server committed): the worker's second try is refused by the guards, and nothing runs twice.
+- `worker run --once` whose database keeps failing (unreachable, or no schema yet) backs off as
+  a long-running worker does, then gives up with one error line and exit 1, instead of
+  retrying for ever under the script that started it.
 """
 
 from __future__ import annotations
+
+import time
+from types import SimpleNamespace
 
 import pytest
 from sqlalchemy import select
@@ -109,3 +115,23 @@ def test_a_recorded_result_whose_acknowledgement_was_lost_is_not_recorded_twice(
     assert len(calls) == 2  # the turn that took effect, then the retry, which the guard refuses
     assert (row.status, row.attempts, [a.status for a in attempts]) == ("succeeded", 1, ["succeeded"])
     assert worker.running == {} and stats.discarded == 1 and stats.claimed == 1
+
+
+def test_a_drain_whose_database_keeps_failing_gives_up_with_one_error_line(tmp_path, monkeypatch, capsys):
+    from app import worker_process
+    from app.services.engine import worker as worker_module
+
+    # A database file without the schema: every statement fails ("no such table"), as a worker
+    # started before `flask db upgrade` sees it.
+    monkeypatch.setenv("DATABASE_URL", f"sqlite:///{tmp_path / 'empty.sqlite3'}")
+    monkeypatch.setenv("INSTANCE_DIR", str(tmp_path))
+    naps: list[float] = []  # the back-off, without waiting it out
+    monkeypatch.setattr(worker_module, "time", SimpleNamespace(monotonic=time.monotonic, sleep=naps.append))
+
+    assert worker_process.main(["--once", "--workers", "1"]) == 1
+
+    errors = [line for line in capsys.readouterr().err.splitlines() if line.startswith("Error:")]
+    assert len(errors) == 1, errors
+    assert errors[0].startswith("Error: the database kept failing, giving up: ")
+    assert "no such table" in errors[0]
+    assert naps == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0]  # the long-running worker's back-off, then stop

@@ -90,6 +90,9 @@ RECOVERY_EVERY = timedelta(seconds=15)
 LISTEN_TO = [wakeups.WORK_CHANNEL, wakeups.CONTROL_CHANNEL]
 REGISTRY_EXECUTIONS = 50  # running executions listed in the heartbeat (the registry shows them)
 FORK_TIMES_KEPT = 10_000  # fork times kept in WorkerStats (benchmarks read them; metrics keep the rest)
+# A burst (`worker run --once`) retries database failures with the same back-off as a long-running
+# worker (1, 2, 4, 8, 16, 30 s) and gives up after these many in a row: about a minute.
+BURST_FAILURES_TOLERATED = 6
 # Claim ahead (runs started in the database but not forked yet) only while tasks finish this
 # fast on average: then a claimed run waits a few ms for its slot, never a long task.
 AHEAD_TASK_SECONDS = 0.25
@@ -150,6 +153,8 @@ class WorkerStats:
     # The most recent fork times only: a worker lives for months, and the full distribution is
     # the metrics' histogram (cronwell_executor_fork_seconds); benchmarks read these.
     fork_ms: deque[float] = field(default_factory=lambda: deque(maxlen=FORK_TIMES_KEPT))
+    # A burst (`--once`) that stopped because the database kept failing: the last error.
+    gave_up: str | None = None
     EVENT: ClassVar[str] = "summary"  # logged as event worker_summary
 
     def fields(self) -> dict[str, int]:
@@ -297,6 +302,16 @@ class Worker:
                     continue
                 except Exception as exc:  # database trouble: back off, keep running tasks alive
                     failures += 1
+                    if burst and failures > BURST_FAILURES_TOLERATED:
+                        # A drain that cannot reach its database (or finds no schema there) says
+                        # so and ends, rather than retrying for ever under a script; what it had
+                        # claimed is settled by shutdown or, failing that, by lease recovery.
+                        self.stats.gave_up = " ".join(str(exc).split())[:300] or type(exc).__name__
+                        log.error(
+                            "worker gave up: the database kept failing",
+                            extra={"event": "worker_gave_up", "error": self.stats.gave_up, "failures": failures},
+                        )
+                        break
                     delay = min(30.0, 0.5 * 2 ** min(failures, 6))
                     log.error(
                         "worker loop failed; retrying",
