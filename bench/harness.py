@@ -265,27 +265,6 @@ def stop_process(proc: subprocess.Popen, timeout: float = 20.0) -> int:
     return proc.returncode
 
 
-def stop_and_reap(proc: subprocess.Popen, timeout: float = 20.0) -> float | None:
-    """`stop_process`, reaping the process with wait4: its peak RSS over its whole life in MB
-    (ru_maxrss, which Linux carries across an exec: the larger of the peaks before and after)."""
-    if proc.poll() is not None:
-        return None  # already reaped by poll(): its rusage is gone
-    proc.send_signal(signal.SIGTERM)
-    deadline = time.monotonic() + timeout
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            proc.returncode = os.waitstatus_to_exitcode(status)
-            return usage.ru_maxrss / 1024
-        if time.monotonic() >= deadline:
-            try:
-                os.killpg(proc.pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-            deadline = time.monotonic() + 5
-        time.sleep(0.02)
-
-
 def proc_status(pid: int) -> dict:
     """VmRSS / VmHWM (peak) in MB from /proc, plus PSS/USS when smaps_rollup is readable."""
     facts: dict[str, float] = {}

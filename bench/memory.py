@@ -40,7 +40,6 @@ from bench.harness import (
     children_of,
     flask_process,
     proc_status,
-    stop_and_reap,
     stop_process,
     wait_for,
 )
@@ -258,8 +257,7 @@ def _drain(db: BenchDatabase, count: int, *, variant: str, log_path: Path) -> di
             time.sleep(0.02)
         parent = proc_status(worker.pid)
     finally:
-        lifetime_peak = stop_and_reap(worker)
-    parent["lifetime_peak"] = lifetime_peak  # the `flask` command line before the exec included
+        stop_process(worker)
     return {
         "done": done,
         "parent": parent,
@@ -311,17 +309,6 @@ def _drain_figures(db: BenchDatabase, options, logs: Path) -> list[Figure]:
             + ", ".join(f"{r['parent'].get('VmHWM', 0):.1f}" for r in runs["cli"]),
         ),
         Figure(NAME, "drain: python -m cli / flask parent peak", cli_parent, "MB", "flask worker run", lean_parent),
-        Figure(
-            NAME,
-            "drain: worker process peak over its life",
-            med("lean", "parent", "lifetime_peak"),
-            "MB",
-            "Celery prefork main process",
-            CELERY_MAIN_MB,
-            note="wait4's ru_maxrss: `flask worker run` before the exec and app.worker_process after; "
-            + "python -m cli: "
-            + ", ".join(f"{r['parent'].get('lifetime_peak') or 0:.1f}" for r in runs["cli"]),
-        ).judge("ratio <= 1.0"),
         Figure(
             NAME,
             "drain: worker parent peak RSS, in-process",
