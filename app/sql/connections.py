@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC
@@ -139,6 +140,11 @@ class Database:
         self.listen_url = listen_url
         if self.dialect == SQLITE:
             self._path = sqlite_path(url)
+        # One idle connection kept for `write_transaction` and `reading`: the heartbeat, lease
+        # renewal and the control check run every second or so, and a new PostgreSQL connection
+        # each time is a server process started and stopped each time.
+        self._spare = None
+        self._spare_lock = threading.Lock()
 
     def connect(self):
         """A new connection in autocommit, configured as every Cronwell connection is."""
@@ -180,22 +186,49 @@ class Database:
 
     @contextmanager
     def write_transaction(self) -> Iterator:
-        """A new connection with a write transaction on it, closed afterwards."""
-        conn = self.connect()
-        try:
-            with self.transaction(conn):
-                yield conn
-        finally:
-            conn.close()
+        """A write transaction on the kept idle connection (or a new one), committed on success."""
+        with self._borrowed() as conn, self.transaction(conn):
+            yield conn
 
     @contextmanager
     def reading(self) -> Iterator:
-        """A new connection for reads in autocommit (each statement sees the latest commits)."""
-        conn = self.connect()
+        """The kept idle connection (or a new one) for reads in autocommit: each statement sees
+        the latest commits."""
+        with self._borrowed() as conn:
+            yield conn
+
+    @contextmanager
+    def _borrowed(self) -> Iterator:
+        """The spare connection if there is one, else a new one; kept as the spare afterwards,
+        unless anything failed on it (a broken connection is closed, the next use reconnects)."""
+        with self._spare_lock:
+            conn, self._spare = self._spare, None
+        if conn is None:
+            conn = self.connect()
         try:
             yield conn
-        finally:
-            conn.close()
+        except BaseException:
+            _close(conn)
+            raise
+        with self._spare_lock:
+            if self._spare is None:
+                conn, self._spare = None, conn
+        if conn is not None:
+            _close(conn)
+
+    def close(self) -> None:
+        """Close the kept idle connection (a stopping worker)."""
+        with self._spare_lock:
+            conn, self._spare = self._spare, None
+        if conn is not None:
+            _close(conn)
+
+
+def _close(conn) -> None:
+    try:
+        conn.close()
+    except Exception:  # noqa: BLE001 - closing a broken connection has nothing left to report
+        pass
 
 
 def _rollback(conn) -> None:

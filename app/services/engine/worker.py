@@ -375,6 +375,7 @@ class Worker:
         except Exception:
             log.warning("could not mark the heartbeat stopped", extra={"event": "heartbeat_stop_failed"})
         self._drop_connection()
+        self.database.close()
         if self._committer is not None:
             self._committer.close()
             self._committer = None
