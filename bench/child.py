@@ -40,27 +40,36 @@ def _ready_then_go() -> float:
 def _app(kind: str = "web"):
     from app import create_app
 
-    # `--kind worker` builds the lean app `flask worker run` gets (no web stack), as a user runs it.
     return create_app({"TESTING": True}, kind=kind)
+
+
+def _runtime(kind: str):
+    """What the worker runs on. `--kind worker`: as `python -m app.worker_process` builds it (the
+    process `flask worker run` becomes), from the settings alone, without Flask or SQLAlchemy;
+    `--kind web`: from the whole app, as tests build it."""
+    from app.services.engine.runtime import WorkerRuntime
+
+    if kind == "worker":
+        from app.tasks import load_catalog
+        from config import load_settings
+
+        load_catalog()
+        return WorkerRuntime.from_settings(load_settings())
+    return WorkerRuntime.from_app(_app(kind))
 
 
 def run_worker(slots: int, worker_id: str, null: bool, kind: str = "web") -> dict:
     from app.services.engine.worker import Worker
 
-    app = _app(kind)
-    with app.app_context():
-        executor = InstantExecutor() if null else MeasuredForkServer(kill_grace_seconds=2.0)
-        worker = Worker(app, worker_id=worker_id, slots=slots, executor=executor)
-        worker.start()
-        from app.extensions import db
-
-        with db.engine.connect():  # open the pool's first connection before the clock starts
-            pass
-        go = _ready_then_go()
-        before, pg_before = _cpu(), _postgres_cpu(db.engine)
-        stats = worker.run(burst=True)  # returns after the zygote is stopped and reaped
-        end = time.time()
-        after, pg_after = _cpu(), _postgres_cpu(db.engine)
+    runtime = _runtime(kind)
+    executor = InstantExecutor() if null else MeasuredForkServer(kill_grace_seconds=2.0)
+    worker = Worker(runtime, worker_id=worker_id, slots=slots, executor=executor)
+    worker.start()
+    go = _ready_then_go()
+    before, pg_before = _cpu(), _postgres_cpu(runtime.database)
+    stats = worker.run(burst=True)  # returns after the zygote is stopped and reaped
+    end = time.time()
+    after, pg_after = _cpu(), _postgres_cpu(runtime.database)
     return {
         "go": go,
         "end": end,
@@ -71,7 +80,7 @@ def run_worker(slots: int, worker_id: str, null: bool, kind: str = "web") -> dic
         "cpu_parent_s": after[0] - before[0],
         "cpu_zygote_and_tasks_s": after[1] - before[1],
         "cpu_zygote_s": getattr(executor, "zygote_cpu_s", None),
-        # The backends serving this worker (its kept turn connection and its pool), from /proc.
+        # The backends serving this worker (its kept turn connection and the others), from /proc.
         "cpu_postgres_s": sum(cpu - pg_before.get(pid, 0.0) for pid, cpu in pg_after.items()),
     }
 
@@ -113,16 +122,17 @@ def MeasuredForkServer(**kwargs):  # noqa: N802 - a class, built late so the imp
     return _forkserver_class()(**kwargs)
 
 
-def _postgres_cpu(engine) -> dict[int, float]:
+def _postgres_cpu(database) -> dict[int, float]:
     """CPU seconds (user + system) so far of each server backend connected to this database as
     this process's connections (named by PGAPPNAME, see `main`): read from /proc, so only with the
     server on this host (else {})."""
-    with engine.connect() as conn:
-        pids = conn.exec_driver_sql(
+    with database.reading() as conn:
+        cursor = conn.cursor()
+        cursor.execute(
             "SELECT pid FROM pg_stat_activity WHERE datname = current_database()"
             " AND application_name = current_setting('application_name')"
-        ).scalars()
-        pids = list(pids)
+        )
+        pids = [row[0] for row in cursor.fetchall()]
     found = {}
     for pid in pids:
         try:
