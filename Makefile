@@ -1,23 +1,32 @@
 # The two commands a newcomer needs (see README):
 #   make run    install into .venv and run web + scheduler + worker on the embedded SQLite database
 #   make test   install dev dependencies into .venv and run the whole test suite
+# For the inner loop: make test-fast (unit tests and the SQLite half, no real processes).
+# Both installs come from the lock files (exact versions with hashes); `make lock` remakes them after
+# an edit of requirements.txt or requirements-dev.txt, and `make lint` fails while they disagree.
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 export FLASK_APP := app
 
-.PHONY: run test lint bench faults install install-dev clean
+.PHONY: run test test-fast lint lock bench faults install install-dev clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-$(VENV)/.runtime-installed: requirements.txt | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements.txt
+# Test workers: the suite is mostly waiting (real processes, sockets, PostgreSQL), so a couple
+# more workers than cores keep both cores busy; each worker has its own PostgreSQL database.
+TEST_WORKERS ?= 4
+# Branch coverage of app/ and cli/ over both databases; the floor only ever goes up.
+COVERAGE_FLOOR ?= 0
+
+$(VENV)/.runtime-installed: requirements.lock | $(BIN)/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
 	touch $@
 
-$(VENV)/.dev-installed: requirements.txt requirements-dev.txt | $(BIN)/python
-	$(BIN)/pip install --quiet -r requirements-dev.txt
+$(VENV)/.dev-installed: requirements.lock requirements-dev.lock | $(BIN)/python
+	$(BIN)/pip install --quiet --require-hashes -r requirements-dev.lock
 	touch $@ $(VENV)/.runtime-installed
 
 install: $(VENV)/.runtime-installed
@@ -31,9 +40,16 @@ run: install
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/python scripts/dependency_lock.py check
+
+lock: install-dev
+	$(BIN)/python scripts/dependency_lock.py write
 
 test: install-dev
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup --cov --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS)
+
+test-fast: install-dev
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not postgres and not slow and not e2e and not soak" --ignore=tests/faults $(PYTEST_ARGS)
 
 bench: install-dev
 	$(BIN)/python -m bench
@@ -44,4 +60,4 @@ faults: install-dev
 	$(BIN)/python -m tests.faults.report $(FAULTS_ARGS)
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts
+	rm -rf $(VENV) .pytest_cache .hypothesis test-artifacts .coverage .coverage.*

@@ -2,8 +2,8 @@
 
 Every test that asks for `app` runs twice, once per backend. Isolation:
 - SQLite: each test gets a copy of a migrated template file (a template database).
-- PostgreSQL: one database per test session, migrated once; tables are truncated around each
-  test. Rollback isolation is not an option because the services commit, and the concurrency
+- PostgreSQL: one database per test process (each pytest-xdist worker has its own), cloned from a
+  template migrated once per run; tables are truncated around each test. Rollback isolation is not an option because the services commit, and the concurrency
   tests need committed rows visible to other processes.
 When CI=true a PostgreSQL that cannot be reached fails the run instead of skipping it.
 """
@@ -12,20 +12,33 @@ from __future__ import annotations
 
 import os
 import shutil
+import uuid
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
 import psycopg
 import pytest
+from filelock import FileLock
 from psycopg.types.json import Json
 from sqlalchemy import text
 
 from app import create_app
-from tests.helpers.databases import IN_CI, PG_ADMIN_URL, app_env_for, migrate, require_postgres
+from tests.helpers.databases import IN_CI, PG_ADMIN_URL, app_env_for, migrate, pg_unreachable, require_postgres
 from tests.helpers.processes import FlaskProcesses
 
 _pg_tests_passed = 0
+# Names this run's shared template database. The controller picks it when it loads this file, before
+# xdist starts the workers, and they inherit it through the environment.
+_RUN_ID = os.environ.setdefault("CRONWELL_TEST_RUN_ID", uuid.uuid4().hex[:12])
+_XDIST_WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+
+
+def _drop_template() -> None:
+    if pg_unreachable():
+        return
+    with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE IF EXISTS "cronwell_template_{_RUN_ID}" WITH (FORCE)')
 
 
 def pytest_configure(config):
@@ -38,7 +51,8 @@ def pytest_configure(config):
 def pytest_collection_modifyitems(config, items):
     for item in items:
         callspec = getattr(item, "callspec", None)
-        if callspec and callspec.params.get("backend") == "postgres":
+        on_postgres = callspec and callspec.params.get("backend") == "postgres"
+        if on_postgres or "pg_url" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.postgres)
 
 
@@ -49,26 +63,53 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_sessionfinish(session, exitstatus):
-    # A green CI run must mean the PostgreSQL suite ran, not that it was skipped.
+    if not _XDIST_WORKER:
+        _drop_template()
+    # A green CI run must mean the PostgreSQL suite ran, not that it was skipped. Under xdist the
+    # controller sees every worker's reports, so the count is the whole run's.
     if IN_CI and session.testscollected and _pg_tests_passed == 0 and exitstatus == 0:
         print("\nCI=true but no PostgreSQL test passed: failing the run")
         session.exitstatus = 1
 
 
 @pytest.fixture(scope="session")
-def pg_url(tmp_path_factory):
-    """A fresh, migrated PostgreSQL database for this test session."""
+def pg_template(tmp_path_factory) -> str:
+    """The name of a migrated PostgreSQL database that test databases are cloned from.
+
+    Under pytest-xdist the workers share one template per run: the first to take the lock migrates
+    it, the rest wait and clone it, so the migration runs once however many workers there are.
+    The controller drops it when the run ends (`pytest_sessionfinish`).
+    """
     require_postgres()
+    name = f"cronwell_template_{_RUN_ID}"
+    shared = tmp_path_factory.getbasetemp().parent if _XDIST_WORKER else tmp_path_factory.getbasetemp()
+    with FileLock(str(shared / f"{name}.lock")):
+        done = shared / f"{name}.ready"
+        if not done.exists():
+            with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
+                conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+                conn.execute(f'CREATE DATABASE "{name}"')
+            migrate(_pg_url_for(name), tmp_path_factory.mktemp("pg-template"))
+            done.touch()
+    return name
+
+
+@pytest.fixture(scope="session")
+def pg_url(pg_template):
+    """A fresh, migrated PostgreSQL database for this test process (one per xdist worker)."""
     name = f"cronwell_test_{os.getpid()}"
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    url = PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
-    migrate(url, tmp_path_factory.mktemp("pg-instance"))
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{pg_template}"')
+    url = _pg_url_for(name)
     _snapshot_migrated_rows(url)
     yield url
     with psycopg.connect(PG_ADMIN_URL, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def _pg_url_for(name: str) -> str:
+    return PG_ADMIN_URL.rsplit("/", 1)[0] + f"/{name}"
 
 
 @pytest.fixture(scope="session")

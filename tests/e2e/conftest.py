@@ -148,8 +148,9 @@ def stack(tmp_path_factory):
                 client.delete(*keys)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser():
+    """One Chromium for every browser test of the process (`make test` keeps them on one worker)."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} is missing: install Debian's chromium package (apt-get install -y chromium)")
     from playwright.sync_api import sync_playwright

@@ -14,7 +14,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+# One xdist worker runs every browser test, so they share one Chromium.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), pytest.mark.xdist_group("browser")]
 
 JOB_NAME = "e2e every minute <b>"
 

@@ -13,7 +13,8 @@ import re
 import pytest
 from playwright.sync_api import Page, expect
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300)]
+# One xdist worker runs every browser test, so they share one Chromium.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(300), pytest.mark.xdist_group("browser")]
 
 LONG_NAME = ("nightly warehouse reconciliation for the eastern region " * 4)[:196] + " end"
 assert len(LONG_NAME) == 200

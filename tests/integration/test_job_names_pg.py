@@ -28,7 +28,7 @@ def waiting_on_a_lock(pid_of_other: int) -> bool:
             conn.scalar(
                 text(
                     "SELECT count(*) FROM pg_stat_activity WHERE pid <> :me AND wait_event_type = 'Lock'"
-                    " AND query LIKE '%FOR NO KEY UPDATE%'"
+                    " AND datname = current_database() AND query LIKE '%FOR NO KEY UPDATE%'"
                 ),
                 {"me": pid_of_other},
             )
