@@ -5,7 +5,7 @@ export empty scheduler histograms and importing this module does nothing. Record
 dictionary updates, and happens where someone can read it: in the web (`/metrics`), in a scheduler
 or worker that serves `--metrics-port`, and wherever PROMETHEUS_MULTIPROC_DIR is set (the web sums
 that directory). A worker or scheduler without a port records nothing and never imports
-prometheus_client (1 MB of its parent's memory, issue 19, item 4). Only the readings that query the database (fire
+prometheus_client (1 MB of its parent's memory, against a 51 MB budget for the worker parent). Only the readings that query the database (fire
 lateness, the queue and heartbeat gauges) run when this process serves metrics
 (`enable_database_readings()`, called by `--metrics-port` and by the web's `/metrics`).
 

@@ -1,4 +1,4 @@
-"""`python -m app.worker_process`: the worker parent without SQLAlchemy or Flask (ADR 0012, step 5).
+"""`python -m app.worker_process`: the worker parent without SQLAlchemy or Flask (ADR 0012).
 
 `flask worker run` (and `python -m cli worker run`) checks its options and the settings, then
 replaces itself with this module (`os.execv`, so the pid, the signals and the supervisor's view

@@ -1,4 +1,4 @@
-"""The REST API at 1M executions through gunicorn (issue 16): GET /api/v1/executions?limit=50 and
+"""The REST API at 1M executions through gunicorn: GET /api/v1/executions?limit=50 and
 GET /api/v1/queues/{id}/stats p95, and what verifying a JWT costs per request.
 
 History is the dashboard benchmark's (`bench.loaders.load_history`), then VACUUM ANALYZE. A real

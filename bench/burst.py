@@ -3,7 +3,7 @@
 Two scenarios, each with a real `flask scheduler run` and `flask worker run` on PostgreSQL, three
 rounds each (`--rounds`), interleaved with the same-run fork limit:
 - 100 interval jobs (overlap policy skip, the default) all due at the same instant, every 10 s,
-  1 worker x 4 slots. Targets (issue 19): lateness p50 <= 1.2 x (50 / F + 10 ms) and
+  1 worker x 4 slots. Targets: lateness p50 <= 1.2 x (50 / F + 10 ms) and
   p99 <= 1.2 x (100 / F + 20 ms), F = the fork limit with 4 in flight;
 - 1,000 `* * * * *` cron jobs, 1 worker x 8 slots: every occurrence of the minute starts within
   1.5 x 1,000 / F (F with 8 in flight), i.e. max lateness / (1,000 / F) <= 1.5.

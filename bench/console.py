@@ -1,4 +1,4 @@
-"""The console's lists with their filters at 1M execution rows (issue 18): jobs search and filters
+"""The console's lists with their filters at 1M execution rows: jobs search and filters
 with last run / last outcome / 24 h success rate, executions by job name, trigger, queue and date.
 
 History is the dashboard benchmark's (`bench.loaders.load_history`: 1,000 jobs `history-N`,

@@ -8,10 +8,10 @@ task processes are sampled every 50 ms while alive (their VmHWM, and USS: the me
 theirs alone, since a forked child shares the zygote's pages until it writes to them).
 The same-run limit for a task process is the zygote it was forked from.
 
-Then the drain (issue 19, item 4): `flask worker run --workers 4` drains N pending no-op
+Then the drain: `flask worker run --workers 4` drains N pending no-op
 executions (default 3000, `--throughput-n`) on PostgreSQL, the peaks read while it is still
 alive, and the worker parent's peak is printed as a ratio to Celery's prefork main process on
-this machine (51 MB, issue 19). Each round runs it three times, interleaved: as `flask worker run`
+this machine (51 MB, the target). Each round runs it three times, interleaved: as `flask worker run`
 and as `python -m cli worker run` (both check their options, then exec `python -m
 app.worker_process`, which holds neither Flask nor SQLAlchemy: ADR 0012), and in-process: the same
 worker engine (`worker_process.serve`) run inside a process that built the Flask app, which is
@@ -45,7 +45,7 @@ from bench.harness import (
 )
 
 NAME = "memory"
-# Peak RSS of Celery 5.7's prefork main process on this machine (issue 19's side-by-side table).
+# Peak RSS of Celery 5.7's prefork main process on this machine (`python -m bench peers`).
 CELERY_MAIN_MB = 51.0
 DRAIN_SLOTS = 4
 # The worker engine inside a process holding the Flask app (the worker app kind, SQLAlchemy, the

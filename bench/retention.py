@@ -1,4 +1,4 @@
-"""Retention at scale (issue 19): old history deleted in batches while a worker claims, at `--rows` executions.
+"""Retention at scale: old history deleted in batches while a worker claims, at `--rows` executions.
 
 History is `bench.loaders.history_for` (reused with `--database`). Its queues are paused so the
 claims take only this benchmark's work: `CLAIM_ROWS` pending executions of one job in the queue

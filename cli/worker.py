@@ -38,7 +38,7 @@ def list_worker_processes(as_json):
       flask worker list --json | jq '.[] | select(.state == "running") | .id'
     """
     # Imported here, not at the top: `worker run` loads this module and needs neither the read
-    # side (scoping, callers, permissions) nor the use cases' audit log (issue 19, item 4).
+    # side (scoping, callers, permissions) nor the use cases' audit log, which would add to its memory.
     from app.services.read.workers import list_workers, worker_to_dict
 
     views = list_workers(utcnow())

@@ -1,4 +1,4 @@
-"""The REST API under /api/v1 (SPEC section 15): flask-smorest blueprints, one module per resource.
+"""The REST API under /api/v1: flask-smorest blueprints, one module per resource.
 
 The OpenAPI document (`/api/v1/openapi.json`) is generated from the marshmallow schemas that
 validate the requests and shape the responses; the job schemas come from `app.definitions`.

@@ -249,7 +249,7 @@ class Instant(fields.DateTime):
         return iso_z(value)
 
 
-# --- optional values (issue 14: run limits, TTLs, no-limit timeouts) ----------------------------
+# --- optional values (run limits, TTLs, no-limit timeouts) ----------------------------------------
 
 # What an operator types for "no value": `--timeout-seconds none`, an empty form field.
 NONE_WORDS = frozenset({"", "none", "null"})

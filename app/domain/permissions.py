@@ -1,4 +1,4 @@
-"""Who may do what: the one table of roles and actions (SPEC section 14).
+"""Who may do what: the one table of roles and actions.
 
 Every web route, CLI command and API operation names the `Action` it needs and asks `allows`;
 nothing else compares role names. Pure: no Flask, no SQL.

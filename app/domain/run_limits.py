@@ -6,7 +6,7 @@ No I/O, no clock: every instant is a parameter.
 runnable executions (status `pending`; triggers `schedule` and `catch_up`). Not counted:
 occurrences recorded as `missed` (misfire policy skip, or overlap policy skip), occurrences folded
 into a coalesced run (the one run created for them counts once), manual runs, ad-hoc runs and
-retries. Why: `max_runs` is seed 001's repeat count, "run this N times"; a missed occurrence never
+retries. Why: `max_runs` is a repeat count, "run this N times"; a missed occurrence never
 ran and never will (an operator retry makes a new, manual execution), so counting it would end a
 job that missed its window before it ran N times. A limit in time is `end_at`.
 

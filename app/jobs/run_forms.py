@@ -1,4 +1,4 @@
-"""The job page's "Run now / Run later" form and its batch form (issue 14): text in, the runs and
+"""The job page's "Run now / Run later" form and its batch form: text in, the runs and
 batches use cases validate (the same messages as the CLI), errors shown beside each field."""
 
 from __future__ import annotations

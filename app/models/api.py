@@ -1,4 +1,4 @@
-"""What the REST API keeps: API tokens, revoked JWTs and idempotency keys (SPEC section 15).
+"""What the REST API keeps: API tokens, revoked JWTs and idempotency keys.
 
 - `api_tokens`: long-lived credentials for machines, one project and a role each; only the SHA-256
   of the secret is stored (the secret is shown once), so a leaked table grants nothing.

@@ -66,7 +66,7 @@ class Job(db.Model):
     # which leads with it.
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="RESTRICT"))
     priority: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
-    # Run limits, retry kinds and TTLs (issue 14 part 1; app/domain/run_limits.py, app/domain/retry.py).
+    # Run limits, retry kinds and TTLs (app/domain/run_limits.py, app/domain/retry.py).
     start_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # no occurrence before it
     end_at: Mapped[datetime | None] = mapped_column(UTCDateTime)  # no occurrence after it
     max_runs: Mapped[int | None] = mapped_column(Integer)  # NULL: forever

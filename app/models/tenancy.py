@@ -1,4 +1,4 @@
-"""Organizations and memberships: who belongs where, with which role (SPEC section 14).
+"""Organizations and memberships: who belongs where, with which role.
 
 Organization -> Project -> Queue -> Job: every tenant object is reached from one project, and a
 project belongs to one organization. A user holds a role in each organization they belong to

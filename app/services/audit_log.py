@@ -1,4 +1,4 @@
-"""The audit log: who changed what (SPEC section 14). Not the event log (app/services/audit.py),
+"""The audit log: who changed what, for every organization. Not the event log (app/services/audit.py),
 which tells what the system did; this one is the record of people's (and the system's) changes to
 objects, with the before/after of the changed fields only.
 

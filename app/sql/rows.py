@@ -187,7 +187,7 @@ class ClaimedExecution:
     retry_kind: str = _col("jobs", "retry_kind")
     retry_max_delay_seconds: int | None = _col("jobs", "retry_max_delay_seconds")
     retry_jitter: float = _col("jobs", "retry_jitter")
-    # Ad-hoc runs, batch items and callbacks (issue 14): the override merged over `config` (a
+    # Ad-hoc runs, batch items and callbacks: the override merged over `config` (a
     # callback's whole config), the task a callback runs instead of `task`, the batch of an item,
     # and the job's callback tasks (whether finishing this run may create a callback).
     config_override: dict | None = _col("executions", "config_override")

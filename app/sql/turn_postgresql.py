@@ -209,7 +209,7 @@ def _turn_query(filtered: bool, limit: int) -> tuple[bytes, tuple[str, ...]]:
 
 
 # Plan the turn once per connection instead of once per turn (see `_turn_statement`). Session
-# state on the worker's kept connection; measured in docs/performance.md ("plan once").
+# state on the worker's kept connection; measured in docs/performance.md ("The worker's turn").
 GENERIC_TURN_PLANS = "SET plan_cache_mode = force_generic_plan"
 
 

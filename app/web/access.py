@@ -199,7 +199,7 @@ def public(view: Callable) -> Callable:
     return view
 
 
-# The names the first phase's views use, kept for code written against them.
+# The names views used before the permissions table, kept for code written against them.
 signin_required = requires(Action.READ)
 operator_required = requires(Action.OPERATE)
 public_read = requires(Action.READ, public=True)

@@ -4,7 +4,7 @@
 The cell filters (`time_cell`, `status_badge`, `name_link`, `enabled_badge`) hold the markup of
 the small building blocks list tables repeat in every row; the macros of the same names in
 templates/macros/ui.html call them. A Jinja macro call per cell cost the 50-row lists more CPU
-than their queries (issue 18), a filter a fraction of it."""
+than their queries, a filter a fraction of it."""
 
 from __future__ import annotations
 

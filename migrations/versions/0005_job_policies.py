@@ -1,4 +1,4 @@
-"""job kinds and policies, part 1 (issue 14): run limits, retry kinds, result/queued TTLs, no-limit timeouts, the `expired` status
+"""job kinds and policies, part 1: run limits, retry kinds, result/queued TTLs, no-limit timeouts, the `expired` status
 
 Revision ID: 0005
 Revises: 0004

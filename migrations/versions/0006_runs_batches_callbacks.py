@@ -1,4 +1,4 @@
-"""job kinds, part 2 (issue 14): ad-hoc runs with overrides, batches, callbacks
+"""job kinds, part 2: ad-hoc runs with overrides, batches, callbacks
 
 Revision ID: 0006
 Revises: 0005

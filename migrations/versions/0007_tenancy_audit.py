@@ -1,4 +1,4 @@
-"""tenancy (issue 15): organizations, projects in organizations, memberships, superuser
+"""tenancy: organizations, projects in organizations, memberships, superuser
 
 Revision ID: 0007
 Revises: 0006
@@ -15,7 +15,7 @@ Create Date: 2026-12-01 01:00:00
 Jobs and executions reach their project through their queue (jobs.queue_id -> queues.project_id
 -> projects.organization_id), which is indexed at every step. Alerts gain `project_id`, since an
 alert outlives its job (existing ones: their job's project, else the default project).
-The audit log of issue 15 is revision 0011.
+The audit log is revision 0011.
 """
 
 from datetime import UTC, datetime

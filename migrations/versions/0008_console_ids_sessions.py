@@ -1,4 +1,4 @@
-"""operator console (issue 18): ids never reused on SQLite, server-side sessions, alert grouping
+"""operator console: ids never reused on SQLite, server-side sessions, alert grouping
 
 Revision ID: 0008
 Revises: 0007

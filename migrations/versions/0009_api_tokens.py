@@ -1,4 +1,4 @@
-"""REST API (issue 16): API tokens, JWT denylist, idempotency keys
+"""REST API: API tokens, JWT denylist, idempotency keys
 
 Revision ID: 0009
 Revises: 0008

@@ -1,4 +1,4 @@
-"""operator insight (issue 17): dead-man's switch, alert channels, jitter, auto-pause, backfill
+"""operator insight: dead-man's switch, alert channels, jitter, auto-pause, backfill
 
 Revision ID: 0010
 Revises: 0009

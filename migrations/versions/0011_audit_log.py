@@ -1,4 +1,4 @@
-"""audit log (issue 15, second part): an append-only table of every change with before/after
+"""audit log: an append-only table of every change with before/after
 
 Revision ID: 0011
 Revises: 0010

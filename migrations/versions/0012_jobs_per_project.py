@@ -1,4 +1,4 @@
-"""jobs belong to a project (issue 15): job names unique within a project, not site-wide
+"""jobs belong to a project: job names unique within a project, not site-wide
 
 Revision ID: 0012
 Revises: 0011
@@ -11,7 +11,7 @@ Create Date: 2026-12-01 05:00:00
   being refused. Its index leads with project_id, so it is also the index the foreign key and the
   per-project lookups use (no separate ix_jobs_project_id).
 
-Names differing only in case are the same name (issue 18): as before this revision, that rule is
+Names differing only in case are the same name: as before this revision, that rule is
 the job use case's (app/services/use_cases/jobs.py), now checked within the project, while the
 database keeps exact duplicates out. An expression index on lower(name) is not used: SQLite cannot
 reflect one, so any later batch rebuild of the table would silently drop it.

@@ -1,4 +1,4 @@
-"""pooled isolation (issue 19): a job runs in a fresh process or in a reused pool process
+"""pooled isolation: a job runs in a fresh process or in a reused pool process
 
 Revision ID: 0013
 Revises: 0012

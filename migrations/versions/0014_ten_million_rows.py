@@ -1,4 +1,4 @@
-"""10M executions (issue 19): autovacuum scaled to big tables; the queue index covers trigger and status; waiting rows by queue
+"""10M executions: autovacuum scaled to big tables; the queue index covers trigger and status; waiting rows by queue
 
 Revision ID: 0014
 Revises: 0013

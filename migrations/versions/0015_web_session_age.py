@@ -1,4 +1,4 @@
-"""web sessions past SESSION_MAX_AGE_HOURS, and the executions list in a date range (issue 18)
+"""web sessions past SESSION_MAX_AGE_HOURS, and the executions list in a date range
 
 Revision ID: 0015
 Revises: 0014

@@ -1,4 +1,4 @@
-"""The foreign keys that point at executions become set-based triggers on PostgreSQL (issue 19, item 6; ADR 0011)
+"""The foreign keys that point at executions become set-based triggers on PostgreSQL (ADR 0011)
 
 Revision ID: 0016
 Revises: 0015

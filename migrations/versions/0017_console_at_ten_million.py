@@ -5,8 +5,8 @@ Revises: 0016
 Create Date: 2026-12-02 01:10:00
 
 The jobs list shows, per job on the page, its newest finished execution (when, what outcome) and
-the 24 h success rate, and can be filtered by last outcome (docs/performance.md, "The console at
-10M"). All of them walk `ix_executions_job_id (job_id, id)` and then read every entry's row from
+the 24 h success rate, and can be filtered by last outcome (docs/performance.md, "10M
+executions"). All of them walk `ix_executions_job_id (job_id, id)` and then read every entry's row from
 the heap for `finished_at`, `status` or `created_at`: the outcome filter a heap visit per job of
 the table (1,000 visits, twice: the count and the page), the success rate a day of rows. At 10M
 executions those rows are no longer in memory, and the jobs pages missed p95 50 ms.

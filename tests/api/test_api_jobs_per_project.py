@@ -1,4 +1,4 @@
-"""The REST API on job names per project (issue 15, migration 0012), on both databases: two
+"""The REST API on job names per project (migration 0012), on both databases: two
 organizations each create `nightly`; the same name again, in any case, is a 422 field error about
 the caller's own project; a client cannot move a job to another project by sending project_id."""
 

@@ -1,4 +1,4 @@
-"""The operator console at scale, in a real browser (issue 18): long names, finding jobs and
+"""The operator console at scale, in a real browser: long names, finding jobs and
 executions, acting on many rows, the runs grid, grouped alerts and live lists.
 
 Runs against the same real stack as test_browser.py (gunicorn, scheduler, worker on SQLite).

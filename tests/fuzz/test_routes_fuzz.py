@@ -173,7 +173,7 @@ def database_checksum() -> str:
     digest = hashlib.sha256()
     with db.engine.connect() as connection:
         for table in db.metadata.sorted_tables:
-            if table.name == "web_sessions":  # signing a visitor in records its session (issue 18)
+            if table.name == "web_sessions":  # signing a visitor in records its server-side session
                 continue
             order = list(table.primary_key.columns) or list(table.columns)
             for row in connection.execute(select(table).order_by(*order)):

@@ -232,7 +232,7 @@ def snapshot(run: Run):
     return rows
 
 
-# --- run limits and queued TTLs (issue 14) ------------------------------------------------------
+# --- run limits and queued TTLs -----------------------------------------------------------------
 
 
 def limit_reached(run: Run, job: str, runs: int):
@@ -537,7 +537,7 @@ FINAL = {
 }
 
 
-# --- ad-hoc runs, batches and callbacks (issue 14, part 2) ---------------------------------------
+# --- ad-hoc runs, batches and callbacks ----------------------------------------------------------
 
 
 def make_batch_job(run: Run):
@@ -637,7 +637,7 @@ BATCH_SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
 SCENARIO += BATCH_SCENARIO
 
 
-# --- occurrences written ahead (SCHEDULER_LEAD_MS, issue 19) ------------------------------------
+# --- occurrences written ahead (SCHEDULER_LEAD_MS) ----------------------------------------------
 
 
 def make_skip_job(run: Run):

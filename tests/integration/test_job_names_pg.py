@@ -1,4 +1,4 @@
-"""Names differing only in case are one name within a project (issues 15 and 18), and the
+"""Names differing only in case are one name within a project, and the
 database only knows exact names: on PostgreSQL two creators could each check before either
 inserts. The job use case locks the project row before it checks; proved here with a real
 `flask job add` process that must wait for a transaction holding that lock, then see its job."""

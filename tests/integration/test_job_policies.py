@@ -1,4 +1,4 @@
-"""Job policies on SQLite and PostgreSQL (issue 14, part 1): run limits driven by `tick(now)` with
+"""Job policies on SQLite and PostgreSQL: run limits driven by `tick(now)` with
 a fake clock, retry kinds in the worker, the queued TTL ending waiting work `expired`, result TTLs
 in the retention pass, and jobs with no timeout. No test sleeps: time moves by the clock."""
 

@@ -266,7 +266,7 @@ def test_worker_killed_while_its_turn_waits_on_postgresql_forked_only_committed_
 
 def test_worker_killed_while_runs_wait_in_its_zygote_leaves_a_truthful_history(pg_app, pg_url, tmp_path):
     """Tasks that hold their slot for 20 ms keep the zygote's queue full (one run per slot handed
-    over beyond the free slots, ADR 0010, amendment of session 7), so each kill lands while runs
+    over beyond the free slots, ADR 0010, amendment on the zygote's queue), so each kill lands while runs
     wait there: the zygote, told by PDEATHSIG and EOF, kills its tasks and forks none of the
     queued runs, which recovery retries like any run claimed and never forked."""
     seed = random.randrange(1 << 30)

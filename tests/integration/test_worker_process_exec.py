@@ -1,8 +1,8 @@
-"""`flask worker run` hands over to `python -m app.worker_process` (ADR 0012, step 5), on SQLite
+"""`flask worker run` hands over to `python -m app.worker_process` (ADR 0012), on SQLite
 and PostgreSQL.
 
 The worker parent used to hold Flask, SQLAlchemy and the models for its whole life; the memory
-target (issue 19, item 4) needs it without them. These tests run the real command line and look
+target (a worker parent under 51 MB, Celery's main process) needs it without them. These tests run the real command line and look
 inside the process that actually claims and runs: a `sitecustomize` module on PYTHONPATH (which
 every interpreter imports at start, the exec'd one too) writes, as that interpreter exits, its
 pid, its argv and the modules it held, and so does the `flask` process just before it execs

@@ -1,5 +1,5 @@
 """The worker and the zygote's queue on SQLite and PostgreSQL, driven turn by turn: runs handed
-to the zygote beyond the free slots (ADR 0010, amendment of session 7) are settled, when they are
+to the zygote beyond the free slots (ADR 0010, amendment on the zygote's queue) are settled, when they are
 withdrawn before their fork, exactly as runs that never left the claim-ahead buffer: a cancel
 records them `cancelled` without a process, a stop abandons them "before the task started".
 """

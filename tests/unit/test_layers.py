@@ -35,7 +35,7 @@ IO_MODULES = ("socket", "subprocess", "sqlite3", "urllib.request", "http.client"
 # `app.web` stays free of what they wire.
 COMPOSITION_ROOTS = ("app", "app.web")
 # Hypothesis strategies of the fuzz package. They belong in tests/helpers/ like every other shared
-# helper; left in place because tests/fuzz/ was another helper's room when this test was written.
+# helper; they stay where they are, named here as the one exception.
 TEST_HELPERS_OUTSIDE_HELPERS = ("tests.fuzz.strategies",)
 
 

@@ -1,4 +1,4 @@
-"""`flask worker run` and `flask scheduler run` build an app without the web (issue 19, memory).
+"""`flask worker run` and `flask scheduler run` build an app without the web, for their memory.
 
 Not a size test: it checks the reason for the size. Each probe is a fresh interpreter that goes
 through the real `flask` command line (`flask.cli.main` with the process's argv, so the app kind
@@ -43,7 +43,7 @@ PLUGIN_PACKAGES = ("flask_limiter", "limits", "rich")
 # Cronwell modules only the web server and the other commands need.
 WEB_MODULES = ("app.web", "app.api", "app.auth", "app.dashboard", "app.metrics_routes", "cli.job", "cli.demo")
 
-# What the worker parent loaded without calling it (issue 19, item 4): app.scheduling with croniter
+# What the worker parent loaded without calling it: app.scheduling with croniter
 # and dateutil (cli/common.py imported it for its error type and time-zone helpers; only the
 # scheduler and the job commands use it), and the read side and use cases `worker list` and `worker
 # stop` need (scoping, callers, permissions). Prefixes: each package with everything below it.

@@ -1,4 +1,4 @@
-"""Audit rows for the changes issue 15 found unaudited: web and API sign-out, invitations made and
+"""Audit rows for changes that once went unaudited: web and API sign-out, invitations made and
 used, alert-channel test sends, and the engine's own alert resolutions (source `system`). Each
 row says who (actor, source), what (object kind, id, label) and the before/after."""
 

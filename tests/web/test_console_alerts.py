@@ -1,4 +1,4 @@
-"""Alerts that don't flood (issue 18, item 9): one open alert per job and kind with its repeats
+"""Alerts that don't flood: one open alert per job and kind with its repeats
 counted, resolved by the next success (configurable), mutable per job; on both databases."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Acting on many rows (issue 18, item 7): a confirmation that says exactly how many rows will
+"""Acting on many rows: a confirmation that says exactly how many rows will
 change, CSRF, operators only, and one audit entry per row; on both databases."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The fixes from the first-use tour (issue 18, items 4 and 5), on both databases."""
+"""What a first-time user tripped over in the console, fixed and kept fixed, on both databases."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The runs grid (issue 18, item 8): cells match the database; on both databases."""
+"""The runs grid: cells match the database; on both databases."""
 
 from __future__ import annotations
 

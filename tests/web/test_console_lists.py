@@ -1,4 +1,4 @@
-"""Finding things (issue 18, item 6): the jobs list's search, filters and columns, and the
+"""Finding things: the jobs list's search, filters and columns, and the
 executions list's job-by-name, trigger, queue and date filters, all in the URL; on both databases."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Quieter development logs (issue 18, item 11): HTMX polling at DEBUG, gunicorn's own lines not
+"""Quieter development logs: HTMX polling at DEBUG, gunicorn's own lines not
 named like errors."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Job policies through the adapters (issue 14, part 1): the `flask job add|edit|list` options and
+"""Job policies through the adapters: the `flask job add|edit|list` options and
 `--json`, and the web form's fields with their errors inline."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Job names are unique per project (issue 15, migration 0012), on both databases: two
+"""Job names are unique per project (migration 0012), on both databases: two
 organizations each create `nightly` through the web and the CLI; a second `nightly` (or `NIGHTLY`)
 in the same project is refused without a word about any other project; a job's queue is looked up
 in its own project only, so a job never lands in another project's queue."""

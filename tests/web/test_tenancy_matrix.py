@@ -1,4 +1,4 @@
-"""Tenant isolation over every web route, on both databases (SPEC section 14).
+"""Tenant isolation over every web route, on both databases: another organization's object is a 404.
 
 Two organizations: `default` (A: the installation's own) and `bravo` (B), each with a project,
 a queue, a job, executions, an alert, a batch and members of each role. Every route of

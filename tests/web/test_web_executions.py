@@ -48,7 +48,7 @@ def test_filters_by_status_and_job_and_keeps_them_in_page_links(app):
     "query,message",
     [
         ("status=exploded", "must be one of"),
-        ("job=abc", "no job is named"),  # a name is searched (issue 18); none matches
+        ("job=abc", "no job is named"),  # a name is searched; none matches
         ("job=999", "does not exist"),
         ("job=99999999999999999999999", "job 99999999999999999999999 does not exist"),  # beyond the column
     ],

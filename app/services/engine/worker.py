@@ -37,7 +37,7 @@ for the result's round trip through this loop. They are still runs whose claim c
 the argument above holds; everything that reaches a forked run reaches a queued one through the
 executor's `kill` (cancel, lost lease, a claim given back) or `stop` (shutdown), and a queued run
 withdrawn there comes back as a result with `forked` False, settled as a run that never left
-`_ready` (ADR 0010, amendment of session 7; app/executor/zygote.py, "Never fork for a worker that
+`_ready` (ADR 0010, amendment on the zygote's queue; app/executor/zygote.py, "Never fork for a worker that
 is gone"). tests/integration/test_worker_killed_at_random.py kills workers at
 random points under load and checks both claims.
 
@@ -106,7 +106,7 @@ AHEAD_MAX_PER_SLOT = 16
 # runs claimed ahead run low); its execution's finished_at is that turn's time.
 RECORD_WITHIN_SECONDS = 0.02
 # Runs from `_ready` handed to the zygote beyond the free slots, per slot: queued there, forked the
-# moment a task ends, without a round trip through the worker (ADR 0010, amendment of session 7).
+# moment a task ends, without a round trip through the worker (ADR 0010, amendment on the zygote's queue).
 ZYGOTE_QUEUE_PER_SLOT = 1
 
 

@@ -5,8 +5,8 @@ The cookie holds a random token; the table holds its sha256 (`app.models.WebSess
 user loader accepts a cookie only while its row exists and is younger than SESSION_MAX_AGE_HOURS,
 so a cookie saved before sign-out opens nothing afterwards, and a stolen one stops working after
 the age limit however busy it is kept. The retention pass deletes the rows past that age
-(`app.services.engine.retention`). No idle timeout: SPEC asks for none, and the dashboard's polling would keep an
-open tab "active" anyway.
+(`app.services.engine.retention`). No idle timeout: a sign-in lasts its age limit
+whether used or not, and the dashboard's polling would keep an open tab "active" anyway.
 """
 
 from __future__ import annotations

@@ -332,7 +332,7 @@ def reset_password(username: str, password: str, *, now: datetime, caller: Calle
 
 
 def _end_sessions(user: User) -> None:
-    """End the user's web sessions (issue 18's server-side sessions), so a role change, a
+    """End the user's server-side web sessions, so a role change, a
     disabled account or a new password takes effect at once."""
     from app.services.use_cases import sessions
 
