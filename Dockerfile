@@ -17,9 +17,10 @@ RUN groupadd --system --gid 10001 cronwell \
 
 WORKDIR /app
 
-# Dependencies first: this layer is rebuilt only when requirements.txt changes, not on every code edit.
-COPY requirements.txt ./
-RUN pip install --no-cache-dir -r requirements.txt
+# Dependencies first: this layer is rebuilt only when the lock changes, not on every code edit. The
+# lock pins every package with its hashes, so the image runs the versions the test suite passed with.
+COPY requirements.lock ./
+RUN pip install --no-cache-dir --require-hashes -r requirements.lock
 
 # The code belongs to root and is read-only for the app; only the instance and data dirs are writable.
 COPY . .

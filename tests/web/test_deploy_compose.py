@@ -270,7 +270,10 @@ def test_dockerfile_is_slim_python_311_non_root_with_a_cached_dependency_layer()
     def position(prefix: str) -> int:
         return next(i for key, i in index.items() if key.split(":", 1)[1].startswith(prefix))
 
-    assert position("COPY requirements.txt") < position("RUN pip install") < position("COPY . .")
+    assert position("COPY requirements.lock") < position("RUN pip install") < position("COPY . .")
+    # The image installs the lock (every package pinned with its hashes), not the loose input.
+    install = next(line for line in lines if line.startswith("RUN pip install"))
+    assert "--require-hashes -r requirements.lock" in install
     users = [line for line in lines if line.startswith("USER ")]
     assert users and users[-1].split()[1].split(":")[0] not in ("root", "0")
     assert position("USER ") > max(i for key, i in index.items() if key.startswith("RUN:"))
