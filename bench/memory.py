@@ -70,13 +70,13 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _create_jobs(app) -> None:
+def _create_jobs(app, count: int = 100) -> None:
     from app.extensions import db
     from app.services.use_cases.jobs import create_job
 
     now = utcnow()
     with app.app_context():
-        for i in range(100):
+        for i in range(count):
             create_job(
                 {
                     "name": f"mem-{i}",
@@ -108,9 +108,10 @@ def _create_jobs(app) -> None:
 
 def run(db: BenchDatabase, options) -> list[Figure]:
     db.reset()
+    history_rows = min(options.rows, HISTORY_ROWS) if options.smoke else HISTORY_ROWS
     with db.connect() as conn:
-        loaders.load_history(conn, HISTORY_ROWS, 1000, now=utcnow() - timedelta(minutes=1))
-    _create_jobs(db.app())
+        loaders.load_history(conn, history_rows, 1000, now=utcnow() - timedelta(minutes=1))
+    _create_jobs(db.app(), 4 if options.smoke else 100)
     port = _free_port()
     env = db.env(WEBUI_AUTH="0", GUNICORN_WORKERS="1", GUNICORN_BIND=f"127.0.0.1:{port}", LOG_LEVEL="WARNING")
     logs = Path(tempfile.mkdtemp(prefix="cronwell_bench_memory_"))
@@ -129,7 +130,7 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     requests = 0
     try:
         wait_for(lambda: _get(port, "/healthz") == 200, 30, what="gunicorn to answer")
-        deadline = time.monotonic() + (8.0 if options.quick else 20.0)
+        deadline = time.monotonic() + (2.0 if options.smoke else 8.0 if options.quick else 20.0)
         while time.monotonic() < deadline:
             for zygote in children_of(worker.pid):
                 for pid in children_of(zygote):
@@ -201,7 +202,7 @@ def run(db: BenchDatabase, options) -> list[Figure]:
             "MB",
             "worker parent",
             peaks["worker_parent"].get("VmHWM"),
-            note=f"gunicorn gthread worker after {requests // 5 * len(PAGES)} page requests at {HISTORY_ROWS:,} rows",
+            note=f"gunicorn gthread worker after {requests // 5 * len(PAGES)} page requests at {history_rows:,} rows",
         ),
     ]
     figures[0].extra = {"peaks": peaks, "tasks_sampled": len(tasks), "logs": str(logs)}

@@ -175,11 +175,11 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     # Short phases and many rounds: the claim rate drifts over a run (dead entries gather at the
     # head of the claimable index; other load comes and goes), so each round's neighbours compare.
     rounds = 1 if options.quick else 3 * options.rounds
-    seconds = 3.0 if options.quick else SECONDS
+    seconds = 0.5 if options.smoke else 3.0 if options.quick else SECONDS
     per_phase = options.retention_rows // (2 * rounds)
     loaded = loaders.history_for(db, options, JOBS, now=utcnow())
     plans = _plans(db)
-    _prepare_claims(db, CLAIM_ROWS // 4 if options.quick else CLAIM_ROWS)
+    _prepare_claims(db, 500 if options.smoke else CLAIM_ROWS // 4 if options.quick else CLAIM_ROWS)
     paces = _paces()
     alone: list[dict] = []
     together: dict[str, list[dict]] = {name: [] for name in paces}
@@ -189,7 +189,8 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     try:
         # Discarded: right after the VACUUM the claimable index is clean and the first phase
         # claimed 3x what any later one did (the bench server runs without autovacuum).
-        _claims(db, seconds)
+        if not options.smoke:
+            _claims(db, seconds)
         for number in range(rounds):
             for phase in phases[number % 3 :] + phases[: number % 3]:
                 if phase == "alone":
