@@ -66,9 +66,11 @@ def _candidate_sql() -> str:
     )
 
 
-def _sample(url: str, until: float, samples: list, vacuum: bool, window: float = WINDOW) -> None:
-    """Every window: (VACUUM, like a well-tuned autovacuum would,) dead tuples, and what one claim
-    scan costs (server ms, buffers touched)."""
+def _sample(url: str, seconds: float, samples: list, vacuum: bool, window: float = WINDOW) -> None:
+    """Every window for `seconds` from the go signal (when the thread starts): (VACUUM, like a
+    well-tuned autovacuum would,) dead tuples, and what one claim scan costs (server ms, buffers
+    touched)."""
+    until = time.time() + seconds
     sql = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + _candidate_sql()
     with psycopg.connect(url, autocommit=True) as conn:
         while time.time() < until:
@@ -106,7 +108,7 @@ def _variant(
     samples: list = []
     threads = [
         threading.Thread(target=_hold, args=(db.url, baseline, hold, timeout_setting, log), daemon=True),
-        threading.Thread(target=_sample, args=(db.url, time.time() + total, samples, vacuum, window), daemon=True),
+        threading.Thread(target=_sample, args=(db.url, total, samples, vacuum, window), daemon=True),
     ]
     go, reports = run_children(
         [["claimloop", "--slots", "4", "--seconds", str(total), "--windows", str(window)]],

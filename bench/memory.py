@@ -127,7 +127,7 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     )
     tasks: dict[int, dict] = {}
     peaks: dict = {}
-    requests = 0
+    requests = pages_requested = 0
     try:
         wait_for(lambda: _get(port, "/healthz") == 200, 30, what="gunicorn to answer")
         deadline = time.monotonic() + (2.0 if options.smoke else 8.0 if options.quick else 20.0)
@@ -141,6 +141,7 @@ def run(db: BenchDatabase, options) -> list[Figure]:
             if requests % 5 == 0:
                 for path in PAGES:
                     _get(port, path)
+                pages_requested += len(PAGES)
             requests += 1
             time.sleep(0.05)
         zygotes = children_of(worker.pid)
@@ -202,7 +203,7 @@ def run(db: BenchDatabase, options) -> list[Figure]:
             "MB",
             "worker parent",
             peaks["worker_parent"].get("VmHWM"),
-            note=f"gunicorn gthread worker after {requests // 5 * len(PAGES)} page requests at {history_rows:,} rows",
+            note=f"gunicorn gthread worker after {pages_requested} page requests at {history_rows:,} rows",
         ),
     ]
     figures[0].extra = {"peaks": peaks, "tasks_sampled": len(tasks), "logs": str(logs)}

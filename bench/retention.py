@@ -80,6 +80,7 @@ def _prepare_history(db: BenchDatabase, doomed_rows: int):
                       e.started_at, e.finished_at, e.exit_code, e.output, e.error
                FROM executions AS e
                WHERE e.id BETWEEN %(first)s AND %(first)s + %(n)s AND e.attempts > 0 AND e.started_at IS NOT NULL
+                 AND e.finished_at IS NOT NULL  -- a short history reaches its running rows: not history yet
                  AND NOT EXISTS (SELECT 1 FROM attempts AS a WHERE a.execution_id = e.id)""",
             {"first": first_id, "n": doomed_rows + 10_000},
         )
