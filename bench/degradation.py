@@ -66,13 +66,12 @@ def _candidate_sql() -> str:
     )
 
 
-def _sample(url: str, seconds: float, samples: list, vacuum: bool, window: float = WINDOW) -> None:
+def _sample(url: str, sql: str, seconds: float, samples: list, vacuum: bool, window: float = WINDOW) -> None:
     """Every window for `seconds` from the go signal (when the thread starts): (VACUUM, like a
-    well-tuned autovacuum would,) dead tuples, and what one claim scan costs (server ms, buffers
-    touched)."""
-    until = time.time() + seconds
-    sql = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + _candidate_sql()
+    well-tuned autovacuum would,) dead tuples, and what one claim scan (`sql`) costs (server ms,
+    buffers touched)."""
     with psycopg.connect(url, autocommit=True) as conn:
+        until = time.time() + seconds
         while time.time() < until:
             if vacuum:
                 conn.execute("VACUUM executions")
@@ -106,9 +105,10 @@ def _variant(
         conn.execute("VACUUM ANALYZE executions")
     log: dict = {}
     samples: list = []
+    scan = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + _candidate_sql()  # imports the store: before the clock
     threads = [
         threading.Thread(target=_hold, args=(db.url, baseline, hold, timeout_setting, log), daemon=True),
-        threading.Thread(target=_sample, args=(db.url, total, samples, vacuum, window), daemon=True),
+        threading.Thread(target=_sample, args=(db.url, scan, total, samples, vacuum, window), daemon=True),
     ]
     go, reports = run_children(
         [["claimloop", "--slots", "4", "--seconds", str(total), "--windows", str(window)]],

@@ -187,6 +187,7 @@ def _all_started(db: BenchDatabase, ids: list[int]) -> bool:
 def measure_layout(
     db: BenchDatabase,
     options,
+    app,
     layout: str,
     *,
     jobs: int,
@@ -195,7 +196,6 @@ def measure_layout(
     notify: bool = True,
 ) -> dict:
     db.reset()
-    app = db.app()
     first_fire = _create_jobs(app, jobs, layout, _utcnow(), periods)
     env = db.env()
     if not notify:
@@ -252,8 +252,10 @@ def run(db: BenchDatabase, options) -> list[Figure]:
         spread_polled = {**layouts[polled], "layout": "spread"}
         polled = f"{light} jobs every 2 s, spread, NOTIFY off"
         layouts = {with_triggers: layouts[with_triggers], polled: spread_polled}
+    app = db.app()  # one for every layout: building it costs seconds of CPU
     runs = {
-        label: measure_layout(db, options, **{"with_triggers": False, **layout}) for label, layout in layouts.items()
+        label: measure_layout(db, options, app, **{"with_triggers": False, **layout})
+        for label, layout in layouts.items()
     }
     figures: list[Figure] = []
     for layout, result in runs.items():
