@@ -94,7 +94,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "names", nargs="*", metavar="NAME", help=f"benchmarks to run (default all): {', '.join(BENCHMARKS)}"
     )
-    parser.add_argument("--quick", action="store_true", help="small sizes and short durations (~6 minutes in all)")
+    parser.add_argument("--quick", action="store_true", help="small sizes and short durations")
     parser.add_argument(
         "--smoke",
         action="store_true",
