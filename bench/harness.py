@@ -177,11 +177,13 @@ class BenchDatabase:
         env.update(extra)
         return env
 
-    def app(self, **extra_env: str):
-        """A Cronwell app on this database (push its context yourself)."""
+    def app(self, kind: str = "web", **extra_env: str):
+        """A Cronwell app of this kind on this database (push its context yourself): the whole app,
+        or the scheduler's, which has the database without the web stack and is built in half the
+        time."""
         from app import create_app
 
-        return create_app({"TESTING": True}, env=self.env(**extra_env))
+        return create_app({"TESTING": True}, env=self.env(**extra_env), kind=kind)
 
     def connect(self) -> psycopg.Connection:
         return psycopg.connect(self.url, autocommit=True)

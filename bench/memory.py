@@ -111,7 +111,7 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     history_rows = min(options.rows, HISTORY_ROWS) if options.smoke else HISTORY_ROWS
     with db.connect() as conn:
         loaders.load_history(conn, history_rows, 1000, now=utcnow() - timedelta(minutes=1))
-    _create_jobs(db.app(), 4 if options.smoke else 100)
+    _create_jobs(db.app(kind="scheduler"), 4 if options.smoke else 100)  # setup: no web stack needed
     port = _free_port()
     env = db.env(WEBUI_AUTH="0", GUNICORN_WORKERS="1", GUNICORN_BIND=f"127.0.0.1:{port}", LOG_LEVEL="WARNING")
     logs = Path(tempfile.mkdtemp(prefix="cronwell_bench_memory_"))
