@@ -2,6 +2,7 @@
 
 Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, api, burst,
 retention (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
+`--smoke` runs them at the smallest sizes, seconds each (tests/bench runs every one so in the suite).
 `python -m bench peers [--help]` runs the side-by-side comparison with the peers (bench/peers/).
 """
 
@@ -34,6 +35,58 @@ BENCHMARKS = {
     "retention": "bench.retention",
 }
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
+# Sizes and durations of a full run, of --quick and of --smoke, where an option does not say.
+_FULL = {
+    "throughput_n": 3000,
+    "executor_tasks": 1000,
+    "fresh_runs": 20,
+    "fire_seconds": 30.0,
+    "fire_jobs": 200,
+    "triggers": 100,
+    "tick_sizes": "1000,10000,100000",
+    "rows": 1_000_000,
+    "hold_seconds": 30.0,
+    "rounds": 3,
+    "burst_leads": "2000,0",
+    "burst_jobs": 1000,
+    "burst_scenarios": "100,cron",
+    "burst_fork_count": 1000,
+    "retention_rows": 600_000,
+}
+DEFAULTS = {
+    "full": _FULL,
+    "quick": _FULL
+    | {
+        "throughput_n": 600,
+        "executor_tasks": 200,
+        "fresh_runs": 6,
+        "fire_seconds": 10.0,
+        "triggers": 30,
+        "tick_sizes": "1000,10000",
+        "rows": 100_000,
+        "hold_seconds": 10.0,
+        "retention_rows": 60_000,
+    },
+    # Every step once, on as little data as still goes through it: the history keeps its 300
+    # pending and running rows, the burst its 100-job scenario (with 10 jobs) at the default lead.
+    "smoke": _FULL
+    | {
+        "throughput_n": 8,
+        "executor_tasks": 4,
+        "fresh_runs": 2,
+        "fire_seconds": 1.0,
+        "fire_jobs": 4,
+        "triggers": 2,
+        "tick_sizes": "100,200",
+        "rows": 2000,
+        "hold_seconds": 1.0,
+        "rounds": 1,
+        "burst_leads": "2000",
+        "burst_scenarios": "100",
+        "burst_fork_count": 20,
+        "retention_rows": 400,
+    },
+}
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -41,7 +94,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "names", nargs="*", metavar="NAME", help=f"benchmarks to run (default all): {', '.join(BENCHMARKS)}"
     )
-    parser.add_argument("--quick", action="store_true", help="small sizes and short durations (a smoke run)")
+    parser.add_argument("--quick", action="store_true", help="small sizes and short durations")
+    parser.add_argument(
+        "--smoke",
+        action="store_true",
+        help="the smallest sizes, each step once, seconds per benchmark: it runs, its figures mean nothing"
+        " (the test suite's smoke runs; skips burst's cron-minute scenario, which waits for the next minute)",
+    )
     parser.add_argument("--throughput-n", type=int, default=None, help="pending executions per run (default 3000)")
     parser.add_argument("--no-sqlite", dest="sqlite", action="store_false", help="skip the SQLite throughput row")
     parser.add_argument("--executor-tasks", type=int, default=None, help="fork-server tasks (default 1000)")
@@ -52,7 +111,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="measured duration of the fire-time run (default 30; 60 for the one-minute figures)",
     )
-    parser.add_argument("--fire-jobs", type=int, default=200, help="interval jobs in the fire-time run")
+    parser.add_argument("--fire-jobs", type=int, default=None, help="interval jobs in the fire-time run (default 200)")
     parser.add_argument("--triggers", type=int, default=None, help="manual triggers timed (default 100)")
     parser.add_argument("--tick-sizes", default=None, help="comma-separated job counts (default 1000,10000,100000)")
     parser.add_argument(
@@ -64,22 +123,22 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=None,
         help="how long the idle transaction is held in the degradation run (default 30)",
     )
-    parser.add_argument("--rounds", type=int, default=3, help="rounds of each burst scenario (default 3)")
+    parser.add_argument("--rounds", type=int, default=None, help="rounds of each burst scenario (default 3)")
     parser.add_argument(
         "--burst-leads",
-        default="2000,0",
+        default=None,
         help="SCHEDULER_LEAD_MS values the burst scenarios run with (default 2000,0: with and without a lead)",
     )
-    parser.add_argument("--burst-jobs", type=int, default=1000, help="cron jobs in the minute burst (default 1000)")
+    parser.add_argument("--burst-jobs", type=int, default=None, help="cron jobs in the minute burst (default 1000)")
     parser.add_argument(
         "--burst-scenarios",
-        default="100,cron",
+        default=None,
         help="burst scenarios to run (default 100,cron: the 100-job burst on 4 slots and the cron minute on 8)",
     )
     parser.add_argument(
         "--burst-fork-count",
         type=int,
-        default=1000,
+        default=None,
         help="forks timed for the fork limit after each burst (default 1000)",
     )
     parser.add_argument(
@@ -97,23 +156,20 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         " the console, api and queues statistics reuse the history loaded there by an earlier run with the same"
         " --rows instead of loading it again (example: --rows 10000000 --database cronwell_bench_10m)",
     )
+    parser.add_argument(
+        "--template-db",
+        default=None,
+        metavar="NAME",
+        help="create the benchmark database as a copy of NAME (migrated to the head, nobody connected to it)"
+        " instead of migrating it (the smoke runs share one migration this way)",
+    )
     parser.add_argument("--output", type=Path, default=None, help="JSON file to write (default bench/results/...)")
     options = parser.parse_args(argv)
-    quick = options.quick
-    defaults = {
-        "throughput_n": 600 if quick else 3000,
-        "executor_tasks": 200 if quick else 1000,
-        "fresh_runs": 6 if quick else 20,
-        "fire_seconds": 10.0 if quick else 30.0,
-        "triggers": 30 if quick else 100,
-        "tick_sizes": "1000,10000" if quick else "1000,10000,100000",
-        "rows": 100_000 if quick else 1_000_000,
-        "hold_seconds": 10.0 if quick else 30.0,
-        "retention_rows": 60_000 if quick else 600_000,
-    }
-    for key, value in defaults.items():
+    size = "smoke" if options.smoke else "quick" if options.quick else "full"
+    for key, value in DEFAULTS[size].items():
         if getattr(options, key) is None:
             setattr(options, key, value)
+    options.quick = options.quick or options.smoke  # every benchmark's quick shortcuts apply too
     options.tick_sizes = [int(x) for x in str(options.tick_sizes).split(",") if x]
     options.burst_leads = [int(x) for x in str(options.burst_leads).split(",") if x]
     options.burst_scenarios = [x for x in str(options.burst_scenarios).split(",") if x]
@@ -134,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         return peers_main(argv[1:])
     options = parse_args(argv)
     started = utcnow()
-    db = BenchDatabase(name=options.database)
+    db = BenchDatabase(name=options.database, template=options.template_db)
     print(f"{'opening' if options.database else 'creating'} benchmark database {db.name} ...", flush=True)
     db.create(reuse=bool(options.database))
     results: dict = {

@@ -24,7 +24,16 @@ from pathlib import Path
 
 from app.clock import utcnow
 from bench import loaders
-from bench.harness import BenchDatabase, Figure, flask_process, run_children, stop_process, summary, wait_for
+from bench.harness import (
+    BenchDatabase,
+    Figure,
+    flask_process,
+    heartbeating,
+    run_children,
+    stop_process,
+    summary,
+    wait_for,
+)
 
 NAME = "burst"
 PERIOD = 10  # seconds between the 100-job bursts
@@ -108,12 +117,6 @@ def _sleep_until(at: datetime) -> None:
         time.sleep(min(left, 0.5))
 
 
-def _ready(db: BenchDatabase) -> bool:
-    with db.connect() as conn:
-        kinds = {row[0] for row in conn.execute("SELECT kind FROM heartbeats")}
-    return {"scheduler", "worker"} <= kinds
-
-
 def scenario(db: BenchDatabase, options, *, jobs: int, slots: int, cron: bool, lead_ms: int) -> dict:
     """One scenario: `rounds` bursts, each followed by a fork-limit measurement. The first burst
     is set once the scheduler and worker are up (their heartbeats), so start-up is not measured."""
@@ -126,7 +129,7 @@ def scenario(db: BenchDatabase, options, *, jobs: int, slots: int, cron: bool, l
     worker = flask_process(["worker", "run", "--workers", str(slots)], env, log_path=logs / "worker.log")
     rounds = []
     try:
-        wait_for(lambda: _ready(db), 120, what="the scheduler and worker to start")
+        wait_for(lambda: heartbeating(db), 120, what="the scheduler and worker to start")
         now = utcnow()
         if cron:
             first = (now + timedelta(minutes=1)).replace(second=0, microsecond=0)
@@ -208,8 +211,9 @@ def _figures(result: dict) -> list[Figure]:
 def run(db: BenchDatabase, options) -> list[Figure]:
     results = []
     scenarios = getattr(options, "burst_scenarios", ["100", "cron"])
+    hundred = 10 if options.smoke else 100  # the smoke run's burst is a tenth of it
     for lead in options.burst_leads if "100" in scenarios else []:
-        results.append(scenario(db, options, jobs=100, slots=4, cron=False, lead_ms=lead))
+        results.append(scenario(db, options, jobs=hundred, slots=4, cron=False, lead_ms=lead))
     for lead in options.burst_leads if "cron" in scenarios else []:
         results.append(scenario(db, options, jobs=options.burst_jobs, slots=8, cron=True, lead_ms=lead))
     figures = [figure for result in results for figure in _figures(result)]

@@ -7,7 +7,8 @@ waits for a line on stdin (the go signal, sent to all children at once), works, 
 JSON line with what it did. Modes:
 
 - `worker`: the real `Worker.run(burst=True)`: claim, start, fork a task process, record; the
-  figure the product is judged by.
+  figure the product is judged by. It runs on what `flask worker run` runs on (the settings, no
+  Flask: `--kind worker`, the default); `--kind web` builds its runtime from the whole app.
 - `dbpath`: limit (a): the worker's turn statement (`store.record_and_claim`: record the last
   batch, claim and start the next, one transaction) in a tight loop, no executor, no Python
   worker loop around it.
@@ -37,7 +38,9 @@ def _ready_then_go() -> float:
     return time.time()
 
 
-def _app(kind: str = "web"):
+def _app(kind: str = "scheduler"):
+    """The app the turn statement needs: the database without the web stack (the scheduler kind
+    has SQLAlchemy and the settings, and starts in half the time of the whole app)."""
     from app import create_app
 
     return create_app({"TESTING": True}, kind=kind)
@@ -58,7 +61,7 @@ def _runtime(kind: str):
     return WorkerRuntime.from_app(_app(kind))
 
 
-def run_worker(slots: int, worker_id: str, null: bool, kind: str = "web") -> dict:
+def run_worker(slots: int, worker_id: str, null: bool, kind: str = "worker") -> dict:
     from app.services.engine.worker import Worker
 
     runtime = _runtime(kind)
@@ -125,7 +128,11 @@ def MeasuredForkServer(**kwargs):  # noqa: N802 - a class, built late so the imp
 def _postgres_cpu(database) -> dict[int, float]:
     """CPU seconds (user + system) so far of each server backend connected to this database as
     this process's connections (named by PGAPPNAME, see `main`): read from /proc, so only with the
-    server on this host (else {})."""
+    server on this host (else {}); SQLite has no server ({})."""
+    from app.sql.connections import POSTGRESQL
+
+    if database.dialect != POSTGRESQL:
+        return {}
     with database.reading() as conn:
         cursor = conn.cursor()
         cursor.execute(
@@ -250,21 +257,25 @@ def run_fork(inflight: int, count: int) -> dict:
 
 
 class InstantExecutor:
-    """A ForkServer stand-in whose tasks succeed the moment they are submitted (no process)."""
+    """A ForkServer stand-in whose tasks succeed the moment they are submitted (no process). It
+    answers every call the worker makes on its executor (tests/bench keeps the two in step)."""
 
     kill_grace_seconds = 2.0
     preload = ("app.tasks.catalog",)
 
     def __init__(self) -> None:
+        from app.executor.pool_limits import PoolLimits
+
+        self.pool = PoolLimits()
         self._r, self._w = os.pipe()
         os.set_blocking(self._r, False)
         self._results = []
         self.zygote_pid = None
 
     def start(self) -> None:
-        self.zygote_pid = os.getpid()
+        self.zygote_pid = os.getpid()  # not None: the worker sees a started executor
 
-    def submit(self, request) -> None:
+    def submit(self, request, *, within: int | None = None) -> None:
         from app.executor import TaskResult
 
         now = time.time()
@@ -291,6 +302,15 @@ class InstantExecutor:
         results, self._results = self._results, []
         return results
 
+    def kill(self, execution_id: int, *, reason: str = "killed") -> None:
+        pass  # every task has already finished: its result waits for the next poll
+
+    def running(self) -> set[int]:
+        return {result.execution_id for result in self._results}
+
+    def pid_of(self, execution_id: int) -> int | None:
+        return None  # no task process
+
     def fileno(self) -> int:
         return self._r
 
@@ -306,14 +326,19 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--windows", type=float, default=5.0)
     parser.add_argument("--worker-id", default=f"bench-{os.getpid()}")
-    parser.add_argument("--kind", choices=["web", "worker"], default="web", help="the app kind (worker modes)")
+    parser.add_argument(
+        "--kind",
+        choices=["web", "worker"],
+        default="worker",
+        help="what the worker modes run on: worker (default) as `flask worker run` does, web the whole app",
+    )
     args = parser.parse_args()
     os.environ["PGAPPNAME"] = args.worker_id  # libpq names every connection: its backends' CPU is read
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     if args.mode == "worker":
         result = run_worker(args.slots, args.worker_id, null=False, kind=args.kind)
     elif args.mode == "nullworker":
-        result = run_worker(args.slots, args.worker_id, null=True)
+        result = run_worker(args.slots, args.worker_id, null=True, kind=args.kind)
     elif args.mode == "dbpath":
         result = run_dbpath(args.slots, args.worker_id)
     elif args.mode == "claimloop":

@@ -51,7 +51,7 @@ def _pages(now) -> list[str]:
     ]
 
 
-def _time_pages(app, paths: list[str]) -> dict:
+def _time_pages(app, paths: list[str], repeat: int = REPEAT) -> dict:
     found = {}
     client = app.test_client()
     for path in paths:
@@ -61,7 +61,7 @@ def _time_pages(app, paths: list[str]) -> dict:
             continue
         client.get(path)
         samples = []
-        for _ in range(REPEAT):
+        for _ in range(repeat):
             started = time.perf_counter()
             client.get(path)
             samples.append((time.perf_counter() - started) * 1000)
@@ -74,7 +74,7 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     now, load_seconds = loaded["loaded_at"], loaded["seconds"]
     app = db.app(WEBUI_AUTH="0")
     app.extensions["cronwell_cache"].backend = NeverHitBackend()
-    results = _time_pages(app, _pages(now))
+    results = _time_pages(app, _pages(now), 2 if options.smoke else REPEAT)
     figures: list[Figure] = []
     for path, stats in results.items():
         if "error" in stats:

@@ -108,7 +108,7 @@ PAGES = [
 ]
 
 
-def _time_services(app, job_id: int) -> dict:
+def _time_services(app, job_id: int, repeat: int = REPEAT) -> dict:
     from app.extensions import db
 
     found = {}
@@ -119,11 +119,11 @@ def _time_services(app, job_id: int) -> dict:
                 call()
                 db.session.remove()
 
-            found[name] = summary(timed(once, REPEAT, warmup=2))
+            found[name] = summary(timed(once, repeat, warmup=2))
     return found
 
 
-def _time_pages(app, job_id: int, execution_id: int) -> dict:
+def _time_pages(app, job_id: int, execution_id: int, repeat: int = REPEAT) -> dict:
     found = {}
     client = app.test_client()
     for template in PAGES:
@@ -134,7 +134,7 @@ def _time_pages(app, job_id: int, execution_id: int) -> dict:
             continue
         samples = []
         client.get(path)
-        for _ in range(REPEAT):
+        for _ in range(repeat):
             started = time.perf_counter()
             response = client.get(path)
             samples.append((time.perf_counter() - started) * 1000)
@@ -217,20 +217,24 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     nocache = db.app(WEBUI_AUTH="0")
     nocache.extensions["cronwell_cache"].backend = NeverHitBackend()
     shown = _summary_as_shown(nocache)
+    repeat = 2 if options.smoke else REPEAT
     results = {
         "rows": options.rows,
         "by_status": counts,
         "load_seconds": load_seconds,
         "summary_shown": shown,
-        "nocache": {"services": _time_services(nocache, job_id), "pages": _time_pages(nocache, job_id, execution_id)},
+        "nocache": {
+            "services": _time_services(nocache, job_id, repeat),
+            "pages": _time_pages(nocache, job_id, execution_id, repeat),
+        },
     }
     prefix = f"{db.name}:"
     if _redis_available():
         cached = db.app(WEBUI_AUTH="0", REDIS_URL=REDIS_URL, CACHE_KEY_PREFIX=prefix)
         try:
             results["redis"] = {
-                "services": _time_services(cached, job_id),
-                "pages": _time_pages(cached, job_id, execution_id),
+                "services": _time_services(cached, job_id, repeat),
+                "pages": _time_pages(cached, job_id, execution_id, repeat),
             }
         finally:
             _drop_redis_keys(prefix)

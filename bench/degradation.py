@@ -31,6 +31,7 @@ NAME = "degradation"
 BASELINE_SECONDS = 10.0
 AFTER_SECONDS = 15.0
 WINDOW = 5.0
+SMOKE_SECONDS = 1.0  # a smoke run's baseline, after-release phase and window alike
 
 
 def _hold(url: str, delay: float, seconds: float, timeout_setting: str | None, log: dict) -> None:
@@ -65,11 +66,12 @@ def _candidate_sql() -> str:
     )
 
 
-def _sample(url: str, until: float, samples: list, vacuum: bool) -> None:
-    """Every window: (VACUUM, like a well-tuned autovacuum would,) dead tuples, and what one claim
-    scan costs (server ms, buffers touched)."""
-    sql = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + _candidate_sql()
+def _sample(url: str, sql: str, seconds: float, samples: list, vacuum: bool, window: float = WINDOW) -> None:
+    """Every window for `seconds` from the go signal (when the thread starts): (VACUUM, like a
+    well-tuned autovacuum would,) dead tuples, and what one claim scan (`sql`) costs (server ms,
+    buffers touched)."""
     with psycopg.connect(url, autocommit=True) as conn:
+        until = time.time() + seconds
         while time.time() < until:
             if vacuum:
                 conn.execute("VACUUM executions")
@@ -84,11 +86,18 @@ def _sample(url: str, until: float, samples: list, vacuum: bool) -> None:
                     "buffers": top.get("Shared Hit Blocks", 0) + top.get("Shared Read Blocks", 0),
                 }
             )
-            time.sleep(WINDOW)
+            time.sleep(window)
 
 
-def _variant(db: BenchDatabase, hold: float, timeout_setting: str | None, vacuum: bool) -> dict:
-    total = BASELINE_SECONDS + hold + AFTER_SECONDS
+def _variant(
+    db: BenchDatabase,
+    hold: float,
+    timeout_setting: str | None,
+    vacuum: bool,
+    timeline: tuple[float, float, float] = (BASELINE_SECONDS, AFTER_SECONDS, WINDOW),
+) -> dict:
+    baseline, after, window = timeline
+    total = baseline + hold + after
     db.reset()
     with db.connect() as conn:
         job = loaders.insert_job(conn, "degradation", now=utcnow(), overlap_policy="allow")
@@ -96,21 +105,22 @@ def _variant(db: BenchDatabase, hold: float, timeout_setting: str | None, vacuum
         conn.execute("VACUUM ANALYZE executions")
     log: dict = {}
     samples: list = []
+    scan = "EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) " + _candidate_sql()  # imports the store: before the clock
     threads = [
-        threading.Thread(target=_hold, args=(db.url, BASELINE_SECONDS, hold, timeout_setting, log), daemon=True),
-        threading.Thread(target=_sample, args=(db.url, time.time() + total, samples, vacuum), daemon=True),
+        threading.Thread(target=_hold, args=(db.url, baseline, hold, timeout_setting, log), daemon=True),
+        threading.Thread(target=_sample, args=(db.url, scan, total, samples, vacuum, window), daemon=True),
     ]
     go, reports = run_children(
-        [["claimloop", "--slots", "4", "--seconds", str(total), "--windows", str(WINDOW)]],
+        [["claimloop", "--slots", "4", "--seconds", str(total), "--windows", str(window)]],
         db.env(),
         before_go=lambda: [t.start() for t in threads],
     )
     for thread in threads:
         thread.join(timeout=hold + 30)
     counts = reports[0]["counts"]
-    rates = [c / WINDOW for c in counts]
-    held_from = (log.get("held_at", go) - go) / WINDOW
-    held_to = (log.get("released_at", go) - go) / WINDOW
+    rates = [c / window for c in counts]
+    held_from = (log.get("held_at", go) - go) / window
+    held_to = (log.get("released_at", go) - go) / window
     phases = ["before" if i + 1 <= held_from else "held" if i < held_to else "after" for i in range(len(rates))]
     return {
         "rates": rates,
@@ -123,10 +133,18 @@ def _variant(db: BenchDatabase, hold: float, timeout_setting: str | None, vacuum
 
 def run(db: BenchDatabase, options) -> list[Figure]:
     hold = options.hold_seconds
+    settings = {
+        "no vacuum": (None, False),
+        "VACUUM every 5 s": (None, True),
+        "VACUUM every 5 s + idle_in_transaction_session_timeout=5s": ("5s", True),
+    }
+    timeline = (BASELINE_SECONDS, AFTER_SECONDS, WINDOW)
+    if options.smoke:  # the last variant goes through every step (the VACUUM and the server's timeout)
+        settings = dict(list(settings.items())[-1:])
+        timeline = (SMOKE_SECONDS, SMOKE_SECONDS, SMOKE_SECONDS)
     variants = {
-        "no vacuum": _variant(db, hold, None, vacuum=False),
-        "VACUUM every 5 s": _variant(db, hold, None, vacuum=True),
-        "VACUUM every 5 s + idle_in_transaction_session_timeout=5s": _variant(db, hold, "5s", vacuum=True),
+        label: _variant(db, hold, timeout_setting, vacuum, timeline)
+        for label, (timeout_setting, vacuum) in settings.items()
     }
     figures: list[Figure] = []
     for label, result in variants.items():

@@ -43,6 +43,7 @@ from bench.harness import (
     Figure,
     children_of,
     flask_process,
+    heartbeating,
     proc_status,
     stop_process,
     summary,
@@ -139,7 +140,7 @@ def _lateness(db: BenchDatabase, since: datetime, until: datetime) -> dict:
     }
 
 
-def _triggers(app, db: BenchDatabase, count: int) -> dict:
+def _triggers(app, db: BenchDatabase, count: int, *, drain_seconds: float = 1.5) -> dict:
     """Trigger an allow-overlap job `count` times with the worker idle; ms from now to started_at."""
     from app.extensions import db as sa_db
     from app.services.use_cases.jobs import create_job, trigger_job
@@ -162,7 +163,7 @@ def _triggers(app, db: BenchDatabase, count: int) -> dict:
             now=_utcnow(),
             actor="bench",
         )
-        time.sleep(1.5)  # let the in-flight interval work drain
+        time.sleep(drain_seconds)  # let the in-flight interval work drain
         for _ in range(count):
             ids.append(trigger_job(job.id, now=_utcnow(), actor="bench").id)
             sa_db.session.remove()
@@ -186,6 +187,7 @@ def _all_started(db: BenchDatabase, ids: list[int]) -> bool:
 def measure_layout(
     db: BenchDatabase,
     options,
+    app,
     layout: str,
     *,
     jobs: int,
@@ -194,7 +196,6 @@ def measure_layout(
     notify: bool = True,
 ) -> dict:
     db.reset()
-    app = db.app()
     first_fire = _create_jobs(app, jobs, layout, _utcnow(), periods)
     env = db.env()
     if not notify:
@@ -202,10 +203,13 @@ def measure_layout(
     logs = Path(tempfile.mkdtemp(prefix=f"cronwell_bench_fire_{layout}_"))
     scheduler = flask_process(["scheduler", "run"], env, log_path=logs / "scheduler.log")
     worker = flask_process(["worker", "run"], env, log_path=logs / "worker.log")
-    began = _utcnow()
     memory: dict = {}
     try:
-        since = max(began + timedelta(seconds=WARMUP_SECONDS), first_fire)
+        # The warm-up counts from when both are up: on a busy machine starting them takes seconds.
+        wait_for(lambda: heartbeating(db), 120, what="the scheduler and worker to start")
+        began = _utcnow()
+        warmup = 1.0 if options.smoke else WARMUP_SECONDS
+        since = max(began + timedelta(seconds=warmup), first_fire)
         until = since + timedelta(seconds=options.fire_seconds)
         while _utcnow() < until + timedelta(seconds=1):
             time.sleep(0.5)
@@ -224,7 +228,7 @@ def measure_layout(
             "memory": memory,
         }
         if with_triggers:
-            result["trigger"] = _triggers(app, db, options.triggers)
+            result["trigger"] = _triggers(app, db, options.triggers, drain_seconds=0.2 if options.smoke else 1.5)
     finally:
         stop_process(worker)
         stop_process(scheduler)
@@ -232,24 +236,26 @@ def measure_layout(
 
 
 def run(db: BenchDatabase, options) -> list[Figure]:
-    floor = notify_floor(db.url)
+    floor = notify_floor(db.url, samples=10 if options.smoke else 200)
     jobs = options.fire_jobs
+    light = jobs if options.smoke else 100  # the lighter load
+    with_triggers = f"{jobs} jobs 1-5 s, aligned"
+    polled = f"{light} jobs every 2 s, aligned, NOTIFY off"
+    layouts = {
+        with_triggers: {"layout": "aligned", "jobs": jobs, "periods": (1, 2, 3, 4, 5), "with_triggers": True},
+        f"{jobs} jobs 1-5 s, spread": {"layout": "spread", "jobs": jobs, "periods": (1, 2, 3, 4, 5)},
+        f"{light} jobs every 2 s, aligned": {"layout": "aligned", "jobs": light, "periods": (2,)},
+        f"{light} jobs every 2 s, spread": {"layout": "spread", "jobs": light, "periods": (2,)},
+        polled: {"layout": "aligned", "jobs": light, "periods": (2,), "with_triggers": True, "notify": False},
+    }
+    if options.smoke:  # each step once: both layouts, NOTIFY on and off, triggers with each
+        spread_polled = {**layouts[polled], "layout": "spread"}
+        polled = f"{light} jobs every 2 s, spread, NOTIFY off"
+        layouts = {with_triggers: layouts[with_triggers], polled: spread_polled}
+    app = db.app()  # one for every layout: building it costs seconds of CPU
     runs = {
-        f"{jobs} jobs 1-5 s, aligned": measure_layout(
-            db, options, "aligned", jobs=jobs, periods=(1, 2, 3, 4, 5), with_triggers=True
-        ),
-        f"{jobs} jobs 1-5 s, spread": measure_layout(
-            db, options, "spread", jobs=jobs, periods=(1, 2, 3, 4, 5), with_triggers=False
-        ),
-        "100 jobs every 2 s, aligned": measure_layout(
-            db, options, "aligned", jobs=100, periods=(2,), with_triggers=False
-        ),
-        "100 jobs every 2 s, spread": measure_layout(
-            db, options, "spread", jobs=100, periods=(2,), with_triggers=False
-        ),
-        "100 jobs every 2 s, aligned, NOTIFY off": measure_layout(
-            db, options, "aligned", jobs=100, periods=(2,), with_triggers=True, notify=False
-        ),
+        label: measure_layout(db, options, app, **{"with_triggers": False, **layout})
+        for label, layout in layouts.items()
     }
     figures: list[Figure] = []
     for layout, result in runs.items():
@@ -270,7 +276,7 @@ def run(db: BenchDatabase, options) -> list[Figure]:
             ),
             Figure(NAME, f"lateness max, {layout}", total["max"], "ms", "NOTIFY delivery max", floor["max"]),
         ]
-    trig = runs[f"{jobs} jobs 1-5 s, aligned"]["trigger"]
+    trig = runs[with_triggers]["trigger"]
     figures += [
         Figure(
             NAME,
@@ -283,18 +289,18 @@ def run(db: BenchDatabase, options) -> list[Figure]:
         ).judge("<= 10"),
         Figure(NAME, "manual trigger -> start p99", trig["p99"], "ms", "NOTIFY delivery p99", floor["p99"]),
     ]
-    polled = runs["100 jobs every 2 s, aligned, NOTIFY off"]["trigger"]
+    polling = runs[polled]["trigger"]
     figures += [
         Figure(
             NAME,
             "manual trigger -> start p50, NOTIFY off",
-            polled["p50"],
+            polling["p50"],
             "ms",
             "with NOTIFY p50",
             trig["p50"],
-            note=f"{polled['n']} triggers; LISTEN_NOTIFY=0: the worker finds work by polling (WORKER_POLL_SECONDS)",
+            note=f"{polling['n']} triggers; LISTEN_NOTIFY=0: the worker finds work by polling (WORKER_POLL_SECONDS)",
         ),
-        Figure(NAME, "manual trigger -> start p99, NOTIFY off", polled["p99"], "ms", "with NOTIFY p99", trig["p99"]),
+        Figure(NAME, "manual trigger -> start p99, NOTIFY off", polling["p99"], "ms", "with NOTIFY p99", trig["p99"]),
     ]
     figures[0].extra = {"notify_floor": floor, "runs": runs}
     return figures

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -110,13 +112,18 @@ def timed(fn: Callable[[], Any], repeat: int, warmup: int = 1) -> list[float]:
 
 
 class BenchDatabase:
-    """A dedicated, migrated PostgreSQL database for one run of the suite."""
+    """A dedicated, migrated PostgreSQL database for one run of the suite.
 
-    def __init__(self, admin_url: str = PG_ADMIN_URL, name: str | None = None) -> None:
+    With `template` (a database already migrated to the head, which nobody is connected to) it is
+    created as a copy of that one instead of being migrated: what the test suite's smoke runs do,
+    so that a dozen runs pay for one migration."""
+
+    def __init__(self, admin_url: str = PG_ADMIN_URL, name: str | None = None, template: str | None = None) -> None:
         self.admin_url = admin_url
         self.name = name or f"cronwell_bench_{os.getpid()}"
         self.url = admin_url.rsplit("/", 1)[0] + f"/{self.name}"
-        self.instance_dir = Path("/tmp") / f"{self.name}_instance"
+        self.template = template
+        self.instance_dir = Path(tempfile.gettempdir()) / f"{self.name}_instance"
         self.created = False
 
     def create(self, *, reuse: bool = False) -> BenchDatabase:
@@ -126,9 +133,12 @@ class BenchDatabase:
             exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.name,)).fetchone()
             if not (reuse and exists):
                 conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
-                conn.execute(f'CREATE DATABASE "{self.name}"')
+                template = f' TEMPLATE "{self.template}"' if self.template else ""
+                conn.execute(f'CREATE DATABASE "{self.name}"{template}')
         self.created = True
         self.instance_dir.mkdir(parents=True, exist_ok=True)
+        if self.template and not (reuse and exists):
+            return self  # a copy of a migrated database
         result = subprocess.run(
             [str(VENV_BIN / "flask"), "db", "upgrade"],
             cwd=PROJECT_ROOT,
@@ -146,6 +156,7 @@ class BenchDatabase:
             return
         with psycopg.connect(self.admin_url, autocommit=True, connect_timeout=5) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+        shutil.rmtree(self.instance_dir, ignore_errors=True)
         self.created = False
 
     def env(self, **extra: str) -> dict:
@@ -166,11 +177,13 @@ class BenchDatabase:
         env.update(extra)
         return env
 
-    def app(self, **extra_env: str):
-        """A Cronwell app on this database (push its context yourself)."""
+    def app(self, kind: str = "web", **extra_env: str):
+        """A Cronwell app of this kind on this database (push its context yourself): the whole app,
+        or the scheduler's, which has the database without the web stack and is built in half the
+        time."""
         from app import create_app
 
-        return create_app({"TESTING": True}, env=self.env(**extra_env))
+        return create_app({"TESTING": True}, env=self.env(**extra_env), kind=kind)
 
     def connect(self) -> psycopg.Connection:
         return psycopg.connect(self.url, autocommit=True)
@@ -290,6 +303,13 @@ def children_of(pid: int) -> list[int]:
         return [int(c) for c in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
     except OSError:
         return []
+
+
+def heartbeating(db: BenchDatabase, kinds: Sequence[str] = ("scheduler", "worker")) -> bool:
+    """Whether a process of each kind has written its heartbeat: started and talking to `db`."""
+    with db.connect() as conn:
+        found = {row[0] for row in conn.execute("SELECT kind FROM heartbeats")}
+    return set(kinds) <= found
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float, interval: float = 0.1, what: str = "condition") -> None:

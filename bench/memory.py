@@ -70,13 +70,13 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
-def _create_jobs(app) -> None:
+def _create_jobs(app, count: int = 100) -> None:
     from app.extensions import db
     from app.services.use_cases.jobs import create_job
 
     now = utcnow()
     with app.app_context():
-        for i in range(100):
+        for i in range(count):
             create_job(
                 {
                     "name": f"mem-{i}",
@@ -108,9 +108,10 @@ def _create_jobs(app) -> None:
 
 def run(db: BenchDatabase, options) -> list[Figure]:
     db.reset()
+    history_rows = min(options.rows, HISTORY_ROWS) if options.smoke else HISTORY_ROWS
     with db.connect() as conn:
-        loaders.load_history(conn, HISTORY_ROWS, 1000, now=utcnow() - timedelta(minutes=1))
-    _create_jobs(db.app())
+        loaders.load_history(conn, history_rows, 1000, now=utcnow() - timedelta(minutes=1))
+    _create_jobs(db.app(kind="scheduler"), 4 if options.smoke else 100)  # setup: no web stack needed
     port = _free_port()
     env = db.env(WEBUI_AUTH="0", GUNICORN_WORKERS="1", GUNICORN_BIND=f"127.0.0.1:{port}", LOG_LEVEL="WARNING")
     logs = Path(tempfile.mkdtemp(prefix="cronwell_bench_memory_"))
@@ -126,11 +127,13 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     )
     tasks: dict[int, dict] = {}
     peaks: dict = {}
-    requests = 0
+    requests = pages_requested = 0
     try:
         wait_for(lambda: _get(port, "/healthz") == 200, 30, what="gunicorn to answer")
-        deadline = time.monotonic() + (8.0 if options.quick else 20.0)
-        while time.monotonic() < deadline:
+        sampling = 2.0 if options.smoke else 8.0 if options.quick else 20.0
+        began = time.monotonic()
+        # A smoke run samples on until it has seen a task process (30 s at most on a busy machine).
+        while time.monotonic() - began < (sampling if tasks or not options.smoke else 30.0):
             for zygote in children_of(worker.pid):
                 for pid in children_of(zygote):
                     facts = proc_status(pid)
@@ -140,6 +143,7 @@ def run(db: BenchDatabase, options) -> list[Figure]:
             if requests % 5 == 0:
                 for path in PAGES:
                     _get(port, path)
+                pages_requested += len(PAGES)
             requests += 1
             time.sleep(0.05)
         zygotes = children_of(worker.pid)
@@ -201,7 +205,7 @@ def run(db: BenchDatabase, options) -> list[Figure]:
             "MB",
             "worker parent",
             peaks["worker_parent"].get("VmHWM"),
-            note=f"gunicorn gthread worker after {requests // 5 * len(PAGES)} page requests at {HISTORY_ROWS:,} rows",
+            note=f"gunicorn gthread worker after {pages_requested} page requests at {history_rows:,} rows",
         ),
     ]
     figures[0].extra = {"peaks": peaks, "tasks_sampled": len(tasks), "logs": str(logs)}

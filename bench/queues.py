@@ -52,6 +52,7 @@ def _stats(db: BenchDatabase, options) -> tuple[list[Figure], dict]:
     # (`--database`) they read it as at its loading, so that the windows hold as many rows.
     at = loaded["loaded_at"]
     app = db.app()
+    repeat = 3 if options.smoke else REPEAT
     from app import metrics
     from app.extensions import db as sa_db
     from app.models import Queue
@@ -73,10 +74,10 @@ def _stats(db: BenchDatabase, options) -> tuple[list[Figure], dict]:
         stats = queue_stats(at)  # untimed: what the figures say, for the JSON
         sa_db.session.remove()
         timings = {
-            "queue_stats, every queue": summary(timed(fresh(lambda: queue_stats(at)), REPEAT)),
-            "queue_stats, one queue": summary(timed(fresh(one_queue), REPEAT)),
+            "queue_stats, every queue": summary(timed(fresh(lambda: queue_stats(at)), repeat)),
+            "queue_stats, one queue": summary(timed(fresh(one_queue), repeat)),
             "metrics snapshot (gauges + per queue)": summary(
-                timed(lambda: metrics.read_snapshot(sa_db.engine, at), REPEAT)
+                timed(lambda: metrics.read_snapshot(sa_db.engine, at), repeat)
             ),
         }
     totals = {

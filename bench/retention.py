@@ -80,6 +80,7 @@ def _prepare_history(db: BenchDatabase, doomed_rows: int):
                       e.started_at, e.finished_at, e.exit_code, e.output, e.error
                FROM executions AS e
                WHERE e.id BETWEEN %(first)s AND %(first)s + %(n)s AND e.attempts > 0 AND e.started_at IS NOT NULL
+                 AND e.finished_at IS NOT NULL  -- a short history reaches its running rows: not history yet
                  AND NOT EXISTS (SELECT 1 FROM attempts AS a WHERE a.execution_id = e.id)""",
             {"first": first_id, "n": doomed_rows + 10_000},
         )
@@ -175,11 +176,11 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     # Short phases and many rounds: the claim rate drifts over a run (dead entries gather at the
     # head of the claimable index; other load comes and goes), so each round's neighbours compare.
     rounds = 1 if options.quick else 3 * options.rounds
-    seconds = 3.0 if options.quick else SECONDS
+    seconds = 0.5 if options.smoke else 3.0 if options.quick else SECONDS
     per_phase = options.retention_rows // (2 * rounds)
     loaded = loaders.history_for(db, options, JOBS, now=utcnow())
     plans = _plans(db)
-    _prepare_claims(db, CLAIM_ROWS // 4 if options.quick else CLAIM_ROWS)
+    _prepare_claims(db, 500 if options.smoke else CLAIM_ROWS // 4 if options.quick else CLAIM_ROWS)
     paces = _paces()
     alone: list[dict] = []
     together: dict[str, list[dict]] = {name: [] for name in paces}
@@ -189,7 +190,8 @@ def run(db: BenchDatabase, options) -> list[Figure]:
     try:
         # Discarded: right after the VACUUM the claimable index is clean and the first phase
         # claimed 3x what any later one did (the bench server runs without autovacuum).
-        _claims(db, seconds)
+        if not options.smoke:
+            _claims(db, seconds)
         for number in range(rounds):
             for phase in phases[number % 3 :] + phases[: number % 3]:
                 if phase == "alone":

@@ -64,6 +64,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--redis-db", type=int, default=13, help="Redis database number for rq and Celery (default 13)")
     parser.add_argument("--venv", type=Path, default=VENV_DIR, help=f"peer virtual environment (default {VENV_DIR})")
     parser.add_argument("--skip-install", action="store_true", help="use the peer environment as it is")
+    parser.add_argument(
+        "--template-db",
+        default=None,
+        metavar="NAME",
+        help="create Cronwell's database as a copy of NAME (migrated to the head) instead of migrating it",
+    )
     parser.add_argument("--output", type=Path, default=None, help="JSON file to write (default bench/results/...)")
     options = parser.parse_args(argv)
     systems = [s.strip() for s in options.systems.split(",") if s.strip()]
@@ -180,13 +186,17 @@ def main(argv: list[str] | None = None) -> int:
     _require_loopback(PG_ADMIN_URL, "PostgreSQL")
     _require_loopback(REDIS_URL, "Redis")
     signal.signal(signal.SIGTERM, _interrupt)
-    peer_python = ensure_venv(options.venv, options.skip_install)
+    # Cronwell's side alone (`--systems cronwell,cronwell-pool,fork`) needs neither the peer
+    # environment nor Redis: the test suite's smoke run never reaches for the network.
+    peers = [name for name in options.systems if name in PEERS]
+    peer_python = ensure_venv(options.venv, options.skip_install) if peers else Path(sys.executable)
+    on_redis = any(name in ("rq", "celery") for name in peers)
     started = utcnow()
     pid = os.getpid()
     base = PG_ADMIN_URL.rsplit("/", 1)[0]
     redis_url = REDIS_URL.rsplit("/", 1)[0] + f"/{options.redis_db}"
     log_dir = Path(tempfile.mkdtemp(prefix=f"cronwell_peers_{pid}_"))
-    cronwell_db = BenchDatabase(name=f"cronwell_peers_{pid}")
+    cronwell_db = BenchDatabase(name=f"cronwell_peers_{pid}", template=options.template_db)
     ctx = Context(
         count=options.peers_n,
         peer_python=peer_python,
@@ -211,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"creating {cronwell_db.name} (migrated) ...", flush=True)
         cronwell_db.create()
         result["postgres"] = server_facts(cronwell_db.url)
-        _flush(redis_url)
+        if on_redis:
+            _flush(redis_url)
         for round_no in range(options.rounds):
             order = (
                 options.systems[round_no % len(options.systems) :] + options.systems[: round_no % len(options.systems)]
@@ -238,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
         failed = True
     finally:
         measure.stop_all()
-        cleanup_errors = _cleanup(ctx)
+        cleanup_errors = _cleanup(ctx, redis=on_redis)
     result["finished_at"] = utcnow().isoformat()
     result["loadavg_at_end"] = os.getloadavg()
     result["summary"] = summarise(result)
@@ -258,7 +269,7 @@ def _flush(redis_url: str) -> None:
     Redis.from_url(redis_url).flushdb()
 
 
-def _cleanup(ctx) -> list[str]:
+def _cleanup(ctx, *, redis: bool) -> list[str]:
     import psycopg
 
     errors = []
@@ -272,8 +283,9 @@ def _cleanup(ctx) -> list[str]:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
     except Exception as exc:  # noqa: BLE001
         errors.append(f"dropping {name}: {exc}")
-    try:
-        _flush(ctx.redis_url)
-    except Exception as exc:  # noqa: BLE001
-        errors.append(f"flushing {ctx.redis_url}: {exc}")
+    if redis:
+        try:
+            _flush(ctx.redis_url)
+        except Exception as exc:  # noqa: BLE001
+            errors.append(f"flushing {ctx.redis_url}: {exc}")
     return errors
