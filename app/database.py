@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
+from typing import Any
 
 from flask import Flask
 from sqlalchemy import Engine, event
@@ -140,7 +141,7 @@ def single_statement_on(conn: Connection) -> Iterator[Connection]:
         conn.dialect.set_isolation_level(dbapi_connection, conn.default_isolation_level)
 
 
-def begin_write(session: Session) -> Connection:
+def begin_write(session: Session | scoped_session[Any]) -> Connection:
     """Make the session's current transaction a write transaction and return its connection.
 
     On SQLite an open read transaction is ended first (it holds no changes at this point in a

@@ -1,6 +1,7 @@
 """Extension singletons, bound to an app in create_app via init_app."""
 
 import threading
+from typing import TYPE_CHECKING
 
 from flask_sqlalchemy import SQLAlchemy
 from sqlalchemy import MetaData
@@ -25,6 +26,22 @@ MIGRATIONS_DIR = BASE_DIR / "migrations"
 SCHEMA_HEAD = "0017"
 
 db = SQLAlchemy(metadata=MetaData(naming_convention=NAMING_CONVENTION))
+
+if TYPE_CHECKING:
+    from typing import ClassVar
+
+    from flask_sqlalchemy.model import Model as _FlaskModel
+    from sqlalchemy import Table
+    from sqlalchemy.orm import DeclarativeBase
+
+    class Model(_FlaskModel, DeclarativeBase):
+        """What `db.Model` is, for the type checker, which cannot take a base class from an
+        attribute: a declarative base with Flask-SQLAlchemy's model mixin (each model maps a Table)."""
+
+        __table__: ClassVar[Table]
+
+else:
+    Model = db.Model  # the models' base class
 
 
 def _login_manager():

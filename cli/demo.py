@@ -177,7 +177,7 @@ def single_fire() -> None:
         due = {(job.id, at) for job in made for at in _occurrences(job, until=now)}
         click.echo(f"  {len(made)} jobs, {len(due)} occurrences due")
 
-        app = current_app._get_current_object()
+        app = current_app._get_current_object()  # type: ignore[attr-defined]  # a proxy, typed as the app it stands for
 
         def scheduler_tick(n: int) -> TickReport:
             scheduler = Scheduler(app, scheduler_id=f"{prefix}-scheduler-{n}")
@@ -255,7 +255,7 @@ def _race(count: int, run: Callable[[int], T]) -> list[T]:
     Each thread has its own app context, so its own session and database connection: on
     PostgreSQL they really contend for the same rows. An exception in one is raised here.
     """
-    app = current_app._get_current_object()
+    app = current_app._get_current_object()  # type: ignore[attr-defined]  # a proxy, typed as the app it stands for
     gate = threading.Barrier(count)
 
     def contender(n: int) -> T:
@@ -317,7 +317,7 @@ def misfire() -> None:
             f"{at:%Y-%m-%d %H:%M}Z (an injected clock): occurrences at -4m30s, -3m30s, -2m30s, -1m30s, "
             "-30s; the first four are late."
         )
-        scheduler = Scheduler(current_app._get_current_object(), scheduler_id=f"{prefix}-scheduler", clock=lambda: at)
+        scheduler = Scheduler(current_app._get_current_object(), scheduler_id=f"{prefix}-scheduler", clock=lambda: at)  # type: ignore[attr-defined]  # a proxy, typed as the app it stands for
         report = TickReport()
         scheduler.schedule_due_jobs(at, report)
         expect(report.due == 3, f"the scheduler pass found {report.due} due jobs instead of the demo's 3")
@@ -391,7 +391,7 @@ def timeout() -> None:
             f"triggered execution {execution.id}, run by a worker with a fork-server on queue '{QUEUE}'."
         )
         started = time.monotonic()
-        Worker(current_app._get_current_object(), worker_id=f"{prefix}-worker", slots=1, queues=[QUEUE]).run(burst=True)
+        Worker(current_app._get_current_object(), worker_id=f"{prefix}-worker", slots=1, queues=[QUEUE]).run(burst=True)  # type: ignore[attr-defined]  # a proxy, typed as the app it stands for
         [row] = _wait_until_settled([job.id], within=60)
         attempts = _attempts_of(row.id)
         expect(row.status == "timed_out", f"execution ended {row.status}, expected timed_out")

@@ -40,7 +40,7 @@ def run_scheduler(
 
     refuse_insecure("scheduler")
     sync_clock_at_start(current_app.extensions["sqlalchemy"].engine)
-    scheduler = Scheduler(current_app._get_current_object(), scheduler_id=scheduler_id)
+    scheduler = Scheduler(current_app._get_current_object(), scheduler_id=scheduler_id)  # type: ignore[attr-defined]  # a proxy, typed as the app it stands for
     status = Status("scheduler", scheduler.id, as_log=False) if once else Status.for_app("scheduler", scheduler.id)
     serve_metrics("scheduler", metrics_port, metrics_host, status)
     if once:

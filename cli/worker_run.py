@@ -8,6 +8,8 @@ parent's peak is the exec'd program's (docs/adr/0012-worker-parent-on-dbapi.md).
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 from flask import current_app
 from flask.cli import AppGroup
@@ -59,13 +61,16 @@ def run_worker(
 
     refuse_insecure("worker")
     names = _queues(queues)
-    options = dict(once=once, worker_id=worker_id, metrics_port=metrics_port, metrics_host=metrics_host)
+    options: dict[str, Any] = dict(once=once, worker_id=worker_id, metrics_port=metrics_port, metrics_host=metrics_host)
     if _settings_from_environment(current_app.config):
         # The same worker without SQLAlchemy and Flask in its memory, in this same process (pid,
         # signals and supervisor unchanged): docs/adr/0012-worker-parent-on-dbapi.md.
         _exec(worker_process.command_line(slots=slots, queues=",".join(names) if names else None, **options))
     code = worker_process.serve(
-        WorkerRuntime.from_app(current_app._get_current_object()), slots=slots, queues=names, **options
+        WorkerRuntime.from_app(current_app._get_current_object()),  # type: ignore[attr-defined]  # a proxy, typed as the app it stands for
+        slots=slots,
+        queues=names,
+        **options,
     )
     if code:
         raise click.exceptions.Exit(code)

@@ -5,6 +5,8 @@ Resolving from the dashboard's alerts panel is an HTMX POST; it answers with the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from flask import Blueprint, flash, redirect, render_template, request, url_for
 
 from app.alerts.forms import ResolveAlertsForm
@@ -53,7 +55,7 @@ def resolve_one(alert_id: int):
     return _resolve([alert_id])
 
 
-def _resolve(ids: list[int], missing: list[str] = ()):
+def _resolve(ids: list[int], missing: Sequence[str] = ()):
     try:
         if missing:  # beyond the id column: refused like any unknown id, and nothing is resolved
             raise NotFound(f"alert {', '.join(missing)} does not exist")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http
 import importlib
+from typing import Any
 
 from flask import Blueprint, Flask, render_template
 from flask_smorest import Api
@@ -92,7 +93,7 @@ class CronwellApi(Api):
 
     def _register_responses(self):
         for status in http.HTTPStatus:
-            response = {"description": ERROR_DESCRIPTIONS.get(status, status.phrase)}
+            response: dict[str, Any] = {"description": ERROR_DESCRIPTIONS.get(status, status.phrase)}
             if not (100 <= status < 200) and status not in (204, 304):
                 response["schema"] = self.ERROR_SCHEMA
                 if status >= 400:

@@ -13,6 +13,8 @@ defaults come from the job definition itself (`job_example`).
 
 from __future__ import annotations
 
+from typing import Any
+
 from marshmallow.utils import missing
 
 NOW = "2026-06-01T02:00:00Z"
@@ -218,7 +220,7 @@ SCHEDULE_PREVIEW_ANSWER = {
     "timezone": "Europe/Paris",
     "notes": ["DST gap: 02:30 does not exist, runs at 03:00"],
 }
-EXPLAIN = {
+EXPLAIN: dict[str, Any] = {
     "job": {"id": 12, "name": "nightly report", "enabled": True, "timezone": "Europe/Paris"},
     "now": NOW,
     "at": "2026-05-31T00:00:00Z",

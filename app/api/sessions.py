@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 from uuid import uuid4
 
 from flask import current_app
@@ -17,7 +18,7 @@ from app.clock import utcnow
 from app.services.use_cases import auth
 
 blp = Blueprint("api_auth", __name__, url_prefix="/api/v1/auth", description="Sign in and out (JWT).")
-PUBLIC = {"security": []}
+PUBLIC: dict[str, list[Any]] = {"security": []}
 
 
 def _lifetime_seconds() -> int:

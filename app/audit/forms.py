@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from wtforms import Form, SelectChoice, SelectField, StringField
+from wtforms import Form, SelectChoice, SelectField, StringField  # type: ignore[attr-defined]  # new in WTForms 3.3; types-WTForms describes 3.2
 
 
 class AuditFilterForm(Form):

@@ -11,6 +11,7 @@ refuses the whole batch, naming the items at fault. Errors stay keyed by field.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -27,12 +28,12 @@ MAX_DELAY = timedelta(days=3650)
 ITEM_ERRORS_SHOWN = 5  # a refused batch names at most this many bad items
 
 
-def merged_config(job_config: dict | None, override: dict | None) -> dict:
+def merged_config(job_config: dict[str, Any] | None, override: dict[str, Any] | None) -> dict[str, Any]:
     """What a run's task gets: the job's config with the override's top-level keys over it."""
     return {**(job_config or {}), **(override or {})}
 
 
-def check_override(task: str, job_config: dict | None, override: dict | None) -> None:
+def check_override(task: str, job_config: dict[str, Any] | None, override: dict[str, Any] | None) -> None:
     """Refuse an override whose merged config does not fit the task (TaskConfigError)."""
     validate_config(task, merged_config(job_config, override))
 
@@ -66,12 +67,12 @@ class RunSchema(Schema):
         metadata=shown("Run at", "Start at this instant (ISO 8601; no offset means UTC).", metavar="ISO"),
     )
 
-    def __init__(self, *, now: datetime, task: str, job_config: dict | None, **kwargs: Any) -> None:
+    def __init__(self, *, now: datetime, task: str, job_config: dict[str, Any] | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.now, self.task, self.job_config = now, task, job_config
 
     @validates_schema
-    def _check(self, data: dict, **kwargs: Any) -> None:
+    def _check(self, data: dict[str, Any], **kwargs: Any) -> None:
         errors: dict[str, str] = {}
         if data.get("run_in") and data.get("run_at"):
             errors["at"] = "give a delay (in) or an instant (at), not both"
@@ -100,7 +101,7 @@ class RunSchema(Schema):
             raise ValidationError(errors)
 
     @post_load
-    def _resolve(self, data: dict, **kwargs: Any) -> dict:
+    def _resolve(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """{"available_at": when it may start (None: now), "config_override": dict or None}. An
         instant in the past means now."""
         available_at = None
@@ -111,13 +112,15 @@ class RunSchema(Schema):
         return {"available_at": available_at, "config_override": data.get("config_override") or None}
 
 
-class ItemList(fields.Field):
+class ItemList(fields.Field[list[dict[str, Any]]]):
     """A JSON list of JSON objects, given as a list or as JSON text."""
 
     kind = "json"
     default_error_messages = {"required": "is required"}
 
-    def _deserialize(self, value, attr, data, **kwargs) -> list[dict]:
+    def _deserialize(
+        self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any
+    ) -> list[dict[str, Any]]:
         if isinstance(value, bytes | str):
             text = value.decode("utf-8", "replace") if isinstance(value, bytes) else value
             if not text.strip():
@@ -163,12 +166,12 @@ class BatchSchema(Schema):
         metadata=shown("On complete: task config (JSON object)", "The on-complete task's config.", metavar="JSON"),
     )
 
-    def __init__(self, *, task: str, job_config: dict | None, **kwargs: Any) -> None:
+    def __init__(self, *, task: str, job_config: dict[str, Any] | None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.task, self.job_config = task, job_config
 
     @validates_schema(skip_on_field_errors=False)
-    def _check(self, data: dict, **kwargs: Any) -> None:
+    def _check(self, data: dict[str, Any], **kwargs: Any) -> None:
         errors: dict[str, str] = {}
         bad: list[str] = []
         count = 0
@@ -192,7 +195,7 @@ class BatchSchema(Schema):
             raise ValidationError(errors)
 
 
-def _item_problem(task: str, job_config: dict | None, item: Any) -> str | None:
+def _item_problem(task: str, job_config: dict[str, Any] | None, item: Any) -> str | None:
     if not isinstance(item, dict):
         return f"must be a JSON object, got {type(item).__name__}"
     try:
@@ -205,15 +208,17 @@ def _item_problem(task: str, job_config: dict | None, item: Any) -> str | None:
     return None
 
 
-def load_run(data: dict, *, now: datetime, task: str, job_config: dict | None) -> dict:
+def load_run(data: dict[str, Any], *, now: datetime, task: str, job_config: dict[str, Any] | None) -> dict[str, Any]:
     """An ad-hoc run's {"available_at", "config_override"}; raises marshmallow's ValidationError."""
-    return RunSchema(now=now, task=task, job_config=job_config).load(
+    loaded: dict[str, Any] = RunSchema(now=now, task=task, job_config=job_config).load(
         {key: value for key, value in data.items() if value is not None and value != ""}
     )
+    return loaded
 
 
-def load_batch(data: dict, *, task: str, job_config: dict | None) -> dict:
+def load_batch(data: dict[str, Any], *, task: str, job_config: dict[str, Any] | None) -> dict[str, Any]:
     """A batch's {"items", "on_complete", "on_complete_config"}; raises marshmallow's ValidationError."""
-    return BatchSchema(task=task, job_config=job_config).load(
+    loaded: dict[str, Any] = BatchSchema(task=task, job_config=job_config).load(
         {key: value for key, value in data.items() if value is not None}
     )
+    return loaded

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import json
 import unicodedata
+from collections.abc import Mapping
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import Any, cast
 
 from marshmallow import ValidationError, fields, validate
 
@@ -40,7 +41,9 @@ ADAPTER_KEYS = frozenset(
 )
 
 
-def shown(label: str, description: str, *, cli: bool | str = True, form: bool = True, **adapters: Any) -> dict:
+def shown(
+    label: str, description: str, *, cli: bool | str = True, form: bool = True, **adapters: Any
+) -> dict[str, Any]:
     """The metadata of a field: its label and help, and which adapters show it and how."""
     unknown = set(adapters) - ADAPTER_KEYS
     if unknown:
@@ -62,7 +65,7 @@ class TextLength(validate.Length):
         if min == 1:
             self.message_min = "must not be empty"
 
-    def __call__(self, value):
+    def __call__(self, value: Any) -> Any:
         # One message per bound (marshmallow's Length says "between" for both when both are set).
         if self.min is not None and len(value) < self.min:
             raise ValidationError(self._format_error(value, self.message_min))
@@ -70,7 +73,7 @@ class TextLength(validate.Length):
             raise ValidationError(self._format_error(value, self.message_max))
         return value
 
-    def _format_error(self, value, message: str) -> str:
+    def _format_error(self, value: Any, message: str) -> str:
         return message.format(input=value, min=self.min, max=self.max, equal=self.equal, length=len(value))
 
 
@@ -107,12 +110,13 @@ class Text(fields.String):
         self.blank_default = blank_default
         self.validators.append(no_nul)
 
-    def _deserialize(self, value, attr, data, **kwargs) -> str:
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> str:
         if not isinstance(value, str):
             raise self.make_error("invalid")
         text = value.strip() if self.strip else value
         if self.blank_default and not text:
-            return self.load_default
+            default: str = self.load_default
+            return default
         return text
 
 
@@ -126,7 +130,7 @@ class WholeNumber(fields.Integer):
         super().__init__(validate=whole_number_range(low, high), **kwargs)
         self.low, self.high = low, high
 
-    def _deserialize(self, value, attr, data, **kwargs) -> int:
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> int:
         if isinstance(value, bool):
             raise self.make_error("invalid")
         if isinstance(value, str):
@@ -151,7 +155,7 @@ class Choice(fields.String):
             validate=validate.OneOf(self.choices, error="must be one of {choices}, got {input!r}"), **kwargs
         )
 
-    def _deserialize(self, value, attr, data, **kwargs):
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> Any:
         return value  # OneOf refuses anything else, naming what was given
 
 
@@ -161,7 +165,7 @@ class TaskName(fields.String):
     kind = "task"
     default_error_messages = {"required": "is required"}
 
-    def _deserialize(self, value, attr, data, **kwargs) -> str:
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> str:
         try:
             return get_task(value).name
         except UnknownTaskError as exc:
@@ -176,7 +180,7 @@ class OptionalTaskName(TaskName):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(allow_none=True, **kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs) -> str | None:
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> str | None:  # type: ignore[override]  # a field that allows none loads None; marshmallow types the result without it
         if not isinstance(value, str):
             raise ValidationError("must be a registered task name")
         if not value.strip():
@@ -205,7 +209,9 @@ class JsonObject(fields.Dict):
         super().__init__(**kwargs)
         self.what = what
 
-    def _deserialize(self, value, attr, data, **kwargs) -> dict:
+    def _deserialize(
+        self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any
+    ) -> dict[str, Any]:
         if isinstance(value, str) and not value.strip():
             value = {}
         elif isinstance(value, str):
@@ -221,7 +227,7 @@ class JsonObject(fields.Dict):
             raise ValidationError(f"{self.what} must be a JSON object")
         if _has_nul(value):
             raise ValidationError(f"{self.what} must not contain NUL characters (\\u0000)")
-        return value
+        return cast("dict[str, Any]", value)  # a JSON object: its keys are text
 
 
 class ScheduleValue(JsonObject):
@@ -245,7 +251,7 @@ class Instant(fields.DateTime):
 
     kind = "instant"
 
-    def _serialize(self, value, attr, obj, **kwargs) -> str | None:
+    def _serialize(self, value: datetime | None, attr: str | None, obj: Any, **kwargs: Any) -> str | None:
         return iso_z(value)
 
 
@@ -263,12 +269,12 @@ class OptionalWholeNumber(WholeNumber):
     def __init__(self, low: int, high: int, **kwargs: Any) -> None:
         super().__init__(low, high, allow_none=True, **kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs) -> int | None:
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> int | None:  # type: ignore[override]  # a field that allows none loads None; marshmallow types the result without it
         if isinstance(value, str) and value.strip().lower() in NONE_WORDS:
             return None
         return super()._deserialize(value, attr, data, **kwargs)
 
-    def _validate(self, value) -> None:
+    def _validate(self, value: Any) -> None:
         if value is not None:
             super()._validate(value)
 
@@ -284,7 +290,7 @@ class Fraction(fields.Float):
             validate=validate.Range(min=0, max=1, error="must be between {min} and {max}, got {input}"), **kwargs
         )
 
-    def _deserialize(self, value, attr, data, **kwargs) -> float:
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> float:
         if isinstance(value, bool):
             raise self.make_error("invalid")
         try:
@@ -306,7 +312,9 @@ class OptionalInstant(Instant):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(allow_none=True, **kwargs)
 
-    def _deserialize(self, value, attr, data, **kwargs) -> datetime | None:
+    def _deserialize(  # type: ignore[override]  # a field that allows none loads None; marshmallow types the result without it
+        self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any
+    ) -> datetime | None:
         if isinstance(value, datetime):
             return value
         if not isinstance(value, str):

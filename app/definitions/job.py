@@ -12,7 +12,7 @@ in `templates/jobs/form.html` if the form shows it). See docs/architecture.md.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, post_load, pre_load, validate, validates_schema
@@ -38,7 +38,7 @@ from app.definitions.fields import (
 from app.domain import run_limits
 from app.domain.retry import RetryKind
 from app.domain.states import AlertMode, Isolation, MisfirePolicy, OverlapPolicy, ScheduleType
-from app.scheduling import ScheduleError, parse_schedule
+from app.scheduling import Schedule, ScheduleError, parse_schedule
 from app.scheduling.timezones import resolve_timezone
 from app.tasks import TaskConfigError, UnknownTaskError, validate_config
 
@@ -490,7 +490,7 @@ class JobSchema(Schema):
         return {key: value for key, value in data.items() if not _unset(self, key, value, partial)}
 
     @validates_schema(pass_original=True, skip_on_field_errors=False)
-    def _check_together(self, data: dict, original: Any, *, partial: Any, **kwargs: Any) -> None:
+    def _check_together(self, data: dict[str, Any], original: Any, *, partial: Any, **kwargs: Any) -> None:
         """The cross-field rules: a config fits its task; a schedule value fits its type and zone."""
         given = (
             {k for k, v in original.items() if not _unset(self, k, v, partial)} if isinstance(original, dict) else set()
@@ -542,7 +542,7 @@ class JobSchema(Schema):
             raise ValidationError(errors)
 
     @post_load
-    def _instants_in_zone(self, data: dict, **kwargs: Any) -> dict:
+    def _instants_in_zone(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """start_at / end_at given without an offset are local times of the job's timezone."""
         zone = {**self.current, **data}.get("timezone") or "UTC"
         for key in ("start_at", "end_at"):
@@ -551,7 +551,7 @@ class JobSchema(Schema):
         return data
 
     @post_load
-    def _normalise_schedule(self, data: dict, **kwargs: Any) -> dict:
+    def _normalise_schedule(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """A schedule given (or its type or zone changed) is stored in its normal form: an
         interval's phase is fixed by its `start_at`."""
         if SCHEDULE_FIELDS & data.keys() and "schedule_type" in self.current.keys() | data.keys():
@@ -560,7 +560,7 @@ class JobSchema(Schema):
             data["timezone"] = merged.get("timezone") or "UTC"
         return data
 
-    def _schedule(self, merged: dict):
+    def _schedule(self, merged: dict[str, Any]) -> Schedule:
         now = self.now or utcnow()
         value = merged.get("schedule") or {}
         if merged["schedule_type"] == "interval" and isinstance(value, dict) and "start_at" not in value:
@@ -582,7 +582,7 @@ def _aware(value: datetime | None, zone: str) -> datetime | None:
     if value is None or value.tzinfo is not None:
         return value.astimezone(UTC) if value is not None else None
     try:
-        tz = resolve_timezone(zone)
+        tz: tzinfo = resolve_timezone(zone)
     except (ValueError, ScheduleError):
         tz = UTC
     return value.replace(tzinfo=tz).astimezone(UTC)
@@ -623,17 +623,25 @@ def defaults_from(config: Any) -> dict[str, Any]:
 
 
 def load_job(
-    data: dict, *, now: datetime, current: dict[str, Any] | None = None, defaults: dict[str, Any] | None = None
+    data: dict[str, Any],
+    *,
+    now: datetime,
+    current: dict[str, Any] | None = None,
+    defaults: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Validate a create (`current` None: required fields and defaults, `defaults` from the
     settings) or an edit (`current`: the stored values; only the given fields are returned).
     Raises marshmallow's ValidationError."""
-    return JobSchema(now=now, current=current, defaults=defaults).load(data, partial=current is not None)
+    loaded: dict[str, Any] = JobSchema(now=now, current=current, defaults=defaults).load(
+        data, partial=current is not None
+    )
+    return loaded
 
 
 def dump_job(job: Any) -> dict[str, Any]:
     """The JSON shape of a job: every stored field."""
-    return _DUMPER.dump(job)
+    dumped: dict[str, Any] = _DUMPER.dump(job)
+    return dumped
 
 
 def field_messages(error: ValidationError) -> dict[str, str]:

@@ -59,7 +59,7 @@ class EventRecord:
     type: str
     at: datetime
     actor: str
-    payload: dict
+    payload: dict[str, Any]
     execution_id: int | None = None
 
 
@@ -136,7 +136,7 @@ def explain_window(fires: Sequence[tuple[datetime, str | None]], evidence: Evide
 
 
 def _from_run(run: RunRecord, evidence: Evidence) -> Fate:
-    base = {"execution_id": run.id, "status": run.status}
+    base: dict[str, Any] = {"execution_id": run.id, "status": run.status}
     details: dict[str, Any] = {"trigger": run.trigger, "created_at": iso_z(run.created_at)}
     if run.status in RAN:
         how = " (backfill)" if run.trigger == "backfill" else " (caught up late)" if run.trigger == "catch_up" else ""
@@ -193,7 +193,7 @@ def _from_run(run: RunRecord, evidence: Evidence) -> Fate:
     return Fate(run.scheduled_for, run.status, f"Execution #{run.id} is {run.status}.", details=details, **base)
 
 
-def _waiting(run: RunRecord, evidence: Evidence, details: dict, base: dict) -> Fate:
+def _waiting(run: RunRecord, evidence: Evidence, details: dict[str, Any], base: dict[str, Any]) -> Fate:
     queue = evidence.queue
     details["available_at"] = iso_z(run.available_at)
     details["queue"] = queue.name
@@ -361,7 +361,7 @@ def _lateness(at: datetime, late_seconds: float, evidence: Evidence) -> dict[str
     return {"late_seconds": round(late_seconds, 3), "scheduler_heartbeat_then": bool(alive), "schedulers_then": alive}
 
 
-def _heartbeat_text(details: dict) -> str:
+def _heartbeat_text(details: dict[str, Any]) -> str:
     if details.get("scheduler_heartbeat_then"):
         return f"a scheduler was heartbeating then ({', '.join(details['schedulers_then'])}), so it was behind"
     return "no scheduler heartbeat existed at that time (scheduler down)"

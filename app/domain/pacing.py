@@ -15,7 +15,9 @@ is made up by the next wait, so the average holds whatever the batch sizes.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 # The pace's defaults (config.py's RETENTION_ROWS_PER_SECOND and RETENTION_DUTY_PERCENT): chosen with
 # `python -m bench retention` at 10M rows on 2 cores, docs/performance.md.
@@ -23,7 +25,7 @@ ROWS_PER_SECOND = 11_000
 DUTY_CYCLE = 0.75
 
 
-def retention_settings(config) -> dict:
+def retention_settings(config: Mapping[str, Any]) -> dict[str, Any]:
     """`prune_engine`'s keywords for the audit log, the web sessions and the pace, from the app's
     settings."""
     return {

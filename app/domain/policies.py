@@ -112,7 +112,7 @@ def plan_occurrences(
 
     backlog, after = _collect(next_run_at, next_after, now, SCAN_LIMIT)
     plan.lower_bound = after is not None and after <= now
-    latest = latest_at_or_before(next_after, after, now) if plan.lower_bound else backlog[-1]
+    latest = latest_at_or_before(next_after, after, now) if after is not None and plan.lower_bound else backlog[-1]
     plan.next_run_at = next_after(latest) if plan.lower_bound else after
     late = [at for at in backlog if at < late_before]
     latest_trigger = "schedule" if latest >= late_before else "catch_up"
@@ -136,6 +136,7 @@ def plan_occurrences(
         plan.fire = [(at, "schedule") for at in backlog if at >= late_before]
     if plan.unrecorded:
         first_unrecorded = late[cap] if len(late) > cap else after
+        assert first_unrecorded is not None  # unrecorded with no late ones left: the lower bound, so `after`
         until = plan.fire[0][0] if plan.fire else plan.next_run_at
         plan.unrecorded_range = (first_unrecorded, until if until is not None else latest + timedelta(microseconds=1))
     return plan

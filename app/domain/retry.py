@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 from enum import Enum
+from typing import Any
 
 
 class RetryKind(str, Enum):
@@ -102,7 +103,7 @@ def delay_bounds(
     jitter: float = 0.0,
 ) -> tuple[timedelta, timedelta]:
     """The shortest and longest delay the jitter can give (what the job page shows)."""
-    args = dict(max_delay_seconds=max_delay_seconds, jitter=jitter)
+    args: dict[str, Any] = dict(max_delay_seconds=max_delay_seconds, jitter=jitter)
     return (
         retry_delay(kind, backoff_seconds, attempt_number, spread=0.0, **args),
         retry_delay(kind, backoff_seconds, attempt_number, spread=1.0, **args),

@@ -59,7 +59,7 @@ def end_at_reason(end_at: datetime) -> str:
 
 def is_limit_reason(reason: str | None) -> bool:
     """Whether a disabled_reason was written by a run limit (not, say, by auto-pause)."""
-    return bool(reason) and reason.startswith(("max_runs reached", "end_at reached"))
+    return reason is not None and reason.startswith(("max_runs reached", "end_at reached"))
 
 
 def window_problem(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from flask_wtf import FlaskForm
-from wtforms import Form, SelectChoice, SelectField, StringField
+from wtforms import Form, SelectChoice, SelectField, StringField  # type: ignore[attr-defined]  # new in WTForms 3.3; types-WTForms describes 3.2
 
 from app.domain.states import ExecutionStatus, Trigger, values
 

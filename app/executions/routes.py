@@ -39,7 +39,7 @@ def index():
     trigger = (filters.trigger.data or "").strip() or None
     errors: list[str] = []
     job = None
-    job_ids = None
+    job_ids: tuple[int, ...] | None = None
     matched_jobs: list = []
     queue = None
     if queue_text:

@@ -3,7 +3,7 @@ filtered list is a URL that can be shared or bookmarked."""
 
 from __future__ import annotations
 
-from wtforms import Form, SelectChoice, SelectField, StringField
+from wtforms import Form, SelectChoice, SelectField, StringField  # type: ignore[attr-defined]  # new in WTForms 3.3; types-WTForms describes 3.2
 
 from app.services.read.console_lists import NEVER, OUTCOMES
 

@@ -8,11 +8,11 @@ from sqlalchemy import ForeignKey, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.clock import utcnow
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import UTCDateTime
 
 
-class AlertMute(db.Model):
+class AlertMute(Model):
     __tablename__ = "alert_mutes"
 
     # One row per muted job; deleting the job ends its mute.

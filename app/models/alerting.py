@@ -13,7 +13,7 @@ from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, Str
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import JSONType, UTCDateTime
 
 CHANNEL_KINDS = ("webhook", "email")
@@ -22,7 +22,7 @@ DELIVERY_STATUSES = ("pending", "delivered", "failed")
 ALERT_KINDS = ("dead_letter", "overdue", "consecutive_failures", "auto_paused", "queue_backlog", "worker_lost")
 
 
-class AlertChannel(db.Model):
+class AlertChannel(Model):
     """A webhook URL or an email address of one project, for some alert kinds (empty: all)."""
 
     __tablename__ = "alert_channels"
@@ -55,7 +55,7 @@ class AlertChannel(db.Model):
         return self.enabled and (alert_kind == "test" or not self.kinds or alert_kind in self.kinds)
 
 
-class AlertDelivery(db.Model):
+class AlertDelivery(Model):
     """One alert (or a test message) to one channel: pending until sent, or failed for good."""
 
     __tablename__ = "alert_deliveries"

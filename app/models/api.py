@@ -19,13 +19,13 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.clock import utcnow
 from app.domain.states import Role, values
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import UTCDateTime
 
 _ROLES = ", ".join(repr(r) for r in values(Role))
 
 
-class ApiToken(db.Model):
+class ApiToken(Model):
     __tablename__ = "api_tokens"
     __table_args__ = (
         CheckConstraint(f"role IN ({_ROLES})", name="role"),
@@ -52,7 +52,7 @@ class ApiToken(db.Model):
         return f"<ApiToken {self.id} {self.name!r}>"
 
 
-class RevokedToken(db.Model):
+class RevokedToken(Model):
     __tablename__ = "token_denylist"
 
     jti: Mapped[str] = mapped_column(String(64), primary_key=True)
@@ -62,7 +62,7 @@ class RevokedToken(db.Model):
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
 
 
-class IdempotencyKey(db.Model):
+class IdempotencyKey(Model):
     __tablename__ = "idempotency_keys"
     __table_args__ = (
         UniqueConstraint("caller", "key", name="uq_idempotency_keys_caller_key"),

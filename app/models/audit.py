@@ -18,13 +18,13 @@ from sqlalchemy import CheckConstraint, Index, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.clock import utcnow
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import JSONType, UTCDateTime
 
 AUDIT_SOURCES = ("web", "cli", "api", "system")
 
 
-class AuditEvent(db.Model):
+class AuditEvent(Model):
     """One change to one object."""
 
     __tablename__ = "audit_events"
@@ -51,7 +51,7 @@ class AuditEvent(db.Model):
     )
 
 
-class AuditPruneGate(db.Model):
+class AuditPruneGate(Model):
     """SQLite only: a row here, inside the prune's transaction, lets its DELETE through."""
 
     __tablename__ = "audit_prune_gate"

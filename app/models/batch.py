@@ -8,11 +8,11 @@ from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import JSONType, UTCDateTime
 
 
-class Batch(db.Model):
+class Batch(Model):
     """A batch's items are executions (trigger `batch`, `batch_id` set); its aggregate status and
     counts are read from them (app/services/read/batches.py), never stored, so they cannot drift."""
 

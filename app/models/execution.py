@@ -9,7 +9,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
 from app.domain.states import TERMINAL, AttemptStatus, ExecutionStatus, Trigger, values
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import JSONType, UTCDateTime
 
 _TERMINAL_SQL = ", ".join(repr(s.value) for s in sorted(TERMINAL, key=lambda s: s.value))
@@ -49,7 +49,7 @@ def autogenerate_filter(dialect_name: str):
     return include_object
 
 
-class Execution(db.Model):
+class Execution(Model):
     __tablename__ = "executions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -217,7 +217,7 @@ class Execution(db.Model):
         return f"<Execution {self.id} job={self.job_id} {self.status}>"
 
 
-class Attempt(db.Model):
+class Attempt(Model):
     """One try of an execution, so history stays truthful across retries and crashes."""
 
     __tablename__ = "attempts"

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from app.clock import utcnow
 from app.domain.retry import RetryKind
 from app.domain.states import AlertMode, Isolation, MisfirePolicy, OverlapPolicy, ScheduleType, values
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import JSONType, UTCDateTime
 
 
@@ -32,7 +32,7 @@ def _in(column: str, allowed: tuple[str, ...]) -> str:
     return f"{column} IN ({', '.join(repr(v) for v in allowed)})"
 
 
-class Job(db.Model):
+class Job(Model):
     __tablename__ = "jobs"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -8,11 +8,11 @@ from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import JSONType, UTCDateTime
 
 
-class DeadLetter(db.Model):
+class DeadLetter(Model):
     """An execution that exhausted its attempts; kept until an operator deals with it."""
 
     __tablename__ = "dead_letters"
@@ -27,7 +27,7 @@ class DeadLetter(db.Model):
     job = relationship("Job")
 
 
-class Alert(db.Model):
+class Alert(Model):
     __tablename__ = "alerts"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -75,7 +75,7 @@ class Alert(db.Model):
     )
 
 
-class Event(db.Model):
+class Event(Model):
     """Structured event log and audit trail. Ids are plain columns so history survives deletes."""
 
     __tablename__ = "events"
@@ -89,7 +89,7 @@ class Event(db.Model):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
 
 
-class Heartbeat(db.Model):
+class Heartbeat(Model):
     __tablename__ = "heartbeats"
 
     id: Mapped[str] = mapped_column(String(200), primary_key=True)
@@ -103,7 +103,7 @@ class Heartbeat(db.Model):
     __table_args__ = (CheckConstraint("kind IN ('scheduler', 'worker')", name="kind"),)
 
 
-class WorkerCommand(db.Model):
+class WorkerCommand(Model):
     """An operator's order to one worker (drain or stop now), stored so it survives a missed
     NOTIFY: the worker reads its unacted commands on every wake and stamps `acted_at`."""
 

@@ -14,14 +14,14 @@ from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Integer, String, Te
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import UTCDateTime
 
 DEFAULT_PROJECT = "default"
 DEFAULT_QUEUE = "default"
 
 
-class Project(db.Model):
+class Project(Model):
     __tablename__ = "projects"
     __table_args__ = (
         UniqueConstraint("organization_id", "name", name="uq_projects_organization_name"),
@@ -46,7 +46,7 @@ class Project(db.Model):
         return f"<Project {self.id} {self.name!r}>"
 
 
-class Queue(db.Model):
+class Queue(Model):
     __tablename__ = "queues"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -16,13 +16,13 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
 from app.domain.states import Role, values
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import UTCDateTime
 
 DEFAULT_ORGANIZATION = "default"
 
 
-class Organization(db.Model):
+class Organization(Model):
     __tablename__ = "organizations"
     __table_args__ = {"sqlite_autoincrement": True}  # never reuse an id a script or a session may still hold
 
@@ -34,7 +34,7 @@ class Organization(db.Model):
         return f"<Organization {self.id} {self.name!r}>"
 
 
-class Membership(db.Model):
+class Membership(Model):
     """A user's role in one organization."""
 
     __tablename__ = "memberships"

@@ -13,11 +13,11 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from werkzeug.security import check_password_hash, generate_password_hash
 
 from app.clock import utcnow
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import UTCDateTime
 
 
-class User(db.Model):
+class User(Model):
     __tablename__ = "users"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)

@@ -15,11 +15,11 @@ from sqlalchemy import ForeignKey, Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.clock import utcnow
-from app.extensions import db
+from app.extensions import Model
 from app.models.types import UTCDateTime
 
 
-class WebSession(db.Model):
+class WebSession(Model):
     __tablename__ = "web_sessions"
     __table_args__ = {"sqlite_autoincrement": True}
 

@@ -6,6 +6,8 @@ web give the same messages); its per-field errors are then shown next to each co
 
 from __future__ import annotations
 
+from typing import Any
+
 from flask_wtf import FlaskForm
 from wtforms import StringField, TextAreaField
 
@@ -35,7 +37,7 @@ class QueueForm(FlaskForm):
         """The form as the use case's input: text values (the use case validates them; a blank
         priority is refused). A blank limit means no limit; a limit or description the post does
         not carry at all is left as it is, so a partial post never removes a limit by omission."""
-        data = {"priority": (self.priority.data or "").strip()}
+        data: dict[str, Any] = {"priority": (self.priority.data or "").strip()}
         if creating:
             data["name"] = (self.name.data or "").strip()
         if self.description.raw_data:

@@ -53,7 +53,7 @@ def ensure_utc(instant: datetime, what: str = "instant") -> datetime:
     return instant.astimezone(UTC)
 
 
-def parse_instant(value: str | datetime, zone: ZoneInfo, what: str) -> datetime:
+def parse_instant(value: str | datetime, zone: tzinfo, what: str) -> datetime:
     """Parse an ISO 8601 date-time; a value without an offset is local to ``zone``.
 
     Local times that fall in a DST gap or fold follow the same rule as cron
@@ -98,7 +98,7 @@ class WallTime:
     second: datetime | None = None
 
 
-def locate_wall_time(wall: datetime, zone: ZoneInfo) -> WallTime:
+def locate_wall_time(wall: datetime, zone: tzinfo) -> WallTime:
     """Resolve a naive local time in ``zone`` to UTC, detecting gaps and folds."""
     wall = wall.replace(tzinfo=None)
     # PEP 495: fold=0 uses the offset in force before a transition, fold=1 the
@@ -115,7 +115,7 @@ def locate_wall_time(wall: datetime, zone: ZoneInfo) -> WallTime:
     return WallTime(WallTimeKind.GAP, _transition_between(as_after, as_before, zone, offset_before))
 
 
-def _transition_between(low: datetime, high: datetime, zone: ZoneInfo, offset_before: timedelta) -> datetime:
+def _transition_between(low: datetime, high: datetime, zone: tzinfo, offset_before: timedelta) -> datetime:
     """Find the first instant in (low, high] whose offset is no longer ``offset_before``.
 
     zoneinfo does not expose its transition table, so bisect on whole seconds

@@ -9,13 +9,15 @@ all are the engine and older adapters: they are the system.
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from sqlalchemy import and_, false, or_, select
 
 from app.models import Alert, Execution, Job, Project, Queue
 from app.services.caller import Caller
 
 
-def _narrowed(caller: Caller | None) -> bool:
+def _narrowed(caller: Caller | None) -> TypeGuard[Caller]:
     return caller is not None and (
         caller.organization_id is not None or caller.project_id is not None or not caller.sees_everything
     )

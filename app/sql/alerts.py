@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from app.sql.transport import Statement, execute, read_datetime
+from app.sql.transport import DBConnection, Statement, execute, read_datetime
 
 OPENED, REPEATED, MUTED = "opened", "repeated", "muted"
 
@@ -44,13 +44,13 @@ def job_key(kind: str, job_id: int) -> str:
     return f"{kind}:job:{job_id}"
 
 
-def is_muted(conn, job_id: int, now: datetime) -> bool:
+def is_muted(conn: DBConnection, job_id: int, now: datetime) -> bool:
     until = read_datetime(execute(conn, MUTED_UNTIL, {"job_id": job_id}).scalar())
     return until is not None and until > now
 
 
 def raise_job_alert(
-    conn, *, kind: str, job_id: int, message: str, now: datetime, execution_id: int | None = None
+    conn: DBConnection, *, kind: str, job_id: int, message: str, now: datetime, execution_id: int | None = None
 ) -> str:
     """Open the job's alert of `kind`, or count a repeat on the open one: OPENED, REPEATED or
     MUTED (nothing written)."""

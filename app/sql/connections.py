@@ -25,10 +25,11 @@ import sqlite3
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import UTC
+from datetime import UTC, datetime, timedelta
 from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 import app.clock as clock
+from app.sql.transport import DBConnection
 
 log = logging.getLogger("cronwell.clock")
 
@@ -79,7 +80,7 @@ def conninfo(url: str) -> str:
     return f"postgresql://{netloc}/{path}" + (f"?{query}" if query else "")
 
 
-def configure_sqlite(dbapi_connection) -> None:
+def configure_sqlite(dbapi_connection: DBConnection) -> None:
     dbapi_connection.isolation_level = None  # BEGIN is ours to say (BEGIN IMMEDIATE for writes)
     cursor = dbapi_connection.cursor()
     try:
@@ -89,7 +90,7 @@ def configure_sqlite(dbapi_connection) -> None:
         cursor.close()
 
 
-def follow_database_clock(dbapi_connection) -> None:
+def follow_database_clock(dbapi_connection: DBConnection) -> None:
     """Measure this host's clock against PostgreSQL's on every new connection (app/clock.py).
 
     The scheduler and workers measure again with every heartbeat; this covers everything else
@@ -109,7 +110,7 @@ def follow_database_clock(dbapi_connection) -> None:
     follow_reading(reference.astimezone(UTC), before, after)
 
 
-def follow_reading(reference, before, after):
+def follow_reading(reference: datetime, before: datetime, after: datetime) -> timedelta:
     """Follow the database's clock, read at `reference` between the host's `before` and `after`
     (its midpoint: off by at most half the round trip); log when the host's clock had to move.
     Returns how far `utcnow()` moved."""
@@ -146,10 +147,12 @@ class Database:
         self._spare = None
         self._spare_lock = threading.Lock()
 
-    def connect(self):
+    def connect(self) -> DBConnection:
         """A new connection in autocommit, configured as every Cronwell connection is."""
         if self.dialect == SQLITE:
-            conn = sqlite3.connect(self._path, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, check_same_thread=False)
+            conn: DBConnection = sqlite3.connect(
+                self._path, timeout=SQLITE_BUSY_TIMEOUT_MS / 1000, check_same_thread=False
+            )
             configure_sqlite(conn)
             return conn
         import psycopg  # here, not at import: a SQLite worker never loads it
@@ -165,7 +168,7 @@ class Database:
         return conninfo(self.listen_url or self.url)
 
     @contextmanager
-    def transaction(self, conn) -> Iterator:
+    def transaction(self, conn: DBConnection) -> Iterator[DBConnection]:
         """A write transaction on `conn`: BEGIN (IMMEDIATE on SQLite, so a writer takes the lock
         before it reads), COMMIT on success, ROLLBACK on any error."""
         cursor = conn.cursor()
@@ -185,20 +188,20 @@ class Database:
             cursor.close()
 
     @contextmanager
-    def write_transaction(self) -> Iterator:
+    def write_transaction(self) -> Iterator[DBConnection]:
         """A write transaction on the kept idle connection (or a new one), committed on success."""
         with self._borrowed() as conn, self.transaction(conn):
             yield conn
 
     @contextmanager
-    def reading(self) -> Iterator:
+    def reading(self) -> Iterator[DBConnection]:
         """The kept idle connection (or a new one) for reads in autocommit: each statement sees
         the latest commits."""
         with self._borrowed() as conn:
             yield conn
 
     @contextmanager
-    def _borrowed(self) -> Iterator:
+    def _borrowed(self) -> Iterator[DBConnection]:
         """The spare connection if there is one, else a new one; kept as the spare afterwards,
         unless anything failed on it (a broken connection is closed, the next use reconnects)."""
         with self._spare_lock:
@@ -224,14 +227,14 @@ class Database:
             _close(conn)
 
 
-def _close(conn) -> None:
+def _close(conn: DBConnection) -> None:
     try:
         conn.close()
     except Exception:  # noqa: BLE001 - closing a broken connection has nothing left to report
         pass
 
 
-def _rollback(conn) -> None:
+def _rollback(conn: DBConnection) -> None:
     try:
         cursor = conn.cursor()
         try:

@@ -7,7 +7,7 @@ from datetime import datetime
 
 from app.domain.states import RUNNING_CANCELLABLE
 from app.sql.statuses import sql_statuses
-from app.sql.transport import Statement, execute
+from app.sql.transport import DBConnection, Statement, execute
 
 # A read, so a worker's check takes no write lock on SQLite when nothing waits.
 HAS_UNACTED = Statement("SELECT 1 FROM worker_commands WHERE worker_id = :worker_id AND acted_at IS NULL LIMIT 1")
@@ -32,17 +32,17 @@ CANCEL_REQUESTS = Statement(
 )
 
 
-def has_unacted(conn, worker_id: str) -> bool:
+def has_unacted(conn: DBConnection, worker_id: str) -> bool:
     return bool(execute(conn, HAS_UNACTED, {"worker_id": worker_id}).rows)
 
 
-def take_commands(conn, *, worker_id: str, now: datetime) -> list[str]:
+def take_commands(conn: DBConnection, *, worker_id: str, now: datetime) -> list[str]:
     """The worker's unacted commands, oldest first, stamped acted."""
     rows = execute(conn, TAKE_COMMANDS, {"worker_id": worker_id, "now": now}).rows
     return [command for _, command in sorted(rows)]
 
 
-def cancel_requests(conn, *, worker_id: str) -> dict[int, str]:
+def cancel_requests(conn: DBConnection, *, worker_id: str) -> dict[int, str]:
     """{execution id: who asked} for the worker's running rows an operator asked to cancel."""
     rows = execute(conn, CANCEL_REQUESTS, {"worker_id": worker_id}).rows
     return {execution_id: by or "" for execution_id, by in rows}

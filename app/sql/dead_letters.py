@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from app.sql.transport import Statement, execute
+from app.sql.transport import DBConnection, Statement, execute
 
 INSERT_DEAD_LETTER = Statement(
     "INSERT INTO dead_letters (execution_id, job_id, reason, created_at) VALUES (:execution_id, :job_id, :reason, :now)",
@@ -13,5 +13,5 @@ INSERT_DEAD_LETTER = Statement(
 )
 
 
-def insert_dead_letter(conn, *, execution_id: int, job_id: int, reason: str, now: datetime) -> None:
+def insert_dead_letter(conn: DBConnection, *, execution_id: int, job_id: int, reason: str, now: datetime) -> None:
     execute(conn, INSERT_DEAD_LETTER, {"execution_id": execution_id, "job_id": job_id, "reason": reason, "now": now})

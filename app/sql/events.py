@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from typing import Any
 
-from app.sql.transport import Statement, execute
+from app.sql.transport import DBConnection, Statement, execute
 
 log = logging.getLogger("cronwell.events")
 
@@ -22,14 +23,14 @@ INSERT_EVENT = Statement(
 
 
 def insert_event(
-    conn,
+    conn: DBConnection,
     type_: str,
     *,
     now: datetime,
     actor: str = "system",
     job_id: int | None = None,
     execution_id: int | None = None,
-    **payload,
+    **payload: Any,
 ) -> None:
     """Record an event through a Core or bare connection (committed with the caller's
     transaction) and log it."""

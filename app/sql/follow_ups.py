@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import cache
 from types import SimpleNamespace
+from typing import Any
 
 from app.domain.states import TERMINAL
 from app.sql.statuses import sql_statuses
-from app.sql.transport import Statement, execute, with_lists
+from app.sql.transport import DBConnection, Statement, execute, with_lists
 
 # The executions columns whose values are datetimes or JSON documents, for a row inserted as text
 # (tests/integration/test_sql_transport.py checks them against the model's column types).
@@ -69,12 +70,14 @@ JOBS_FOR_CALLBACKS = with_lists(
 )
 
 
-def ended_with_jobs(conn, execution_ids: Sequence[int]) -> list[SimpleNamespace]:
+def ended_with_jobs(conn: DBConnection, execution_ids: Sequence[int]) -> list[SimpleNamespace]:
     """The executions of `execution_ids` that have ended, each with what of its job a callback needs."""
     return execute(conn, ENDED_WITH_JOBS, {"ids": sorted(set(execution_ids))}).records()
 
 
-def complete_batches(conn, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list[SimpleNamespace]:
+def complete_batches(
+    conn: DBConnection, *, now: datetime, batch_ids: Sequence[int] | None = None
+) -> list[SimpleNamespace]:
     """Mark complete the open batches (of `batch_ids`, or all: the sweep) whose every item has
     ended: (id, job_id, on_complete, on_complete_config, cancelled_at), by id.
 
@@ -94,7 +97,7 @@ def complete_batches(conn, *, now: datetime, batch_ids: Sequence[int] | None = N
     return sorted(completed, key=lambda batch: batch.id)
 
 
-def batch_counts(conn, batch_ids: Sequence[int]) -> dict[int, dict[str, int]]:
+def batch_counts(conn: DBConnection, batch_ids: Sequence[int]) -> dict[int, dict[str, int]]:
     """Items per status of each batch (trigger batch only: not its callback), {batch: {status: n}}."""
     if not batch_ids:
         return {}
@@ -104,7 +107,7 @@ def batch_counts(conn, batch_ids: Sequence[int]) -> dict[int, dict[str, int]]:
     return counts
 
 
-def jobs_for_callbacks(conn, job_ids: Sequence[int]) -> dict[int, SimpleNamespace]:
+def jobs_for_callbacks(conn: DBConnection, job_ids: Sequence[int]) -> dict[int, SimpleNamespace]:
     """{id: job} with what a callback row needs of its job."""
     return {job.id: job for job in execute(conn, JOBS_FOR_CALLBACKS, {"ids": sorted(set(job_ids))}).records()}
 
@@ -120,7 +123,8 @@ def _insert_execution(columns: tuple[str, ...]) -> Statement:
     )
 
 
-def insert_execution(conn, row: Mapping) -> int | None:
+def insert_execution(conn: DBConnection, row: Mapping[str, Any]) -> int | None:
     """Create one execution (a callback, `rows.callback_row`) unless its idempotency key exists:
     its id, or None when it was already there (a callback recorded twice is created once)."""
-    return execute(conn, _insert_execution(tuple(row)), row).scalar()
+    created: int | None = execute(conn, _insert_execution(tuple(row)), row).scalar()
+    return created

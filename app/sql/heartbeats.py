@@ -4,8 +4,9 @@ clock it measures itself against (app/services/engine/heartbeats.py decides when
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from app.sql.transport import Statement, execute, read_datetime
+from app.sql.transport import DBConnection, Statement, execute, read_datetime
 
 # PostgreSQL's clock right now (not the transaction's start); SQLite's, to the millisecond.
 DATABASE_NOW = Statement(
@@ -27,12 +28,22 @@ UPSERT_HEARTBEAT = Statement(
 )
 
 
-def database_now(conn) -> datetime:
-    return read_datetime(execute(conn, DATABASE_NOW).scalar())
+def database_now(conn: DBConnection) -> datetime:
+    now = read_datetime(execute(conn, DATABASE_NOW).scalar())
+    assert now is not None  # the server's clock always reads
+    return now
 
 
 def upsert(
-    conn, *, process_id: str, kind: str, host: str, pid: int, started_at: datetime, now: datetime, info: dict
+    conn: DBConnection,
+    *,
+    process_id: str,
+    kind: str,
+    host: str,
+    pid: int,
+    started_at: datetime,
+    now: datetime,
+    info: dict[str, Any],
 ) -> None:
     """Insert or refresh the heartbeat row of `process_id`."""
     params = {"id": process_id, "kind": kind, "host": host, "pid": pid, "started_at": started_at}

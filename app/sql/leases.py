@@ -8,7 +8,7 @@ from datetime import datetime, timedelta
 
 from app.domain.states import RECORDABLE
 from app.sql.statuses import sql_statuses
-from app.sql.transport import Statement, execute, with_lists
+from app.sql.transport import DBConnection, Statement, execute, with_lists
 
 _RENEW = f"""
 UPDATE executions
@@ -21,7 +21,7 @@ RENEW_LEASES = with_lists(_RENEW, {"ids": "bigint"}, datetimes=("floor", "now"),
 
 
 def renew_leases(
-    conn, execution_ids: Sequence[int], *, worker_id: str, now: datetime, lease_seconds: int
+    conn: DBConnection, execution_ids: Sequence[int], *, worker_id: str, now: datetime, lease_seconds: int
 ) -> dict[int, datetime]:
     """Extend the leases of a worker's running rows to at least `now + lease_seconds` (a lease
     already longer, covering a job's timeout, is kept). Guarded by owner and status: a row
@@ -43,7 +43,7 @@ EXPIRE_LEASE = Statement(
 )
 
 
-def expire_lease(conn, execution_id: int, *, worker_id: str, now: datetime) -> bool:
+def expire_lease(conn: DBConnection, execution_id: int, *, worker_id: str, now: datetime) -> bool:
     """A stopping worker gives up a running row it had to kill, so recovery may settle it now."""
     params = {"id": execution_id, "worker_id": worker_id, "expired": now - timedelta(microseconds=1)}
     return execute(conn, EXPIRE_LEASE, params).rowcount == 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from app.sql.transport import Statement, execute, with_lists
+from app.sql.transport import DBConnection, Statement, execute, with_lists
 
 QUEUE_IDS = with_lists("SELECT name, id FROM queues WHERE name {names}", {"names": "text"})
 QUEUE_NAMES = Statement("SELECT name FROM queues ORDER BY name")
@@ -31,16 +31,16 @@ CLEAR_HOLDS_SLOT = with_lists(
 )
 
 
-def queue_ids(conn, names: Sequence[str]) -> dict[str, int]:
+def queue_ids(conn: DBConnection, names: Sequence[str]) -> dict[str, int]:
     """{name: id} of the named queues that exist."""
     return dict(execute(conn, QUEUE_IDS, {"names": list(names)}).rows)
 
 
-def queue_names(conn) -> list[str]:
+def queue_names(conn: DBConnection) -> list[str]:
     return [name for (name,) in execute(conn, QUEUE_NAMES).rows]
 
 
-def release_slots(conn, execution_ids: Sequence[int]) -> None:
+def release_slots(conn: DBConnection, execution_ids: Sequence[int]) -> None:
     """Give back the queue slots of executions that just left `running`."""
     if not execution_ids:
         return

@@ -6,12 +6,14 @@ being expired, so a worker that renewed meanwhile, or another recoverer, keeps i
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from app.domain.states import IN_FLIGHT, AttemptStatus, can_transition
 from app.domain.states import ExecutionStatus as S
 from app.sql.queues import release_slots
+from app.sql.rows import ExpiredLease
 from app.sql.statuses import sql_statuses
-from app.sql.transport import Statement, execute
+from app.sql.transport import DBConnection, Statement, execute
 
 EXPIRED_LEASE_COLUMNS = (
     "id",
@@ -61,18 +63,20 @@ CLOSE_ATTEMPT = Statement(
 )
 
 
-def lock_expired_leases(conn, *, now: datetime, limit: int = 100) -> list[dict]:
+def lock_expired_leases(conn: DBConnection, *, now: datetime, limit: int = 100) -> list[dict[str, Any]]:
     """In-flight rows whose lease ran out, with what recovery needs of their job, locked."""
     rows = execute(conn, LOCK_EXPIRED_LEASES, {"now": now, "limit": limit}).rows
     return [dict(zip(EXPIRED_LEASE_COLUMNS, row, strict=True)) for row in rows]
 
 
-def recover_execution(conn, lease, *, now: datetime, retry_at: datetime | None, reason: str) -> str | None:
+def recover_execution(
+    conn: DBConnection, lease: ExpiredLease, *, now: datetime, retry_at: datetime | None, reason: str
+) -> str | None:
     """Move an expired in-flight row on: legacy claimed -> pending (never started), running ->
     retry_scheduled (`retry_at` given) or dead_lettered, closing its Attempt as abandoned; a
     running row an operator asked to cancel ends cancelled instead (never retried), keeping the
     reason the request wrote. Returns the new status, None if lost."""
-    moved = {"finished_at": None, "available_at": None, "reason": None, "error": None}
+    moved: dict[str, Any] = {"finished_at": None, "available_at": None, "reason": None, "error": None}
     attempt_status, attempt_error = AttemptStatus.ABANDONED, reason
     if lease.status == S.CLAIMED.value:
         target = S.PENDING

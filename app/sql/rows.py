@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import datetime
 from operator import itemgetter
+from typing import Any, Protocol
 
 from app.clock import iso_z
 from app.domain.limits import OUTPUT_LIMIT_CHARS
@@ -43,7 +44,24 @@ def occurrence_key(job_id: int, scheduled_for: datetime) -> str:
     return f"job:{job_id}:at:{iso_z(scheduled_for, 'microseconds')}"
 
 
-def _new_row(job, *, scheduled_for: datetime, trigger: str, key: str, status: S, now: datetime) -> dict:
+class JobColumns(Protocol):
+    """What the row builders read of a job: a `Job`, a jobs row or a record of its columns."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def max_attempts(self) -> int: ...
+    @property
+    def queue_id(self) -> int: ...
+    @property
+    def priority(self) -> int: ...
+    @property
+    def overlap_policy(self) -> str: ...
+
+
+def _new_row(
+    job: JobColumns, *, scheduled_for: datetime, trigger: str, key: str, status: S, now: datetime
+) -> dict[str, Any]:
     if S(status) not in INITIAL:
         raise ValueError(f"an execution cannot be created as {status}")
     return dict(
@@ -69,8 +87,8 @@ def _new_row(job, *, scheduled_for: datetime, trigger: str, key: str, status: S,
 
 
 def occurrence_row(
-    job, scheduled_for: datetime, *, trigger: str, status: S, now: datetime, reason: str | None = None
-) -> dict:
+    job: JobColumns, scheduled_for: datetime, *, trigger: str, status: S, now: datetime, reason: str | None = None
+) -> dict[str, Any]:
     """The execution row for one scheduled occurrence of `job` (a jobs row or Job)."""
     row = _new_row(
         job,
@@ -85,16 +103,16 @@ def occurrence_row(
 
 
 def manual_row(
-    job,
+    job: JobColumns,
     *,
     now: datetime,
     trigger: str = "manual",
     retry_of_id: int | None = None,
     available_at: datetime | None = None,
-    config_override: dict | None = None,
+    config_override: dict[str, Any] | None = None,
     callback_task: str | None = None,
     parent_id: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """A manual (or operator retry) execution, runnable now or, with `available_at`, not before then
     (a delayed ad-hoc run: its scheduled_for is that instant too). An operator's retry of a
     callback keeps what makes it one (`callback_task`, its parent): one attempt, not exclusive."""
@@ -112,7 +130,9 @@ def batch_item_key(batch_id: int, index: int) -> str:
     return f"batch:{batch_id}:item:{index}"
 
 
-def batch_item_row(job, *, batch_id: int, index: int, config_override: dict, now: datetime) -> dict:
+def batch_item_row(
+    job: JobColumns, *, batch_id: int, index: int, config_override: dict[str, Any], now: datetime
+) -> dict[str, Any]:
     """Item `index` of a batch: a run of `job` with its own config override, runnable now. Items
     of a batch run side by side (not exclusive): the job's overlap policy is about its scheduled
     runs; a queue's concurrency limit is how to throttle a batch."""
@@ -130,15 +150,15 @@ def callback_key(*, parent_id: int | None = None, batch_id: int | None = None, k
 
 
 def callback_row(
-    job,
+    job: JobColumns,
     *,
     kind: str,
     task: str,
-    config: dict,
+    config: dict[str, Any],
     now: datetime,
     parent_id: int | None = None,
     batch_id: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """A callback execution: `task` (not the job's) with `config` (the parent's outcome under
     `parent`), one attempt, never exclusive, runnable now, linked to its parent execution or batch."""
     key = callback_key(parent_id=parent_id, batch_id=batch_id, kind=kind)
@@ -157,7 +177,7 @@ def callback_row(
 # --- claiming -------------------------------------------------------------------------------
 
 
-def _col(table: str, name: str):
+def _col(table: str, name: str) -> Any:
     return field(metadata={"table": table, "column": name})
 
 
@@ -171,7 +191,7 @@ class ClaimedExecution:
     job_id: int = _col("executions", "job_id")
     job_name: str = _col("jobs", "name")
     task: str = _col("jobs", "task")
-    config: dict = _col("jobs", "config")
+    config: dict[str, Any] = _col("jobs", "config")
     timeout_seconds: int = _col("jobs", "timeout_seconds")
     job_enabled: bool = _col("jobs", "enabled")
     attempts: int = _col("executions", "attempts")
@@ -190,7 +210,7 @@ class ClaimedExecution:
     # Ad-hoc runs, batch items and callbacks: the override merged over `config` (a
     # callback's whole config), the task a callback runs instead of `task`, the batch of an item,
     # and the job's callback tasks (whether finishing this run may create a callback).
-    config_override: dict | None = _col("executions", "config_override")
+    config_override: dict[str, Any] | None = _col("executions", "config_override")
     callback_task: str | None = _col("executions", "callback_task")
     batch_id: int | None = _col("executions", "batch_id")
     on_success: str | None = _col("jobs", "on_success")
@@ -203,7 +223,7 @@ class ClaimedExecution:
         return self.callback_task or self.task
 
     @property
-    def config_to_run(self) -> dict:
+    def config_to_run(self) -> dict[str, Any]:
         """The config the task gets: a callback's own config; otherwise the job's config with the
         run's override merged over it (top-level keys of the override win)."""
         if self.callback_task:
@@ -211,7 +231,7 @@ class ClaimedExecution:
         return {**(self.config or {}), **(self.config_override or {})}
 
     @classmethod
-    def from_mapping(cls, row: Mapping) -> ClaimedExecution:
+    def from_mapping(cls, row: Mapping[str, Any]) -> ClaimedExecution:
         """Build from a row read by name (`row._mapping`)."""
         item = cls(*_by_name(row))
         if item.config is None or not isinstance(item.job_enabled, bool):

@@ -37,6 +37,11 @@ POSTGRESQL = "postgresql"
 SQLITE = "sqlite"
 _PARAMETER = re.compile(r"(?<![:\w]):([A-Za-z_]\w*)")
 
+# A SQLAlchemy `Connection` or a bare DB-API one (psycopg, sqlite3). The three share no declared
+# type this module could name without importing them, so they are told apart by what they have
+# (`dialect_of`, `execute`): to the type checker, any object.
+DBConnection = Any
+
 
 @dataclass(frozen=True)
 class Statement:
@@ -62,7 +67,7 @@ class Statement:
         return self.sqlite_text if self.sqlite_text is not None else self.text
 
 
-def with_lists(text: str, lists: Mapping[str, str], *, sqlite_text: str | None = None, **options) -> Statement:
+def with_lists(text: str, lists: Mapping[str, str], *, sqlite_text: str | None = None, **options: Any) -> Statement:
     """A statement whose `{name}` places test membership in the list parameter `name`, of the SQL
     type `lists[name]`: `= ANY(CAST(:name AS type[]))` on PostgreSQL, `IN (SELECT value FROM
     json_each(:name))` on SQLite (`sqlite_text`, when the rest differs too)."""
@@ -78,7 +83,7 @@ def with_lists(text: str, lists: Mapping[str, str], *, sqlite_text: str | None =
 
 @dataclass
 class Result:
-    rows: list[tuple] = field(default_factory=list)
+    rows: list[tuple[Any, ...]] = field(default_factory=list)
     rowcount: int = -1
     columns: list[str] = field(default_factory=list)
 
@@ -90,10 +95,10 @@ class Result:
         return [SimpleNamespace(**dict(zip(self.columns, row, strict=True))) for row in self.rows]
 
 
-def dialect_of(conn) -> str:
+def dialect_of(conn: DBConnection) -> str:
     """ "postgresql" or "sqlite", for a SQLAlchemy connection or a bare DB-API one."""
     if hasattr(conn, "exec_driver_sql"):
-        return conn.dialect.name
+        return str(conn.dialect.name)
     module = type(conn).__module__
     if module.startswith("psycopg"):
         return POSTGRESQL
@@ -102,7 +107,7 @@ def dialect_of(conn) -> str:
     raise TypeError(f"not a database connection this store knows: {type(conn).__name__}")
 
 
-def execute(conn, statement: Statement, params: Mapping[str, Any] | None = None) -> Result:
+def execute(conn: DBConnection, statement: Statement, params: Mapping[str, Any] | None = None) -> Result:
     """Run `statement` on `conn` (a SQLAlchemy Connection or a psycopg/sqlite3 connection) in
     the caller's transaction; rows converted as the statement says."""
     dialect = dialect_of(conn)
@@ -132,7 +137,7 @@ def execute(conn, statement: Statement, params: Mapping[str, Any] | None = None)
     return Result(rows, rowcount, columns)
 
 
-def _bind(statement: Statement, params: dict, dialect: str) -> dict:
+def _bind(statement: Statement, params: dict[str, Any], dialect: str) -> dict[str, Any]:
     for name in statement.datetimes:
         params[name] = bind_datetime(params[name], dialect)
     for name in statement.documents:
@@ -143,7 +148,7 @@ def _bind(statement: Statement, params: dict, dialect: str) -> dict:
     return params
 
 
-def bind_datetime(value: datetime | None, dialect: str):
+def bind_datetime(value: datetime | None, dialect: str) -> Any:
     if value is None:
         return None
     if value.tzinfo is None:
@@ -157,7 +162,7 @@ def bind_datetime(value: datetime | None, dialect: str):
     )
 
 
-def read_datetime(value) -> datetime | None:
+def read_datetime(value: datetime | str | None) -> datetime | None:
     if value is None:
         return None
     if isinstance(value, str):
@@ -167,7 +172,7 @@ def read_datetime(value) -> datetime | None:
     return value.astimezone(UTC)
 
 
-def _bind_document(value, dialect: str):
+def _bind_document(value: Any, dialect: str) -> Any:
     if value is None:
         return None
     if dialect == POSTGRESQL:
@@ -177,7 +182,7 @@ def _bind_document(value, dialect: str):
     return json.dumps(value)
 
 
-def _convert_row(statement: Statement, row: Sequence, dialect: str) -> tuple:
+def _convert_row(statement: Statement, row: Sequence[Any], dialect: str) -> tuple[Any, ...]:
     values = list(row)
     for position in statement.returns_datetimes:
         values[position] = read_datetime(values[position])

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 from app.domain.policies import lease_duration
 from app.domain.states import CLAIMABLE, QUEUED_CANCELLABLE, RECORDABLE, AttemptStatus, can_transition, sources_of
@@ -35,7 +36,7 @@ from app.sql.rows import (
     truncate,
 )
 from app.sql.statuses import sql_status, sql_statuses
-from app.sql.transport import POSTGRESQL, Statement, dialect_of, execute
+from app.sql.transport import POSTGRESQL, DBConnection, Result, Statement, dialect_of, execute
 
 # What recording may move a row to: allowed from every RECORDABLE status.
 RECORD_TARGETS = frozenset(t for t in S if all(can_transition(s, t) for s in RECORDABLE))
@@ -49,7 +50,7 @@ def check_recordable(finished: Sequence[Finished]) -> None:
 
 
 def record_and_claim(
-    conn,
+    conn: DBConnection,
     finished: Sequence[Finished],
     *,
     worker_id: str,
@@ -100,7 +101,7 @@ CLOSE_FINISHED_ATTEMPT = Statement(
 )
 
 
-def record_finished(conn, finished: Sequence[Finished], *, worker_id: str, now: datetime) -> set[int]:
+def record_finished(conn: DBConnection, finished: Sequence[Finished], *, worker_id: str, now: datetime) -> set[int]:
     """Record finished attempts one by one: each execution moves on (running -> its outcome,
     or -> retry_scheduled), guarded by status and owner, and its Attempt is closed; the slots
     of limited queues they held are given back. Returns the ids recorded; a missing id was lost
@@ -110,11 +111,11 @@ def record_finished(conn, finished: Sequence[Finished], *, worker_id: str, now: 
     return _record(conn, finished, worker_id=worker_id, now=now)
 
 
-def _record(conn, finished: Sequence[Finished], *, worker_id: str, now: datetime) -> set[int]:
+def _record(conn: DBConnection, finished: Sequence[Finished], *, worker_id: str, now: datetime) -> set[int]:
     recorded = set()
     for item in finished:
         outcome = item.outcome
-        ended = {"id": item.execution_id, "exit_code": outcome.exit_code, "now": now}
+        ended: dict[str, Any] = {"id": item.execution_id, "exit_code": outcome.exit_code, "now": now}
         ended.update(output=truncate(outcome.output), error=truncate(outcome.error))
         moved = {**ended, "status": item.target.value, "worker_id": worker_id}
         if item.retry_at is None:
@@ -141,7 +142,7 @@ WHERE x.id IN (SELECT e.id FROM executions AS e, queues AS q
                LIMIT :limit)
 ORDER BY x.priority, x.available_at, x.id
 """
-_CLAIMED_READ = dict(
+_CLAIMED_READ: dict[str, Any] = dict(
     datetimes=("now",),
     returns_datetimes=tuple(CLAIMED_FIELDS.index(name) for name in ("lease_expires_at", "scheduled_for")),
     returns_documents=tuple(CLAIMED_FIELDS.index(name) for name in ("config", "config_override")),
@@ -194,7 +195,7 @@ CANCEL_DISABLED = Statement(
 
 
 def _turn_on_sqlite(
-    conn,
+    conn: DBConnection,
     finished: Sequence[Finished],
     *,
     worker_id: str,
@@ -240,5 +241,5 @@ def _turn_on_sqlite(
     return Turn(recorded, started, cancelled)
 
 
-def _mappings(result) -> list[dict]:
+def _mappings(result: Result) -> list[dict[str, Any]]:
     return [dict(zip(result.columns, row, strict=True)) for row in result.rows]

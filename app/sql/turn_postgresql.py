@@ -15,6 +15,7 @@ import weakref
 from collections.abc import Sequence
 from datetime import datetime
 from functools import lru_cache
+from typing import Any
 
 from app.domain.states import RECORDABLE, AttemptStatus
 from app.domain.states import ExecutionStatus as S
@@ -29,7 +30,7 @@ from app.sql.rows import (
     truncate,
 )
 from app.sql.statuses import sql_status, sql_statuses
-from app.sql.transport import Statement, execute
+from app.sql.transport import DBConnection, Statement, execute
 
 
 def lease_expires_at_sql(*, now: str, timeout: str, lease_seconds: str, buffer_seconds: str) -> str:
@@ -199,7 +200,7 @@ def _turn_query(filtered: bool, limit: int) -> tuple[bytes, tuple[str, ...]]:
     """
     names: list[str] = []
 
-    def number(match: re.Match) -> str:
+    def number(match: re.Match[str]) -> str:
         if match.group(1) not in names:
             names.append(match.group(1))
         return f"${names.index(match.group(1)) + 1}"
@@ -215,10 +216,10 @@ GENERIC_TURN_PLANS = "SET plan_cache_mode = force_generic_plan"
 
 # The raw psycopg connections whose session already plans the turn once: a connection's own
 # state, so it goes when the connection does (SQLAlchemy's pool replacing one, a worker reopening).
-_PLANNED: weakref.WeakSet = weakref.WeakSet()
+_PLANNED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-def _plan_turns_once(conn, raw) -> None:
+def _plan_turns_once(conn: DBConnection, raw: object) -> None:
     """Set GENERIC_TURN_PLANS on `raw` (the psycopg connection `conn` is or wraps) once."""
     if raw not in _PLANNED:
         # Behind a transaction-pooling PgBouncer nothing is prepared (`prepare_threshold` None:
@@ -229,7 +230,7 @@ def _plan_turns_once(conn, raw) -> None:
         _PLANNED.add(raw)
 
 
-def _finished_params(finished: Sequence[Finished]) -> dict:
+def _finished_params(finished: Sequence[Finished]) -> dict[str, Any]:
     return {
         "ids": [item.execution_id for item in finished],
         "numbers": [item.attempt_number for item in finished],
@@ -243,7 +244,7 @@ def _finished_params(finished: Sequence[Finished]) -> dict:
 
 
 def record_and_claim(
-    conn,
+    conn: DBConnection,
     finished: Sequence[Finished],
     *,
     worker_id: str,
@@ -279,6 +280,7 @@ def record_and_claim(
         cursor.execute(query, [params[name] for name in names])
         columns = _COLUMNS.get(query)
         if columns is None:  # the same for every turn of this text: psycopg builds 26 objects each time
+            assert cursor.description is not None  # a RETURNING statement describes its rows
             columns = _COLUMNS[query] = [column.name for column in cursor.description]
         rows = cursor.fetchall()
     for row in rows:

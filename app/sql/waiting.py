@@ -7,7 +7,7 @@ from datetime import datetime
 
 from app.domain.states import CLAIMABLE
 from app.sql.statuses import sql_statuses
-from app.sql.transport import Statement, execute, read_datetime, with_lists
+from app.sql.transport import DBConnection, Statement, execute, read_datetime, with_lists
 
 _EARLIEST = f"""
 SELECT min(available_at) FROM executions
@@ -19,7 +19,9 @@ EARLIEST_CLAIMABLE_IN_QUEUES = with_lists(
 )
 
 
-def earliest_claimable(conn, *, after: datetime, queue_ids: Sequence[int] | None = None) -> datetime | None:
+def earliest_claimable(
+    conn: DBConnection, *, after: datetime, queue_ids: Sequence[int] | None = None
+) -> datetime | None:
     """The earliest available_at later than `after` of a waiting row (in `queue_ids`, or any
     queue): an occurrence written ahead, a retry, a delayed run. A paused queue or a busy
     exclusive job may still hold it back then; the worker simply finds nothing and sleeps again."""

@@ -10,6 +10,8 @@ process got there first, and the caller treats the row as lost.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from app.store.interface import Store
 from app.store.rows import (
     DISABLED_BEFORE_RUN,
@@ -26,10 +28,15 @@ from app.store.rows import (
     truncate,
 )
 
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection, Engine
+    from sqlalchemy.orm import Session
+
+
 _BACKENDS: dict[str, Store] = {}
 
 
-def store_for(bind) -> Store:
+def store_for(bind: Connection | Engine | Session) -> Store:
     """The store for the database behind `bind` (a Connection, Engine or Session), one per dialect."""
     name = bind.get_bind().dialect.name if hasattr(bind, "get_bind") else bind.dialect.name
     backend = _BACKENDS.get(name)

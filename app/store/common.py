@@ -10,11 +10,16 @@ process got there first, and the caller treats the row as lost.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, bindparam, func, insert, or_, select, text, update
 from sqlalchemy.engine import Connection, Row
+
+if TYPE_CHECKING:
+    from sqlalchemy import Update
+    from sqlalchemy.dialects import postgresql, sqlite
 
 from app.domain.policies import TOP_PRIORITY
 from app.domain.run_limits import result_expired
@@ -33,6 +38,7 @@ from app.sql import control, follow_ups, leases, turn, waiting
 from app.sql import queues as sql_queues
 from app.sql import recovery as sql_recovery
 from app.sql.candidates import CANDIDATE_ORDER, CANDIDATE_WHERE  # noqa: F401  (re-exported: benchmarks)
+from app.sql.rows import JobColumns
 from app.sql.statuses import sql_statuses, status_values
 from app.sql.turn import RECORD_TARGETS, check_recordable  # noqa: F401  (re-exported)
 from app.store.rows import (
@@ -102,7 +108,9 @@ LIMIT :batch
 """
 
 
-def guarded(execution_id: int, target: S, *, worker_id: str | None = None, among=None):
+def guarded(
+    execution_id: int, target: S, *, worker_id: str | None = None, among: Iterable[str] | None = None
+) -> Update:
     """UPDATE executions for one row, allowed only from the statuses `target` may be reached
     from (`sources_of`), narrowed to `among` when the caller knows the row's status."""
     allowed = sources_of(target) if among is None else sources_of(target) & frozenset(S(s) for s in among)
@@ -132,10 +140,10 @@ class CommonStore:
 
     # --- creating ---------------------------------------------------------------------------
 
-    def _insert(self):  # the dialect's INSERT (for ON CONFLICT DO NOTHING)
+    def _insert(self) -> postgresql.Insert | sqlite.Insert:  # the dialect's INSERT (for ON CONFLICT DO NOTHING)
         raise NotImplementedError
 
-    def insert_occurrences(self, conn: Connection, rows: Sequence[dict]) -> list[tuple[int, str]]:
+    def insert_occurrences(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[tuple[int, str]]:
         """Create executions for scheduled occurrences (`rows.occurrence_row`), skipping any
         that already exist.
 
@@ -156,13 +164,13 @@ class CommonStore:
     def insert_manual(
         self,
         conn: Connection,
-        job,
+        job: JobColumns,
         *,
         now: datetime,
         trigger: str = "manual",
         retry_of_id: int | None = None,
         available_at: datetime | None = None,
-        config_override: dict | None = None,
+        config_override: dict[str, Any] | None = None,
         callback_task: str | None = None,
         parent_id: int | None = None,
     ) -> int:
@@ -179,29 +187,31 @@ class CommonStore:
             callback_task=callback_task,
             parent_id=parent_id,
         )
-        return conn.execute(insert(executions).values(**row).returning(executions.c.id)).scalar_one()
+        return int(conn.execute(insert(executions).values(**row).returning(executions.c.id)).scalar_one())
 
-    def insert_executions(self, conn: Connection, rows: Sequence[dict]) -> list[int]:
+    def insert_executions(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Create batch items or callbacks (`rows.batch_item_row`, `rows.callback_row`), skipping any
         whose idempotency key exists (a callback recorded twice is created once): the ids created."""
         return [execution_id for execution_id, _ in self.insert_occurrences(conn, rows)]
 
     # --- the scheduler's jobs ---------------------------------------------------------------
 
-    def lock_due_jobs(self, conn: Connection, *, now: datetime, limit: int) -> list[Row]:
+    def lock_due_jobs(self, conn: Connection, *, now: datetime, limit: int) -> list[Row[Any]]:
         """Enabled jobs whose next_run_at has come, oldest first, locked (skipping jobs another
         scheduler holds; SQLite has no row locks: its ticks serialise on BEGIN IMMEDIATE).
 
         The filter is written `enabled`, not `enabled IS true`: only the former matches the
         partial index ix_jobs_due, which keeps the tick proportional to due jobs, not all jobs.
         """
-        return conn.execute(
-            select(jobs)
-            .where(jobs.c.enabled, jobs.c.next_run_at <= now)
-            .order_by(jobs.c.next_run_at)
-            .limit(limit)
-            .with_for_update(skip_locked=True)
-        ).fetchall()
+        return list(
+            conn.execute(
+                select(jobs)
+                .where(jobs.c.enabled, jobs.c.next_run_at <= now)
+                .order_by(jobs.c.next_run_at)
+                .limit(limit)
+                .with_for_update(skip_locked=True)
+            ).fetchall()
+        )
 
     def advance_jobs(
         self,
@@ -290,7 +300,7 @@ class CommonStore:
             ).scalars()
         )
 
-    def withdraw_ahead(self, conn: Connection, job_id: int, *, now: datetime) -> tuple[int, Row | None]:
+    def withdraw_ahead(self, conn: Connection, job_id: int, *, now: datetime) -> tuple[int, Row[Any] | None]:
         """Delete the job's occurrences written ahead whose time has not come (pending, trigger
         schedule, scheduled_for > now) and move its cursor back to the first of them, with its
         runs_created count: they were a forecast, and the job is about to change. The job row is
@@ -357,13 +367,13 @@ class CommonStore:
         )
         return {row.id: row.scheduled_for for row in found}
 
-    def jobs_by_id(self, conn: Connection, job_ids: Sequence[int]) -> list[Row]:
+    def jobs_by_id(self, conn: Connection, job_ids: Sequence[int]) -> list[Row[Any]]:
         """The jobs rows of `job_ids` (those that exist)."""
         if not job_ids:
             return []
         return list(conn.execute(select(jobs).where(jobs.c.id.in_(sorted(job_ids)))))
 
-    def take_overlapped_ahead(self, conn: Connection, execution_ids: Sequence[int], *, now: datetime) -> list[Row]:
+    def take_overlapped_ahead(self, conn: Connection, execution_ids: Sequence[int], *, now: datetime) -> list[Row[Any]]:
         """Of the overlap-skip occurrences written ahead (`execution_ids`), delete those whose time
         has come while another run of their job is active (in flight, or waiting and due: the
         tick's own test, `jobs_with_active_runs`), so the caller writes the `missed` row the tick
@@ -457,7 +467,9 @@ class CommonStore:
         stmt = update(e).where(e.c.job_id == job_id, e.c.status.in_(status_values(CLAIMABLE))).values(queue_id=queue_id)
         return conn.execute(stmt).rowcount
 
-    def queue_stats(self, conn: Connection, now: datetime, *, queue_ids=None) -> dict[int, QueueStats]:
+    def queue_stats(
+        self, conn: Connection, now: datetime, *, queue_ids: Sequence[int] | None = None
+    ) -> dict[int, QueueStats]:
         """Per-queue statistics at `now` in four index-backed reads: waiting rows (the claimable
         partial index), running rows (ix_executions_queue_running), rows finished in the last hour
         (ix_executions_finished_at), and the start lateness of at most LATENESS_SAMPLE scheduled
@@ -465,9 +477,9 @@ class CommonStore:
         e = executions
         hour_ago, window = now - timedelta(hours=1), now - timedelta(minutes=15)
         scope = [e.c.queue_id.in_(list(queue_ids))] if queue_ids is not None else []
-        figures: dict[int, dict] = {}
+        figures: dict[int, dict[str, Any]] = {}
 
-        def put(queue_id, **values):
+        def put(queue_id: int, **values: Any) -> None:
             figures.setdefault(queue_id, {}).update(values)
 
         due = e.c.available_at <= now
@@ -539,7 +551,7 @@ class CommonStore:
 
     # --- concurrency slots ------------------------------------------------------------------
 
-    def release_slots(self, conn: Connection, execution_ids) -> None:
+    def release_slots(self, conn: Connection, execution_ids: Sequence[int]) -> None:
         """Give back the queue slots of executions that just left `running` (those started under
         a limit, `holds_slot`, which is cleared), so each limited queue's `slots_taken` stays the
         number of its executions that hold one (ADR 0008; app/sql/queues.py). Releasing twice
@@ -557,7 +569,7 @@ class CommonStore:
 
     # --- cancelling -------------------------------------------------------------------------
 
-    def _cancelled_values(self, *, now: datetime, reason: str) -> dict:
+    def _cancelled_values(self, *, now: datetime, reason: str) -> dict[str, Any]:
         return dict(
             status=S.CANCELLED.value,
             reason=reason,
@@ -613,7 +625,7 @@ class CommonStore:
 
     # --- batches ----------------------------------------------------------------------------
 
-    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list:
+    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list[Any]:
         """Mark complete the open batches (of `batch_ids`, or all: the sweep) whose every item has
         ended, and return them (id, job_id, on_complete, on_complete_config, cancelled_at), each
         locked first so it completes once (app/sql/follow_ups.py)."""

@@ -13,10 +13,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from sqlalchemy.engine import Connection, Row
 
+from app.sql.rows import JobColumns
 from app.store.rows import ExpiredLease, ExpiredRun, Finished, QueueCounts, QueueStats, Turn
 
 
@@ -24,30 +25,30 @@ class Store(Protocol):
     dialect: str
 
     # creating
-    def insert_occurrences(self, conn: Connection, rows: Sequence[dict]) -> list[tuple[int, str]]:
+    def insert_occurrences(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[tuple[int, str]]:
         """Create scheduled occurrences (`rows.occurrence_row`), skipping existing ones: (id, status) created."""
 
     def insert_manual(
         self,
         conn: Connection,
-        job,
+        job: JobColumns,
         *,
         now: datetime,
         trigger: str = "manual",
         retry_of_id: int | None = None,
         available_at: datetime | None = None,
-        config_override: dict | None = None,
+        config_override: dict[str, Any] | None = None,
         callback_task: str | None = None,
         parent_id: int | None = None,
     ) -> int:
         """Create a manual run (now, or delayed to `available_at`, with an optional config override)
         or an operator retry (of a callback: with its task and parent): its id."""
 
-    def insert_executions(self, conn: Connection, rows: Sequence[dict]) -> list[int]:
+    def insert_executions(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Create batch items or callbacks, skipping existing idempotency keys: the ids created."""
 
     # the scheduler
-    def lock_due_jobs(self, conn: Connection, *, now: datetime, limit: int) -> list[Row]:
+    def lock_due_jobs(self, conn: Connection, *, now: datetime, limit: int) -> list[Row[Any]]:
         """Enabled jobs with next_run_at <= now, oldest first, locked with SKIP LOCKED."""
 
     def advance_jobs(
@@ -74,7 +75,7 @@ class Store(Protocol):
     def jobs_with_work(self, conn: Connection, job_ids: Sequence[int]) -> set[int]:
         """Which of `job_ids` have a run in flight or waiting, whatever its available_at."""
 
-    def withdraw_ahead(self, conn: Connection, job_id: int, *, now: datetime) -> tuple[int, Row | None]:
+    def withdraw_ahead(self, conn: Connection, job_id: int, *, now: datetime) -> tuple[int, Row[Any] | None]:
         """Delete the job's occurrences written ahead whose time has not come and move its cursor
         back (job row locked first): how many, and the job's (next_run_at, runs_created)."""
 
@@ -84,10 +85,10 @@ class Store(Protocol):
     def overlap_skip_ahead(self, conn: Connection) -> dict[int, datetime]:
         """Every overlap-skip occurrence written ahead that no worker has started: {id: scheduled_for}."""
 
-    def jobs_by_id(self, conn: Connection, job_ids: Sequence[int]) -> list[Row]:
+    def jobs_by_id(self, conn: Connection, job_ids: Sequence[int]) -> list[Row[Any]]:
         """The jobs rows of `job_ids` (those that exist)."""
 
-    def take_overlapped_ahead(self, conn: Connection, execution_ids: Sequence[int], *, now: datetime) -> list[Row]:
+    def take_overlapped_ahead(self, conn: Connection, execution_ids: Sequence[int], *, now: datetime) -> list[Row[Any]]:
         """Delete the overlap-skip rows written ahead that fell due while their job was busy."""
 
     def earliest_claimable(
@@ -141,7 +142,7 @@ class Store(Protocol):
     def raise_starving_priorities(self, conn: Connection, *, due_before: datetime) -> int:
         """Waiting work due before `due_before` moves to the top priority: how many rows."""
 
-    def release_slots(self, conn: Connection, execution_ids) -> None:
+    def release_slots(self, conn: Connection, execution_ids: Sequence[int]) -> None:
         """Give back the queue slots of executions that just left running (ADR 0008)."""
 
     def release_slots_of_job(self, conn: Connection, job_id: int) -> None:
@@ -163,7 +164,7 @@ class Store(Protocol):
         """The running rows of `worker_id` an operator asked to cancel: {id: requested by}."""
 
     # batches
-    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list:
+    def complete_batches(self, conn: Connection, *, now: datetime, batch_ids: Sequence[int] | None = None) -> list[Any]:
         """Mark complete the open batches whose items have all ended (locked first): those completed now."""
 
     def batch_counts(self, conn: Connection, batch_ids: Sequence[int]) -> dict[int, dict[str, int]]:
@@ -185,7 +186,9 @@ class Store(Protocol):
     def queue_counts(self, conn: Connection, now: datetime) -> QueueCounts:
         """Queue depth and oldest due row, waiting retries, in-flight rows."""
 
-    def queue_stats(self, conn: Connection, now: datetime, *, queue_ids=None) -> dict[int, QueueStats]:
+    def queue_stats(
+        self, conn: Connection, now: datetime, *, queue_ids: Sequence[int] | None = None
+    ) -> dict[int, QueueStats]:
         """Per-queue live statistics at `now` (every queue, or those of `queue_ids`)."""
 
     def counts_by_status(self, conn: Connection, *, created_since: datetime | None = None) -> dict[str, int]:

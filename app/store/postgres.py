@@ -44,7 +44,7 @@ def statistics_stale(written: int, estimated_rows: float | None) -> bool:
 class PostgresStore(CommonStore):
     dialect = "postgresql"
 
-    def _insert(self):
+    def _insert(self) -> postgresql.Insert:
         return postgresql.insert(executions)
 
     def delete_executions(self, conn: Connection, ids: Sequence[int], *, chunk: int = 2000) -> int:

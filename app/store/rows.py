@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from datetime import datetime
+from typing import Any
 
 from app.models import Attempt, Batch, Execution, Job, Queue
 from app.sql.rows import (
@@ -39,7 +40,7 @@ queues = Queue.__table__
 _TABLES = {"executions": executions, "jobs": jobs}
 
 
-def claimed_columns() -> list:
+def claimed_columns() -> list[Any]:
     """The claimed shape as labelled SQLAlchemy columns (for Core selects)."""
     return [_TABLES[f.metadata["table"]].c[f.metadata["column"]].label(f.name) for f in fields(ClaimedExecution)]
 
@@ -81,7 +82,7 @@ class QueueStats:
     lateness_p50_seconds: float | None = None
     lateness_p95_seconds: float | None = None
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 

@@ -19,7 +19,7 @@ from app.store.rows import Finished, Turn, executions
 class SqliteStore(CommonStore):
     dialect = "sqlite"
 
-    def _insert(self):
+    def _insert(self) -> sqlite.Insert:
         return sqlite.insert(executions)
 
     def record_and_claim(

@@ -32,7 +32,9 @@ def _page(form: ProjectForm | None = None, status: int = 200):
     queues = dict(
         db.session.execute(
             select(Queue.project_id, func.count()).where(Queue.project_id.in_(ids)).group_by(Queue.project_id)
-        ).all()
+        )
+        .tuples()
+        .all()
     )
     jobs = dict(
         db.session.execute(
@@ -41,7 +43,9 @@ def _page(form: ProjectForm | None = None, status: int = 200):
             .join(Queue, Queue.id == Job.queue_id)
             .where(Queue.project_id.in_(ids))
             .group_by(Queue.project_id)
-        ).all()
+        )
+        .tuples()
+        .all()
     )
     organization = db.session.get(Organization, caller.organization_id) if caller.organization_id else None
     return render_template(

@@ -16,12 +16,16 @@ which the scheduler and operators do, is here.
 from __future__ import annotations
 
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy import and_, exists, select, update
 from sqlalchemy.engine import Connection
 
 from app.models import Alert, Execution
 from app.services import audit_log
+
+if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement
 
 alerts_t, executions_t = Alert.__table__, Execution.__table__
 SYSTEM = "system"
@@ -48,7 +52,7 @@ def resolve_after_success(conn: Connection, *, now: datetime, kinds: tuple[str, 
     return resolve_as_system(conn, alerts_t.c.id.in_(ids), now=now)
 
 
-def resolve_as_system(conn: Connection, which, *, now: datetime) -> list[int]:
+def resolve_as_system(conn: Connection, which: ColumnElement[bool], *, now: datetime) -> list[int]:
     """Resolve the open alerts matching `which` as `system`, with an audit row for each (source
     `system`, like an operator's resolution has one of its own); returns their ids."""
     resolved = conn.execute(

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, func, select, update
 from sqlalchemy.engine import Connection
@@ -25,6 +26,9 @@ from app.services.audit import insert_event
 from app.services.engine import alert_grouping
 from app.services.engine.heartbeats import not_stopped
 from app.store import store_for
+
+if TYPE_CHECKING:
+    from sqlalchemy import Row, ScalarSelect
 
 log = logging.getLogger("cronwell.alerts")
 
@@ -79,7 +83,7 @@ def open_alert(
     return True
 
 
-def _project_of(job_id: int | None, queue_id: int | None):
+def _project_of(job_id: int | None, queue_id: int | None) -> ScalarSelect[Any] | None:
     """The alert's project: its job's (through the job's queue), or its queue's; None for neither."""
     queues_t = Queue.__table__
     if job_id is not None:
@@ -99,7 +103,7 @@ def resolve_alert(conn: Connection, *, key: str, now: datetime) -> bool:
     return bool(alert_grouping.resolve_as_system(conn, alerts_t.c.dedup_key == key, now=now))
 
 
-def evaluate_alerts(conn: Connection, *, now: datetime, settings: dict) -> AlertReport:
+def evaluate_alerts(conn: Connection, *, now: datetime, settings: dict[str, Any]) -> AlertReport:
     """One pass over every alert kind the engine watches."""
     report = AlertReport()
     if settings.get("ALERT_RESOLVE_ON_SUCCESS", True):  # a dead letter's alert closes on the next success
@@ -111,7 +115,7 @@ def evaluate_alerts(conn: Connection, *, now: datetime, settings: dict) -> Alert
     return report
 
 
-def _toggle(conn, report: AlertReport, *, condition: bool, key: str, now: datetime, **alert) -> None:
+def _toggle(conn: Connection, report: AlertReport, *, condition: bool, key: str, now: datetime, **alert: Any) -> None:
     if condition:
         if open_alert(conn, key=key, now=now, **alert):
             report.raised.append(key)
@@ -202,7 +206,7 @@ def _job_alerts(conn: Connection, now: datetime, report: AlertReport) -> None:
             _auto_pause(conn, job, failures, now, report)
 
 
-def _auto_pause(conn: Connection, job, failures: int, now: datetime, report: AlertReport) -> None:
+def _auto_pause(conn: Connection, job: Row[Any], failures: int, now: datetime, report: AlertReport) -> None:
     """Disable the job like an operator would (queued runs cancelled), saying why."""
     reason = f"auto-paused after {failures} consecutive failed runs (pause_after_failures={job.pause_after_failures})"
     done = conn.execute(
@@ -263,7 +267,9 @@ def _queue_backlog(conn: Connection, now: datetime, threshold_seconds: int, repo
                 executions_t.c.queue_id.is_not(None),
             )
             .group_by(executions_t.c.queue_id)
-        ).all()
+        )
+        .tuples()
+        .all()
     )
     open_keys = set(
         conn.execute(
@@ -300,7 +306,9 @@ def _workers_lost(conn: Connection, now: datetime, stale_seconds: int, report: A
             select(executions_t.c.claimed_by, func.count())
             .where(executions_t.c.status == running, executions_t.c.claimed_by.is_not(None))
             .group_by(executions_t.c.claimed_by)
-        ).all()
+        )
+        .tuples()
+        .all()
     )
     stale = {
         row.id: row.last_seen

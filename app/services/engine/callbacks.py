@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app.clock import iso_z
 from app.domain.batches import batch_status, full_counts
@@ -93,7 +93,7 @@ def after_final(conn: Connection, execution_ids: Iterable[int], *, now: datetime
     for row in rows:
         kind = callback_kind(row.callback_task is not None, row.status)
         task = getattr(row, kind) if kind else None
-        if not task:
+        if not kind or not task:
             continue
         config = dict(getattr(row, f"{kind}_config") or {})
         config["parent"] = {
@@ -158,7 +158,7 @@ def settle_batches(conn: Connection, *, now: datetime, batch_ids: Sequence[int] 
     return done
 
 
-def _create(conn: Connection, rows: list[dict], *, now: datetime) -> list[int]:
+def _create(conn: Connection, rows: list[dict[str, Any]], *, now: datetime) -> list[int]:
     """Insert callback rows one by one (few: one per ended parent), skipping any whose key exists,
     with an event naming each one created."""
     created = []
@@ -184,7 +184,7 @@ def _create(conn: Connection, rows: list[dict], *, now: datetime) -> list[int]:
     return created
 
 
-def _job(row) -> SimpleNamespace:
+def _job(row: Any) -> SimpleNamespace:
     """What a row builder needs of the parent's job."""
     return SimpleNamespace(
         id=row.job_id,

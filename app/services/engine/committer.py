@@ -29,7 +29,7 @@ class Committer:
     """`context` is entered on the thread around all its work (the worker's Flask app context:
     the turn may open its connection through `db.engine`)."""
 
-    def __init__(self, context: Callable[[], AbstractContextManager] = nullcontext) -> None:
+    def __init__(self, context: Callable[[], AbstractContextManager[Any]] = nullcontext) -> None:
         self._context = context
         self._todo: SimpleQueue[Callable[[], Any] | None] = SimpleQueue()
         self._wake_r, self._wake_w = os.pipe()
@@ -66,6 +66,7 @@ class Committer:
         while not self.poll(1.0):
             pass
         outcome, self._outcome, self._in_flight, self._done = self._outcome, None, False, False
+        assert outcome is not None  # poll() said the work is done
         value, error = outcome
         if error is not None:
             raise error
@@ -89,7 +90,7 @@ class Committer:
     def _serve_in_context(self) -> None:
         while (work := self._todo.get()) is not None:
             try:
-                outcome = (work(), None)
+                outcome: tuple[Any, BaseException | None] = (work(), None)
             except BaseException as exc:  # handed to the main thread, which raises it
                 outcome = (None, exc)
             self._outcome = outcome

@@ -10,12 +10,13 @@ from datetime import datetime
 from app.sql import alerts
 from app.sql.dead_letters import insert_dead_letter
 from app.sql.events import insert_event
+from app.sql.transport import DBConnection
 
 log = logging.getLogger("cronwell.alerts")
 
 
 def dead_letter(
-    conn,
+    conn: DBConnection,
     *,
     execution_id: int,
     job_id: int,

@@ -30,8 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
+from typing import Any
 
-from sqlalchemy import and_, select, update
+from sqlalchemy import Row, and_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
@@ -52,7 +53,7 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
     return f"sha256={digest}"
 
 
-def alert_payload(alert, *, project_id: int | None) -> dict:
+def alert_payload(alert: Row[Any], *, project_id: int | None) -> dict[str, Any]:
     """The JSON document a channel receives for an alert."""
     return {
         "type": "alert",
@@ -82,7 +83,7 @@ def fan_out(conn: Connection, *, now: datetime) -> int:
     return insert_deliveries(conn, missing_deliveries(conn, now=now))
 
 
-def missing_deliveries(conn: Connection, *, now: datetime) -> list[dict]:
+def missing_deliveries(conn: Connection, *, now: datetime) -> list[dict[str, Any]]:
     """The delivery rows recent alerts still need (a read: the loop writes only when there are some)."""
     channels = conn.execute(select(channels_t).where(channels_t.c.enabled)).fetchall()
     if not channels:
@@ -137,7 +138,7 @@ def missing_deliveries(conn: Connection, *, now: datetime) -> list[dict]:
     return rows
 
 
-def insert_deliveries(conn: Connection, rows: list[dict]) -> int:
+def insert_deliveries(conn: Connection, rows: list[dict[str, Any]]) -> int:
     """Insert delivery rows, skipping any another loop inserted first; returns how many went in."""
     if not rows:
         return 0
@@ -162,7 +163,7 @@ class Outcome:
     error: str | None = None
 
 
-def send_webhook(url: str, secret: str | None, payload: dict, *, now: datetime, timeout: float) -> Outcome:
+def send_webhook(url: str, secret: str | None, payload: dict[str, Any], *, now: datetime, timeout: float) -> Outcome:
     body = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     timestamp = str(int(now.timestamp()))
     headers = {"Content-Type": "application/json", "User-Agent": "Cronwell-Alerts", "X-Cronwell-Timestamp": timestamp}
@@ -178,7 +179,7 @@ def send_webhook(url: str, secret: str | None, payload: dict, *, now: datetime, 
         return Outcome(False, None, str(getattr(exc, "reason", exc))[:500])
 
 
-def send_email(address: str, payload: dict, *, settings: dict, timeout: float) -> Outcome:
+def send_email(address: str, payload: dict[str, Any], *, settings: dict[str, Any], timeout: float) -> Outcome:
     alert = payload.get("alert") or {}
     message = EmailMessage()
     message["From"] = settings.get("SMTP_FROM", "cronwell@localhost")
@@ -195,7 +196,7 @@ def send_email(address: str, payload: dict, *, settings: dict, timeout: float) -
         return Outcome(False, None, str(exc)[:500])
 
 
-def _take_due(engine: Engine, now: datetime, limit: int, timeout: float) -> list:
+def _take_due(engine: Engine, now: datetime, limit: int, timeout: float) -> list[Any]:
     """Take up to `limit` due rows: each one's next_attempt_at moves past the send's timeout, so
     another loop leaves it alone while this one sends (and retries it if this one dies)."""
     with write_transaction(engine) as conn:
@@ -215,15 +216,17 @@ def _take_due(engine: Engine, now: datetime, limit: int, timeout: float) -> list
             .where(deliveries_t.c.id.in_(ids))
             .values(next_attempt_at=now + timedelta(seconds=timeout * 2 + 5))
         )
-        return conn.execute(
-            select(deliveries_t, channels_t.c.kind.label("channel_kind"), channels_t.c.target, channels_t.c.secret)
-            .join(channels_t, channels_t.c.id == deliveries_t.c.channel_id)
-            .where(deliveries_t.c.id.in_(ids))
-            .order_by(deliveries_t.c.id)
-        ).fetchall()
+        return list(
+            conn.execute(
+                select(deliveries_t, channels_t.c.kind.label("channel_kind"), channels_t.c.target, channels_t.c.secret)
+                .join(channels_t, channels_t.c.id == deliveries_t.c.channel_id)
+                .where(deliveries_t.c.id.in_(ids))
+                .order_by(deliveries_t.c.id)
+            ).fetchall()
+        )
 
 
-def send_due(engine: Engine, *, now: datetime, settings: dict, limit: int = BATCH) -> dict[str, int]:
+def send_due(engine: Engine, *, now: datetime, settings: dict[str, Any], limit: int = BATCH) -> dict[str, int]:
     """Send the due pending deliveries; returns counts of delivered, retrying and failed."""
     timeout = float(settings.get("ALERT_DELIVERY_TIMEOUT_SECONDS", 10))
     max_attempts = int(settings.get("ALERT_DELIVERY_MAX_ATTEMPTS", 8))
@@ -264,7 +267,7 @@ def send_due(engine: Engine, *, now: datetime, settings: dict, limit: int = BATC
 class DeliveryLoop:
     """fan_out + send_due, once (`run_once(now)`, what tests call) or until told to stop."""
 
-    def __init__(self, engine: Engine, settings: dict, *, clock: Callable[[], datetime] = utcnow) -> None:
+    def __init__(self, engine: Engine, settings: dict[str, Any], *, clock: Callable[[], datetime] = utcnow) -> None:
         self.engine = engine
         self.settings = settings
         self.clock = clock

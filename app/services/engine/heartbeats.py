@@ -17,14 +17,16 @@ import logging
 import os
 import socket
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from app import clock
 from app.domain.states import WorkerState
 from app.sql import heartbeats as sql_heartbeats
 from app.sql.connections import follow_reading
+from app.sql.transport import DBConnection
 
 if TYPE_CHECKING:
+    from sqlalchemy import ColumnElement
     from sqlalchemy.engine import Connection, Engine
 
 log = logging.getLogger("cronwell.clock")
@@ -39,7 +41,7 @@ def database_now(conn: Connection) -> datetime:
     return sql_heartbeats.database_now(conn)
 
 
-def sync_clock(conn_or_engine) -> timedelta:
+def sync_clock(conn_or_engine: Any) -> timedelta:
     """Measure this host's clock against the database's and follow it when they disagree by more
     than CLOCK_TOLERANCE (app/clock.py). Returns how far `utcnow()` moved (usually zero).
 
@@ -55,12 +57,12 @@ def sync_clock(conn_or_engine) -> timedelta:
     return follow_reading(reference, before, clock.host_now())
 
 
-def _is_opener(source) -> bool:
+def _is_opener(source: object) -> bool:
     """A SQLAlchemy Engine or the worker's `app.sql.connections.Database`, not a connection."""
     return hasattr(source, "reading") or (hasattr(source, "connect") and hasattr(source, "dispose"))
 
 
-def _open(source):
+def _open(source: Any) -> Any:
     return source.reading() if hasattr(source, "reading") else source.connect()
 
 
@@ -75,7 +77,9 @@ def sync_clock_at_start(engine: Engine) -> None:
         )
 
 
-def beat(conn, *, process_id: str, kind: str, started_at: datetime, now: datetime, info: dict) -> None:
+def beat(
+    conn: DBConnection, *, process_id: str, kind: str, started_at: datetime, now: datetime, info: dict[str, Any]
+) -> None:
     """Insert or refresh this process's heartbeat row (measuring the clock first: if this
     process's clock had to be corrected, `now` is corrected by as much)."""
     now = now + sync_clock(conn)
@@ -114,7 +118,7 @@ def prune(conn: Connection, *, now: datetime, older_than_seconds: int) -> int:
     return conn.execute(delete(table).where(table.c.last_seen < cutoff)).rowcount
 
 
-def not_stopped():
+def not_stopped() -> ColumnElement[bool]:
     """SQL condition: the process has not marked itself stopped (liveness checks add it to
     their `last_seen` test, since a stopped worker's row stays fresh for a while)."""
     from sqlalchemy import func

@@ -17,10 +17,11 @@ from datetime import datetime
 from app.domain.states import ExecutionStatus as S
 from app.services.engine import callbacks
 from app.services.engine.dead_letters import dead_letter
-from app.services.engine.sources import writing
+from app.services.engine.sources import Source, writing
 from app.sql import recovery as sql_recovery
 from app.sql.events import insert_event
 from app.sql.rows import ExpiredLease
+from app.sql.transport import DBConnection
 
 log = logging.getLogger("cronwell.recovery")
 
@@ -38,7 +39,7 @@ class RecoveryReport:
         return self.released + self.retried + self.dead_lettered + self.cancelled
 
 
-def settle_abandoned(conn, row: ExpiredLease, *, now: datetime, reason: str) -> str | None:
+def settle_abandoned(conn: DBConnection, row: ExpiredLease, *, now: datetime, reason: str) -> str | None:
     """Record the abandoned attempt and move the execution on; returns the new status or None if lost."""
     retry_at = None
     if row.status == S.RUNNING.value and row.attempts < row.max_attempts and row.cancel_requested_by is None:
@@ -84,12 +85,13 @@ def settle_abandoned(conn, row: ExpiredLease, *, now: datetime, reason: str) -> 
     return new_status
 
 
-def recover_expired_leases(database, *, now: datetime, batch_size: int = 100) -> RecoveryReport:
+def recover_expired_leases(database: Source, *, now: datetime, batch_size: int = 100) -> RecoveryReport:
     """Settle every in-flight execution whose lease expired before `now`. `database`: a SQLAlchemy
     Engine, or the worker parent's `app.sql.connections.Database`. Each batch is one transaction,
     on a connection of either kind: conn is a SQLAlchemy or a bare DB-API connection
     (docs/adr/0012-worker-parent-on-dbapi.md)."""
-    report = RecoveryReport(job_ids=set())
+    job_ids: set[int] = set()
+    report = RecoveryReport(job_ids=job_ids)
     while True:
         with writing(database) as conn:
             rows = [ExpiredLease(**row) for row in sql_recovery.lock_expired_leases(conn, now=now, limit=batch_size)]
@@ -105,6 +107,6 @@ def recover_expired_leases(database, *, now: datetime, batch_size: int = 100) ->
                 elif new_status == S.CANCELLED.value:
                     report.cancelled += 1
                 if new_status:
-                    report.job_ids.add(row.job_id)
+                    job_ids.add(row.job_id)
         if len(rows) < batch_size:
             return report

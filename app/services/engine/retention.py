@@ -24,6 +24,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import create_engine, delete, func, select
 from sqlalchemy.engine import Connection, Engine
@@ -57,7 +58,7 @@ def prune(
     session_max_age_hours: int = 0,
     limit: int | None = None,
     housekeeping: bool = True,
-) -> dict:
+) -> dict[str, Any]:
     """Prune one batch of history on `conn` (at most `limit` rows per retention axis, default
     BATCH; DRY_RUN_LIMIT for a dry run); returns counts per job and in total and `found` (how many
     candidates the axes returned). With `housekeeping`, expired credentials, audit events older
@@ -124,7 +125,7 @@ def prune_engine(
     duty_cycle: float = 1.0,
     monotonic: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
-) -> dict:
+) -> dict[str, Any]:
     """Prune batch after batch, each in its own transaction, until a batch finds fewer than
     `batch` rows per axis (the backlog is gone) or `max_seconds` have passed (None: no limit);
     returns the totals, `batches`, `paused` (seconds spent waiting for the pace) and `more` when
@@ -136,7 +137,7 @@ def prune_engine(
     A dry run is one pass that counts (up to DRY_RUN_LIMIT rows per axis) and deletes nothing."""
     started = monotonic()
     pace = Pace(started=started, rows_per_second=rows_per_second, duty_cycle=duty_cycle)
-    total = {"deleted": 0, "dry_run": dry_run, "by_job": {}, "batches": 0, "more": False, "paused": 0.0}
+    total: dict[str, Any] = {"deleted": 0, "dry_run": dry_run, "by_job": {}, "batches": 0, "more": False, "paused": 0.0}
     total |= {"audit_deleted": 0, "sessions_deleted": 0}
     began = started
     while True:
@@ -177,7 +178,7 @@ def prune_engine(
     return total
 
 
-def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system") -> dict:
+def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system") -> dict[str, Any]:
     """Apply every job's retention settings (`flask prune-history`, the scheduler's periodic run):
     deleted, dry_run, by_job, more (True when the time budget ran out with history left),
     audit_deleted and sessions_deleted."""
@@ -195,7 +196,7 @@ def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system"
             cache.get_cache().delete(keys)
         except RuntimeError:
             pass
-    keys = ("deleted", "dry_run", "by_job", "more", "audit_deleted", "sessions_deleted")
+    keys = ["deleted", "dry_run", "by_job", "more", "audit_deleted", "sessions_deleted"]
     return {key: result[key] for key in keys}
 
 
@@ -208,7 +209,7 @@ def prune_with_url(
     session_max_age_hours: int,
     rows_per_second: float = ROWS_PER_SECOND,
     duty_cycle: float = DUTY_CYCLE,
-) -> dict:
+) -> dict[str, Any]:
     """For the cleanup_old_runs task, which runs in a forked process with no app context: the
     worker hands it the two settings (`TaskContext.retention`)."""
     engine = create_engine(database_url, poolclass=NullPool)

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from app import cache as dashboard_cache
 from app.sql.connections import Database
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 
 @dataclass
@@ -35,7 +38,7 @@ class WorkerRuntime:
         return cls(settings, database_from_settings(settings, settings["SQLALCHEMY_DATABASE_URI"]), cache)
 
     @classmethod
-    def from_app(cls, app) -> WorkerRuntime:
+    def from_app(cls, app: Flask) -> WorkerRuntime:
         # The URL the app's engine opens, too: config.absolute_sqlite_url resolved a relative
         # SQLite path as Flask-SQLAlchemy would, so no engine is needed to know it (the worker
         # app kind has none).

@@ -23,9 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from flask import Flask
+from sqlalchemy import Row
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
 from app import cache, metrics
@@ -41,6 +43,7 @@ from app.scheduling import Schedule, parse_schedule
 from app.services import audit_log
 from app.services.audit import insert_event
 from app.services.engine import alerting, callbacks, deliveries, heartbeats, recovery, retention, wakeups
+from app.sql.rows import JobColumns
 from app.store import occurrence_row, store_for
 
 log = logging.getLogger("cronwell.scheduler")
@@ -55,7 +58,7 @@ def _parsed_schedule(schedule_type: str, schedule_json: str, tz: str) -> Schedul
     return parse_schedule(schedule_type, json.loads(schedule_json), tz)
 
 
-def cached_schedule(schedule_type: str, schedule: dict, tz: str) -> Schedule:
+def cached_schedule(schedule_type: str, schedule: dict[str, Any], tz: str) -> Schedule:
     """Parsing a cron expression is not free; ticks see the same few thousand schedules again."""
     return _parsed_schedule(schedule_type, json.dumps(schedule, sort_keys=True), tz)
 
@@ -119,7 +122,7 @@ class Scheduler:
         self._last_alerting: datetime | None = None
 
     @property
-    def engine(self):
+    def engine(self) -> Engine:
         return db.engine
 
     # --- one pass ---------------------------------------------------------------------------
@@ -175,7 +178,7 @@ class Scheduler:
             ahead = [j for j in due if j.next_run_at > now]
             busy = store.jobs_with_active_runs(conn, [j.id for j in due_now if j.overlap_policy == "skip"], now)
             waiting = store.jobs_with_work(conn, [j.id for j in ahead if j.overlap_policy == "skip"])
-            rows: list[dict] = []
+            rows: list[dict[str, Any]] = []
             next_runs: list[tuple[int, datetime | None]] = []
             runs_added: dict[int, int] = {}
             limited: dict[int, str] = {}  # jobs that reached a run limit this tick: the reason
@@ -247,7 +250,7 @@ class Scheduler:
     def _defer(self, at: datetime) -> None:
         self._deferred = at if self._deferred is None else min(self._deferred, at)
 
-    def _plan_ahead(self, job, now: datetime) -> tuple[list[dict], datetime | None]:
+    def _plan_ahead(self, job: Row[Any], now: datetime) -> tuple[list[dict[str, Any]], datetime | None]:
         """The rows an on-time job gets written ahead (app/domain/lead_time.py) and its next run."""
         schedule = cached_schedule(job.schedule_type, job.schedule, job.timezone)
         plan = lead_time.plan_ahead(
@@ -298,7 +301,9 @@ class Scheduler:
         for execution_id in due:
             self._skip_ahead.pop(execution_id, None)
 
-    def _plan_job(self, conn, job, now: datetime, busy: bool, report: TickReport) -> tuple[list[dict], datetime | None]:
+    def _plan_job(
+        self, conn: Connection, job: Row[Any], now: datetime, busy: bool, report: TickReport
+    ) -> tuple[list[dict[str, Any]], datetime | None]:
         """The execution rows one due job gets this tick and its next run (misfire events are
         written here too)."""
         schedule = cached_schedule(job.schedule_type, job.schedule, job.timezone)
@@ -358,6 +363,8 @@ class Scheduler:
                 late_seconds=round((now - job.next_run_at).total_seconds(), 3),  # for explain and the logs
             )
         if plan.unrecorded:
+            assert plan.unrecorded_range is not None  # set whenever occurrences went unrecorded
+            bounds: dict[str, Any] = {"from": _iso(plan.unrecorded_range[0]), "until": _iso(plan.unrecorded_range[1])}
             insert_event(
                 conn,
                 "misfire_skipped",
@@ -365,7 +372,7 @@ class Scheduler:
                 job_id=job.id,
                 occurrences=plan.unrecorded,
                 at_least=plan.lower_bound,
-                **{"from": _iso(plan.unrecorded_range[0]), "until": _iso(plan.unrecorded_range[1])},
+                **bounds,
                 late_seconds=round((now - plan.unrecorded_range[0]).total_seconds(), 3),
                 note="late occurrences beyond MISFIRE_CATCH_UP_CAP are counted here, not recorded one by one",
             )
@@ -373,8 +380,14 @@ class Scheduler:
         return rows, plan.next_run_at
 
     def _bound_by_limits(
-        self, conn, job, rows: list[dict], next_run_at: datetime | None, now: datetime, limited: dict[int, str]
-    ) -> tuple[list[dict], datetime | None]:
+        self,
+        conn: Connection,
+        job: Row[Any],
+        rows: list[dict[str, Any]],
+        next_run_at: datetime | None,
+        now: datetime,
+        limited: dict[int, str],
+    ) -> tuple[list[dict[str, Any]], datetime | None]:
         """Apply the job's run limits (max_runs, end_at: app/domain/run_limits.py) to the rows
         planned for it; a limit reached clears its next run and records why."""
         limits = RunLimits(job.max_runs, job.runs_created, job.start_at, job.end_at)
@@ -401,7 +414,7 @@ class Scheduler:
             )
         return rows[: bounded.keep], bounded.next_run_at
 
-    def _disable_finished(self, conn, now: datetime, *, job_ids: list[int] | None = None) -> set[int]:
+    def _disable_finished(self, conn: Connection, now: datetime, *, job_ids: list[int] | None = None) -> set[int]:
         """Disable the jobs that reached a run limit once none of their runs waits or runs (so the
         runs created before the limit still run); each gets a `job_disabled` event with its reason."""
         finished = store_for(conn).finish_limited_jobs(conn, now=now, job_ids=job_ids)
@@ -577,7 +590,7 @@ class Scheduler:
                 log.warning("could not remove heartbeat", extra={"event": "heartbeat_remove_failed"})
 
 
-def withdraw_ahead(conn, job, *, now: datetime) -> int:
+def withdraw_ahead(conn: Connection, job: JobColumns, *, now: datetime) -> int:
     """Before a job changes (edit, disable, auto-pause): delete its occurrences written ahead
     whose time has not come and move its cursor back to them, so the change applies to them as
     it would have without a lead time (the scheduler writes them again, changed, if the job

@@ -7,12 +7,21 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING, TypeAlias
 
 from app.sql.connections import Database
+from app.sql.transport import DBConnection
+
+if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
+# Where the engine's shared code gets connections: the worker parent's `Database` or a SQLAlchemy
+# Engine (the scheduler, the CLI, tests).
+Source: TypeAlias = "Database | Engine"
 
 
 @contextmanager
-def reading(source) -> Iterator:
+def reading(source: Source) -> Iterator[DBConnection]:
     """A connection for reads from `source`: a `Database` or a SQLAlchemy Engine (the scheduler,
     the CLI and tests hand the engine code theirs; the worker parent its `Database`)."""
     if isinstance(source, Database):
@@ -24,7 +33,7 @@ def reading(source) -> Iterator:
 
 
 @contextmanager
-def writing(source) -> Iterator:
+def writing(source: Source) -> Iterator[DBConnection]:
     """A write transaction from `source` (see `reading`), committed on success."""
     if isinstance(source, Database):
         with source.write_transaction() as conn:

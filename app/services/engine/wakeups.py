@@ -13,9 +13,14 @@ delays an order by about a second, never loses it).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from app.sql.connections import Database
-from app.sql.transport import POSTGRESQL, Statement, dialect_of, execute
+from app.sql.transport import POSTGRESQL, DBConnection, Statement, dialect_of, execute
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session, scoped_session
 
 log = logging.getLogger("cronwell.wakeups")
 
@@ -59,7 +64,7 @@ def _warn_polling_only() -> None:
 NOTIFY = Statement("SELECT pg_notify(:channel, :payload)")
 
 
-def notify(conn, channel: str, payload: str = "", *, on: bool | None = None) -> None:
+def notify(conn: DBConnection, channel: str, payload: str = "", *, on: bool | None = None) -> None:
     """Queue a notification inside the caller's transaction (PostgreSQL only). `conn`: a
     SQLAlchemy or a bare DB-API connection; `on`: LISTEN_NOTIFY as the caller read it (the worker
     parent has no Flask app to ask), else the app's."""
@@ -67,7 +72,7 @@ def notify(conn, channel: str, payload: str = "", *, on: bool | None = None) -> 
         execute(conn, NOTIFY, {"channel": channel, "payload": payload})
 
 
-def notify_on_commit(session, *, jobs_changed: bool = False, work: bool = False) -> None:
+def notify_on_commit(session: Session | scoped_session[Any], *, jobs_changed: bool = False, work: bool = False) -> None:
     """Queue wake-ups in the session's transaction (delivered only if it commits)."""
     conn = session.connection()
     if jobs_changed:
@@ -79,15 +84,15 @@ def notify_on_commit(session, *, jobs_changed: bool = False, work: bool = False)
 class Listener:
     """LISTEN on PostgreSQL channels; on SQLite a plain sleeper with the same interface."""
 
-    def __init__(self, connection=None) -> None:
+    def __init__(self, connection: Any = None) -> None:
         self._conn = connection
         self.received: list[tuple[str, str]] = []  # (channel, payload) drained since last taken
 
     @classmethod
-    def open(cls, source, channels: list[str], *, on: bool | None = None) -> Listener:
+    def open(cls, source: Any, channels: list[str], *, on: bool | None = None) -> Listener:
         """LISTEN on `channels` for `source`: a SQLAlchemy Engine (settings from the Flask app)
         or the worker parent's `Database` (its own settings; `on` is its LISTEN_NOTIFY)."""
-        bare = isinstance(source, Database)
+        bare = isinstance(source, Database)  # else a SQLAlchemy Engine (`source` is Any: narrowed by this flag)
         dialect = source.dialect if bare else source.dialect.name
         if dialect != POSTGRESQL or not (enabled() if on is None else on):
             return cls(None)
@@ -142,7 +147,7 @@ class Listener:
         self.received = [(name, payload) for name, payload in self.received if name != channel]
         return taken
 
-    def wait(self, seconds: float, should_stop=lambda: False) -> bool:
+    def wait(self, seconds: float, should_stop: Callable[[], bool] = lambda: False) -> bool:
         """Sleep up to `seconds`, returning True early when a notification arrives (or the
         connection is lost, so the caller can listen again)."""
         import select

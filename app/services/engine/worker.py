@@ -64,7 +64,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from app import cache, metrics
 from app.clock import iso_z, utcnow
@@ -81,7 +81,11 @@ from app.services.errors import NotFound
 from app.sql import leases, queues, turn, waiting
 from app.sql.events import insert_event
 from app.sql.rows import ClaimedExecution, ExpiredLease, Finished, Outcome, Turn
+from app.sql.transport import DBConnection
 from app.tasks.registry import needs_database
+
+if TYPE_CHECKING:
+    from flask import Flask
 
 log = logging.getLogger("cronwell.worker")
 Clock = Callable[[], datetime]
@@ -169,7 +173,7 @@ class WorkerStats:
 class Worker:
     def __init__(
         self,
-        runtime,
+        runtime: WorkerRuntime | Flask,
         *,
         worker_id: str | None = None,
         slots: int = 4,
@@ -451,7 +455,7 @@ class Worker:
         # Sleep in short slices: select() resumes after a signal handler runs (PEP 475), so one
         # long select would keep a SIGTERMed worker asleep for the whole poll interval.
         deadline = time.monotonic() + timeout
-        readable: list = []
+        readable: list[Any] = []
         while not readable and not self._should_stop():
             remaining = deadline - time.monotonic()
             if remaining <= 0:
@@ -561,19 +565,19 @@ class Worker:
         if claimed:
             metrics.observe_claim(claimed)
             self.stats.claimed += claimed
-        for item in done.cancelled:
+        for execution in done.cancelled:
             metrics.observe_cancelled()
             self.stats.cancelled += 1
-            self._dirty_jobs.add(item.job_id)
+            self._dirty_jobs.add(execution.job_id)
         metrics.observe_fire_lateness(
             [(item.trigger, item.scheduled_for) for item, number in done.started if number == 1], now
         )
         again = {item.id for item, _ in done.started if item.id in self.running}
         if again:
             self._give_back(again, now)
-        for item, number in done.started:
-            if item.id not in again:
-                self._take(item, number, now)
+        for execution, number in done.started:
+            if execution.id not in again:
+                self._take(execution, number, now)
         if crash is not None:
             # The zygote died while the turn ran; its failed reports wait in _unrecorded (the
             # handler in `run` records them and restarts the executor).
@@ -718,7 +722,7 @@ class Worker:
         )
 
     @contextmanager
-    def _transaction(self, *, single_statement: bool = False) -> Iterator:
+    def _transaction(self, *, single_statement: bool = False) -> Iterator[DBConnection]:
         """A write transaction on the connection this worker keeps for its turns.
 
         Keeping one connection spares each turn a connect; after any error it is closed and the
@@ -787,7 +791,9 @@ class Worker:
             retry_at = now + run.retry.delay(run.attempt, random.random())  # the job's retry kind
         return Finished(run.execution_id, run.attempt, outcome, retry_at)
 
-    def _recorded(self, conn, run: Running, result: TaskResult, retry_at: datetime | None, now: datetime) -> None:
+    def _recorded(
+        self, conn: DBConnection, run: Running, result: TaskResult, retry_at: datetime | None, now: datetime
+    ) -> None:
         metrics.observe_outcome(result.status, retried=retry_at is not None)
         log.info(
             "execution finished",
@@ -987,9 +993,7 @@ class Worker:
             return False
         if status is not None:
             now = time.time()
-            self._unrecorded.append(
-                TaskResult(execution_id, status, None, "", error, 0, now, now, 0.0)  # type: ignore[arg-type]
-            )
+            self._unrecorded.append(TaskResult(execution_id, status, None, "", error, 0, now, now, 0.0))
         return True
 
     def _stop_every_task(self) -> None:

@@ -19,6 +19,8 @@ from app.sql import control
 
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
+from app.services.engine.sources import Source
+from app.sql.transport import DBConnection
 
 # `issue` and `unacted` (the use cases' side) import SQLAlchemy and the models where they run:
 # the worker parent uses the rest without them (docs/adr/0012-worker-parent-on-dbapi.md).
@@ -34,15 +36,15 @@ def issue(conn: Connection, *, worker_id: str, command: WorkerCommandKind, issue
     stmt = insert(commands).values(
         worker_id=worker_id, command=WorkerCommandKind(command).value, issued_by=issued_by, issued_at=now
     )
-    return conn.execute(stmt.returning(commands.c.id)).scalar_one()
+    return int(conn.execute(stmt.returning(commands.c.id)).scalar_one())
 
 
-def has_unacted(conn, worker_id: str) -> bool:
+def has_unacted(conn: DBConnection, worker_id: str) -> bool:
     """Whether `worker_id` has orders waiting (a read, so a worker's check takes no write lock)."""
     return control.has_unacted(conn, worker_id)
 
 
-def take(conn, *, worker_id: str, now: datetime) -> list[WorkerCommandKind]:
+def take(conn: DBConnection, *, worker_id: str, now: datetime) -> list[WorkerCommandKind]:
     """Stamp and return the worker's unacted orders, oldest first."""
     return [WorkerCommandKind(command) for command in control.take_commands(conn, worker_id=worker_id, now=now)]
 
@@ -83,7 +85,7 @@ class ControlCheck:
     cancel-requested running rows (only while it runs something), and a write only when a
     command is waiting, so an idle check takes no write lock on SQLite."""
 
-    def __init__(self, database, worker_id: str, *, every: float = CONTROL_POLL_SECONDS) -> None:
+    def __init__(self, database: Source, worker_id: str, *, every: float = CONTROL_POLL_SECONDS) -> None:
         self.database = database  # an app.sql.connections.Database, or a SQLAlchemy Engine
         self.worker_id = worker_id
         self.every = every

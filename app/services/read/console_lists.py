@@ -251,5 +251,5 @@ def queue_names(caller: Caller | None = None) -> list[str]:
     return sorted(set(db.session.scalars(scoping.queues(select(Queue.name), caller))))
 
 
-def statuses() -> list[str]:
+def statuses() -> tuple[str, ...]:
     return values(ExecutionStatus)

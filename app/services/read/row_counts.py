@@ -16,9 +16,10 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import Select, func, select, text
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, scoped_session
 
 COUNT_CAP = 50_000
 
@@ -65,7 +66,9 @@ def settle_total(counts: Iterable[RowCount]) -> RowCount:
     return RowCount(value)
 
 
-def capped_counts(session: Session, queries: Mapping[str, Select], cap: int = COUNT_CAP) -> dict[str, int]:
+def capped_counts(
+    session: Session | scoped_session[Any], queries: Mapping[str, Select], cap: int = COUNT_CAP
+) -> dict[str, int]:
     """How many rows each query returns, counting no further than cap + 1; one round trip."""
     if not queries:
         return {}
@@ -78,7 +81,7 @@ def capped_counts(session: Session, queries: Mapping[str, Select], cap: int = CO
     return {name: int(row[i]) for i, name in enumerate(names)}
 
 
-def planner_rows(session: Session, query: Select) -> float | None:
+def planner_rows(session: Session | scoped_session[Any], query: Select) -> float | None:
     """The number of rows PostgreSQL's planner expects `query` to return; None elsewhere."""
     bind = session.get_bind()
     if bind.dialect.name != "postgresql":

@@ -8,6 +8,7 @@ deployment ready (`readiness()`, the same checks as /readyz).
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from flask import current_app
 from sqlalchemy import func, select
@@ -58,7 +59,7 @@ def status_report(now: datetime, executions_by_status: dict | None = None, calle
     """
     stale_after = current_app.config["HEARTBEAT_STALE_SECONDS"]
     beats = list(db.session.scalars(select(Heartbeat).order_by(Heartbeat.kind, Heartbeat.id)))
-    processes = {"scheduler": [], "worker": []}
+    processes: dict[str, list[dict[str, Any]]] = {"scheduler": [], "worker": []}
     for beat in beats:
         processes[beat.kind].append(heartbeat_to_dict(beat, now, stale_after_seconds=stale_after))
     counts = executions_by_status

@@ -68,7 +68,9 @@ def plan(kind: str, action: str, ids: list[int], caller: Caller | None = None) -
         found = dict(
             db.session.execute(
                 scoping.executions(select(Execution.id, Execution.status).where(Execution.id.in_(ids)), caller)
-            ).all()
+            )
+            .tuples()
+            .all()
         )
         cancel_asked = set(
             db.session.scalars(
@@ -89,7 +91,9 @@ def plan(kind: str, action: str, ids: list[int], caller: Caller | None = None) -
             else:
                 result.change.append(execution_id)
     else:
-        found = dict(db.session.execute(scoping.jobs(select(Job.id, Job.enabled).where(Job.id.in_(ids)), caller)).all())
+        found = dict(
+            db.session.execute(scoping.jobs(select(Job.id, Job.enabled).where(Job.id.in_(ids)), caller)).tuples().all()
+        )
         for job_id in ids:
             enabled = found.get(job_id)
             if enabled is None:

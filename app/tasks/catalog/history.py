@@ -116,7 +116,8 @@ def generate_report(config: dict, ctx: TaskContext) -> None:
 def cleanup_old_runs(config: dict, ctx: TaskContext) -> None:
     """Prune execution history, old audit events and expired web sessions with the same rules
     and settings as `flask prune-history` (the worker passes the settings in `ctx.retention`)."""
-    from app.services.engine.retention import DUTY_CYCLE, ROWS_PER_SECOND, prune_with_url
+    from app.domain.pacing import DUTY_CYCLE, ROWS_PER_SECOND
+    from app.services.engine.retention import prune_with_url
 
     dry_run = config.get("dry_run", False)
     settings = ctx.retention or {}
