@@ -40,6 +40,7 @@ run: install
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/python scripts/dependency_lock.py check
 
 lock: install-dev
