@@ -39,7 +39,7 @@ class RefusedTarget(ValueError):
     """A URL the guard will not connect to; the message is one line that names the rule."""
 
     def __init__(self, message: str, rule: str) -> None:
-        super().__init__(message)
+        super().__init__(message if f"(rule {rule!r}" in message else f"{message} (rule {rule!r})")
         self.rule = rule
 
 
