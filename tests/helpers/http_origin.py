@@ -12,6 +12,7 @@ it arrived on the wire, answers chosen by path.
 from __future__ import annotations
 
 import json
+import ssl
 import threading
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -29,7 +30,8 @@ class Seen:
 class Origin:
     """The server; `url(path)` addresses it on 127.0.0.1. Use as a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[str, str] | None = None) -> None:
+        """`tls`: (certificate file, key file) to answer HTTPS instead of HTTP."""
         self.requests: list[Seen] = []
         self.closing = threading.Event()
         origin = self
@@ -99,6 +101,12 @@ class Origin:
         self.streamed = 0
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
+        self.scheme = "http"
+        if tls is not None:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+            context.load_cert_chain(*tls)
+            self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
+            self.scheme = "https"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     @property
@@ -106,7 +114,7 @@ class Origin:
         return self.server.server_address[1]
 
     def url(self, path: str = "/echo", host: str = "127.0.0.1") -> str:
-        return f"http://{host}:{self.port}{path}"
+        return f"{self.scheme}://{host}:{self.port}{path}"
 
     def __enter__(self) -> Origin:
         self.thread.start()

@@ -4,13 +4,17 @@ where the test says so), and its SSRF guard refusing real addresses and real red
 from __future__ import annotations
 
 import json
+import shutil
+import ssl
+import subprocess
 import time
 
 import pytest
 
 from app.tasks import TaskConfigError, TaskContext, get_task, load_catalog, validate_config
+from app.tasks.catalog import http_fetch
 from app.tasks.catalog.http_fetch import RequestFailed
-from app.tasks.catalog.http_guard import RefusedTarget
+from app.tasks.catalog.http_guard import RefusedTarget, parse_allowance
 from app.tasks.catalog.http_request import UnexpectedStatus
 from tests.helpers.http_origin import Origin
 
@@ -211,6 +215,42 @@ def test_other_schemes_are_refused_at_creation(url):
         validate_config("http_request", {"url": url})
 
 
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    """A self-signed certificate for the name `localhost` only (no IP address in it)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a test certificate")
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = str(folder / "cert.pem"), str(folder / "key.pem")
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert, "-days", "2",
+         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost"],
+        check=True, capture_output=True, timeout=60,
+    )  # fmt: skip
+    return cert, key
+
+
+@pytest.mark.usefixtures("loopback_allowed")
+class TestTls:
+    def test_an_untrusted_certificate_fails_unless_verify_tls_is_off(self, certificate, tmp_path):
+        with Origin(tls=certificate) as origin:
+            with pytest.raises(RequestFailed, match="CERTIFICATE_VERIFY_FAILED"):
+                run({"url": origin.url("/echo", host="localhost")}, tmp_path)
+            result = run({"url": origin.url("/echo", host="localhost"), "verify_tls": False}, tmp_path)
+        assert result["status"] == 200 and origin.requests[-1].headers["host"] == f"localhost:{origin.port}"
+
+    def test_the_certificate_is_checked_against_the_name_while_connecting_to_the_address(
+        self, certificate, tmp_path, monkeypatch
+    ):
+        trusting = ssl.create_default_context(cafile=certificate[0])
+        monkeypatch.setitem(http_fetch._TLS_CONTEXTS, True, trusting)
+        with Origin(tls=certificate) as origin:
+            # Connected to 127.0.0.1 (checked), verified as `localhost` (the certificate has no IP).
+            assert run({"url": origin.url("/echo", host="localhost")}, tmp_path)["status"] == 200
+            with pytest.raises(RequestFailed, match="CERTIFICATE_VERIFY_FAILED"):
+                run({"url": origin.url("/echo", host="127.0.0.1")}, tmp_path)  # a name it is not for
+
+
 class TestSecretHeaders:
     @pytest.fixture(autouse=True)
     def listed(self, monkeypatch):
@@ -284,3 +324,31 @@ def test_bad_config_is_refused_at_creation_with_the_key_named(config, complaint)
     with pytest.raises(TaskConfigError) as refused:
         validate_config("http_request", config)
     assert complaint in str(refused.value)
+
+
+def test_a_name_with_several_addresses_is_tried_on_each_checked_one_in_turn(origin):
+    request = http_fetch.Request(
+        method="GET",
+        url=f"http://service.test:{origin.port}/echo",
+        headers={},
+        query={},
+        json_body=None,
+        has_json=False,
+        body=None,
+        timeout_seconds=5,
+        follow_redirects=False,
+        max_redirects=5,
+        max_response_bytes=1000,
+        verify_tls=True,
+    )
+    tried = []
+
+    def resolve(host, port):
+        tried.append(host)
+        return ["127.0.0.2", "127.0.0.1"]  # only 127.0.0.1 listens
+
+    response = http_fetch.fetch(request, parse_allowance("127.0.0.0/8"), resolve)
+    assert response.status == 200 and tried == ["service.test"]
+    assert origin.requests[-1].headers["host"] == f"service.test:{origin.port}"
+    with pytest.raises(RefusedTarget, match="'loopback'"):
+        http_fetch.fetch(request, parse_allowance("127.0.0.1"), resolve)  # 127.0.0.2 is not allowed

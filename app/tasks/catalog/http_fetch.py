@@ -81,21 +81,17 @@ def fetch(request: Request, allowance: http_guard.Allowance, resolve=http_guard.
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise RequestFailed(f"{method} {url} timed out after {request.timeout_seconds:g} s")
-            outgoing = client.build_request(
-                method,
-                target.connect_url(),
-                headers=_outgoing_headers(headers, target.host_header()),
+            answer = _send_to_checked(
+                client,
+                target,
+                method=method,
+                headers=headers,
                 content=None if has_json else content,
-                json=json_body if has_json else None,
-                timeout=httpx.Timeout(remaining),
-                extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
+                json_body=json_body if has_json else None,
+                timeout=remaining,
+                describe=f"{method} {url}",
+                timeout_seconds=request.timeout_seconds,
             )
-            try:
-                answer = client.send(outgoing, stream=True)
-            except httpx.TimeoutException:
-                raise RequestFailed(f"{method} {url} timed out after {request.timeout_seconds:g} s") from None
-            except httpx.HTTPError as exc:
-                raise RequestFailed(f"{method} {url} failed: {_reason(exc)}") from None
             try:
                 location = answer.headers.get("location")
                 if request.follow_redirects and answer.status_code in REDIRECT_STATUSES and location:
@@ -125,6 +121,42 @@ def fetch(request: Request, allowance: http_guard.Allowance, resolve=http_guard.
             finally:
                 answer.close()
     raise AssertionError("unreachable: the loop returns or raises")  # pragma: no cover
+
+
+def _send_to_checked(
+    client: httpx.Client,
+    target: http_guard.CheckedTarget,
+    *,
+    method: str,
+    headers: dict[str, str],
+    content: str | None,
+    json_body: object,
+    timeout: float,
+    describe: str,
+    timeout_seconds: float,
+) -> httpx.Response:
+    """Send to the first checked address that accepts a connection (a name often has an IPv6
+    and an IPv4 answer, and only one may listen); any other failure is final."""
+    failure = None
+    for address in target.addresses:
+        outgoing = client.build_request(
+            method,
+            target.connect_url(address),
+            headers=_outgoing_headers(headers, target.host_header()),
+            content=content,
+            json=json_body,
+            timeout=httpx.Timeout(timeout),
+            extensions={"sni_hostname": target.host} if target.scheme == "https" else {},
+        )
+        try:
+            return client.send(outgoing, stream=True)
+        except httpx.ConnectError as exc:
+            failure = exc
+        except httpx.TimeoutException:
+            raise RequestFailed(f"{describe} timed out after {timeout_seconds:g} s") from None
+        except httpx.HTTPError as exc:
+            raise RequestFailed(f"{describe} failed: {_reason(exc)}") from None
+    raise RequestFailed(f"{describe} failed: {_reason(failure)}")
 
 
 _TLS_CONTEXTS: dict[bool, ssl.SSLContext] = {}

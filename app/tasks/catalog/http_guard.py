@@ -117,16 +117,24 @@ class CheckedTarget:
     scheme: str
     host: str  # the name as written (what Host and TLS SNI carry)
     port: int
-    address: str  # the checked IP address: connect here and nowhere else
+    addresses: tuple[str, ...]  # every checked IP address, in the resolver's order: connect only to these
     path: str  # path and query, as sent on the request line
 
     @property
     def origin(self) -> tuple[str, str, int]:
         return (self.scheme, self.host, self.port)
 
-    def connect_url(self) -> str:
-        """The URL naming the checked address instead of the host."""
-        literal = f"[{self.address}]" if ":" in self.address else self.address
+    @property
+    def address(self) -> str:
+        """The first checked address (the one tried first)."""
+        return self.addresses[0]
+
+    def connect_url(self, address: str | None = None) -> str:
+        """The URL naming a checked address (default the first) instead of the host."""
+        address = address or self.address
+        if address not in self.addresses:
+            raise ValueError(f"{address} was not checked")
+        literal = f"[{address}]" if ":" in address else address
         return f"{self.scheme}://{literal}:{self.port}{self.path}"
 
     def host_header(self) -> str:
@@ -145,7 +153,7 @@ def check_url(url: str, allowance: Allowance, resolve: Resolver = system_resolve
     """Resolve `url`'s host and return where to connect, or raise RefusedTarget naming the rule.
 
     Every address the name resolves to must pass (a name that answers with one public and one
-    private address is refused), and the first is the one to use."""
+    private address is refused); the request may use any of them, and only them."""
     parts = _split(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
@@ -164,7 +172,8 @@ def check_url(url: str, allowance: Allowance, resolve: Resolver = system_resolve
                     f"a deployer may allow it in {ALLOW_VARIABLE})",
                     rule,
                 )
-    return CheckedTarget(url, parts.scheme, host, port, str(addresses[0]), path)
+    checked = tuple(dict.fromkeys(str(address) for address in addresses))
+    return CheckedTarget(url, parts.scheme, host, port, checked, path)
 
 
 def _split(url: str) -> SplitResult:
