@@ -16,14 +16,15 @@ from app.clock import utcnow
 from app.extensions import db
 from app.models.types import JSONType, UTCDateTime
 
-CHANNEL_KINDS = ("webhook", "email")
+CHANNEL_KINDS = ("webhook", "slack", "teams", "email")
 DELIVERY_STATUSES = ("pending", "delivered", "failed")
 # The alert kinds a channel may be routed (dead letters from workers; the rest from the alert pass).
 ALERT_KINDS = ("dead_letter", "overdue", "consecutive_failures", "auto_paused", "queue_backlog", "worker_lost")
 
 
 class AlertChannel(db.Model):
-    """A webhook URL or an email address of one project, for some alert kinds (empty: all)."""
+    """Where some of one project's alert kinds (empty: all) go: a signed webhook, a Slack or Teams
+    incoming webhook (their URLs are secrets), or an email address."""
 
     __tablename__ = "alert_channels"
 
@@ -31,7 +32,7 @@ class AlertChannel(db.Model):
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(100))
     kind: Mapped[str] = mapped_column(String(10))
-    # The webhook URL, or the email address.
+    # The webhook, Slack or Teams URL (shown masked after creation), or the email address.
     target: Mapped[str] = mapped_column(String(500))
     # The webhook's signing key (HMAC-SHA256); never shown again after creation.
     secret: Mapped[str | None] = mapped_column(String(200))
@@ -44,7 +45,7 @@ class AlertChannel(db.Model):
     project = relationship("Project")
 
     __table_args__ = (
-        CheckConstraint("kind IN ('webhook', 'email')", name="kind"),
+        CheckConstraint("kind IN ('webhook', 'email', 'slack', 'teams')", name="kind"),
         CheckConstraint("length(name) > 0", name="name_not_empty"),
         UniqueConstraint("project_id", "name", name="uq_alert_channels_project_name"),
         {"sqlite_autoincrement": True},
