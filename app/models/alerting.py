@@ -13,10 +13,13 @@ from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, Str
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
+from app.domain.channel_messages import masked_url
 from app.extensions import db
 from app.models.types import JSONType, UTCDateTime
 
 CHANNEL_KINDS = ("webhook", "slack", "teams", "email")
+# Kinds whose target is a URL, and so a secret (a Slack or Teams URL is its own credential).
+URL_CHANNEL_KINDS = ("webhook", "slack", "teams")
 DELIVERY_STATUSES = ("pending", "delivered", "failed")
 # The alert kinds a channel may be routed (dead letters from workers; the rest from the alert pass).
 ALERT_KINDS = ("dead_letter", "overdue", "consecutive_failures", "auto_paused", "queue_backlog", "worker_lost")
@@ -50,6 +53,12 @@ class AlertChannel(db.Model):
         UniqueConstraint("project_id", "name", name="uq_alert_channels_project_name"),
         {"sqlite_autoincrement": True},
     )
+
+    @property
+    def shown_target(self) -> str:
+        """The target as pages and lists show it: a URL masked (it is a credential), an email
+        address as it is."""
+        return masked_url(self.target) if self.kind in URL_CHANNEL_KINDS else self.target
 
     def receives(self, alert_kind: str) -> bool:
         """Whether this channel's routing takes alerts of `alert_kind` (tests always go through)."""
