@@ -12,13 +12,33 @@ Imported only inside the running task (httpx brings ssl and hashlib, which the z
 from __future__ import annotations
 
 import ssl
+import sys
 import time
+import types
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
-import httpx
-
 from app.tasks.catalog import http_guard
+
+
+def _skip_httpx_command_line() -> None:
+    """Keep httpx's command-line client out of the task process.
+
+    `import httpx` also imports `httpx._main` (its CLI) when rich, click and pygments are installed,
+    as they are beside Cronwell; that is over a third of the import, paid by every run of the task
+    in its fresh process. The task never uses the CLI, so a stand-in takes its place."""
+    if "httpx._main" not in sys.modules:
+        stand_in = types.ModuleType("httpx._main")
+
+        def main(*args, **kwargs):  # pragma: no cover - never called in a task process
+            raise RuntimeError("httpx's command-line client is not loaded in Cronwell task processes")
+
+        stand_in.main = main
+        sys.modules["httpx._main"] = stand_in
+
+
+_skip_httpx_command_line()
+import httpx  # noqa: E402 - after the stand-in above
 
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # identity unless the config asks otherwise: a compressed body is decoded before the size cap
