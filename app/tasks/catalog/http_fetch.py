@@ -92,7 +92,10 @@ def fetch(request: Request, allowance: http_guard.Allowance, resolve=http_guard.
     first_origin = None
     needs_tls = request.follow_redirects or url.lower().startswith("https:")
     verify = _tls_context(request.verify_tls) if needs_tls else False
-    with httpx.Client(verify=verify, trust_env=False, follow_redirects=False) as client:
+    # No kept-alive connections: httpx pools by the address it connects to, and a TLS connection
+    # verified for one name must not carry a redirect to another name on the same address.
+    no_reuse = httpx.Limits(max_keepalive_connections=0)
+    with httpx.Client(verify=verify, trust_env=False, follow_redirects=False, limits=no_reuse) as client:
         for hop in range(request.max_redirects + 1):
             target = http_guard.check_url(url, allowance, resolve)
             first_origin = first_origin or target.origin
