@@ -157,6 +157,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "SMTP_HOST": env.get("SMTP_HOST") or "localhost",
         "SMTP_PORT": _int(env, "SMTP_PORT", 25, 1),
         "SMTP_FROM": env.get("SMTP_FROM") or "cronwell@localhost",
+        # The installation's public address: Slack, Teams and email alerts link back to it.
+        "BASE_URL": env.get("BASE_URL") or None,
         # Audit events older than this are deleted by the retention pass (0: kept forever).
         "AUDIT_RETENTION_DAYS": _int(env, "AUDIT_RETENTION_DAYS", 365, 0),
         # The retention pass's pace (app.domain.pacing): at most this many rows per second (0: no

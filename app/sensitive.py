@@ -15,6 +15,11 @@ from urllib.parse import urlsplit
 SECRET_SETTINGS = ("SECRET_KEY", "SCHEDULER_CLI_SECRET", "METRICS_TOKEN", "DEV_ADMIN_PASSWORD")
 # Settings that are URLs which may carry a password (and name our databases).
 URL_SETTINGS = ("DATABASE_URL", "DATABASE_LISTEN_URL", "REDIS_URL")
+# Every variable that holds Cronwell's own credentials: a task may never be given one.
+OWN_SECRET_VARIABLES = frozenset((*SECRET_SETTINGS, *URL_SETTINGS, "PGPASSWORD", "PGPASSFILE"))
+# The deployer's list of variables whose values `http_request` may send as headers; the names
+# are not secret, the values are.
+HTTP_TASK_SECRETS = "HTTP_TASK_SECRETS"
 # Field or variable names that look secret: PGPASSWORD, API_TOKEN, X_API_KEY, SESSION_COOKIE...
 SECRET_NAME = re.compile(r"pass(word|wd)?$|secret|token|authori[sz]ation|cookie|api[_-]?key", re.IGNORECASE)
 # `scheme://user:password@`: credentials inside any URL.
@@ -49,6 +54,25 @@ def is_sensitive_variable(name: str, value: str) -> bool:
 
 
 def task_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
-    """`environ` (default os.environ) without the variables `is_sensitive_variable` names."""
+    """`environ` (default os.environ) without the variables `is_sensitive_variable` names, except
+    those the deployer listed in HTTP_TASK_SECRETS for the `http_request` task's secret headers
+    (never one of Cronwell's own)."""
     environ = os.environ if environ is None else environ
-    return {name: value for name, value in environ.items() if not is_sensitive_variable(name, value)}
+    listed = http_task_secret_names(environ)
+    return {
+        name: value
+        for name, value in environ.items()
+        if name in listed or name == HTTP_TASK_SECRETS or not is_sensitive_variable(name, value)
+    }
+
+
+def http_task_secret_names(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The variables HTTP_TASK_SECRETS lists (comma-separated), less Cronwell's own secrets."""
+    environ = os.environ if environ is None else environ
+    names = {name.strip() for name in (environ.get(HTTP_TASK_SECRETS) or "").split(",")}
+    return frozenset(name for name in names if name and not is_own_secret(name))
+
+
+def is_own_secret(name: str) -> bool:
+    """Whether `name` is one of the variables that hold Cronwell's own credentials."""
+    return name in OWN_SECRET_VARIABLES

@@ -17,6 +17,7 @@ _COMMANDS: list[tuple[str, str]] = [
     ("execution", "execution_cli"),
     ("batch", "batch_cli"),
     ("alerts", "alerts_cli"),
+    ("channel", "channel_cli"),
     ("audit", "audit_cli"),
     ("schedule", "schedule_cli"),
     ("ops", "health_cli"),

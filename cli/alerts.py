@@ -149,7 +149,7 @@ def list_channels(as_json):
         return
     print_table(
         ["ID", "NAME", "KIND", "TARGET", "KINDS", "ENABLED"],
-        [[c.id, c.name, c.kind, c.target, ",".join(c.kinds or []) or "all", c.enabled] for c in channels],
+        [[c.id, c.name, c.kind, c.shown_target, ",".join(c.kinds or []) or "all", c.enabled] for c in channels],
         empty="No alert channels. Add one with `flask alerts channel add`.",
     )
 

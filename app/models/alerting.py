@@ -13,17 +13,21 @@ from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, Str
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
+from app.domain.channel_messages import masked_url
 from app.extensions import Model
 from app.models.types import JSONType, UTCDateTime
 
-CHANNEL_KINDS = ("webhook", "email")
+CHANNEL_KINDS = ("webhook", "slack", "teams", "email")
+# Kinds whose target is a URL, and so a secret (a Slack or Teams URL is its own credential).
+URL_CHANNEL_KINDS = ("webhook", "slack", "teams")
 DELIVERY_STATUSES = ("pending", "delivered", "failed")
 # The alert kinds a channel may be routed (dead letters from workers; the rest from the alert pass).
 ALERT_KINDS = ("dead_letter", "overdue", "consecutive_failures", "auto_paused", "queue_backlog", "worker_lost")
 
 
 class AlertChannel(Model):
-    """A webhook URL or an email address of one project, for some alert kinds (empty: all)."""
+    """Where some of one project's alert kinds (empty: all) go: a signed webhook, a Slack or Teams
+    incoming webhook (their URLs are secrets), or an email address."""
 
     __tablename__ = "alert_channels"
 
@@ -31,7 +35,7 @@ class AlertChannel(Model):
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(100))
     kind: Mapped[str] = mapped_column(String(10))
-    # The webhook URL, or the email address.
+    # The webhook, Slack or Teams URL (shown masked after creation), or the email address.
     target: Mapped[str] = mapped_column(String(500))
     # The webhook's signing key (HMAC-SHA256); never shown again after creation.
     secret: Mapped[str | None] = mapped_column(String(200))
@@ -44,11 +48,17 @@ class AlertChannel(Model):
     project = relationship("Project")
 
     __table_args__ = (
-        CheckConstraint("kind IN ('webhook', 'email')", name="kind"),
+        CheckConstraint("kind IN ('webhook', 'email', 'slack', 'teams')", name="kind"),
         CheckConstraint("length(name) > 0", name="name_not_empty"),
         UniqueConstraint("project_id", "name", name="uq_alert_channels_project_name"),
         {"sqlite_autoincrement": True},
     )
+
+    @property
+    def shown_target(self) -> str:
+        """The target as pages and lists show it: a URL masked (it is a credential), an email
+        address as it is."""
+        return masked_url(self.target) if self.kind in URL_CHANNEL_KINDS else self.target
 
     def receives(self, alert_kind: str) -> bool:
         """Whether this channel's routing takes alerts of `alert_kind` (tests always go through)."""

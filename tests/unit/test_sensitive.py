@@ -39,3 +39,19 @@ def test_ordinary_variables_are_not(name, value):
 def test_task_environment_keeps_only_the_ordinary_variables():
     env = {"PATH": "/bin", "SECRET_KEY": "s3cr3t-value", "DATABASE_URL": "postgresql://u:p@h/d", "LANG": "C.UTF-8"}
     assert task_environment(env) == {"PATH": "/bin", "LANG": "C.UTF-8"}
+
+
+def test_task_environment_keeps_the_variables_http_task_secrets_lists_but_never_cronwells_own():
+    env = {
+        "PATH": "/bin",
+        "HTTP_TASK_SECRETS": "PARTNER_TOKEN, DATABASE_URL,SECRET_KEY",
+        "PARTNER_TOKEN": "t0ken-value",
+        "OTHER_TOKEN": "not-listed",
+        "DATABASE_URL": "postgresql://u:p@h/d",
+        "SECRET_KEY": "s3cr3t-value",
+    }
+    assert task_environment(env) == {
+        "PATH": "/bin",
+        "HTTP_TASK_SECRETS": "PARTNER_TOKEN, DATABASE_URL,SECRET_KEY",
+        "PARTNER_TOKEN": "t0ken-value",
+    }

@@ -26,6 +26,7 @@ CATALOG = {
     "cleanup_old_runs",
     "write_file_artifact",
     "http_health_check_local",
+    "http_request",
     "echo",
 }
 

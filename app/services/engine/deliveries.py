@@ -13,7 +13,9 @@ delivery never blocks a tick or a worker turn, and survives restarts: what is pe
 
 Webhook: POST of the JSON payload with `X-Cronwell-Timestamp` (Unix seconds) and
 `X-Cronwell-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" keyed by the channel's
-secret>`; any 2xx answer is delivered. Email: one plain-text message through SMTP_HOST:SMTP_PORT.
+secret>`; any 2xx answer is delivered. Slack and Teams: POST of the message shaped from the payload
+(app/domain/channel_messages.py) to the channel's incoming-webhook URL. Email: one message with a
+text and an HTML part through SMTP_HOST:SMTP_PORT.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from app.clock import iso_z, utcnow
 from app.database import write_transaction
+from app.domain import channel_messages
 from app.models import Alert, AlertChannel, AlertDelivery, Job, Queue
 
 log = logging.getLogger("cronwell.deliveries")
@@ -53,8 +56,9 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
     return f"sha256={digest}"
 
 
-def alert_payload(alert: Row[Any], *, project_id: int | None) -> dict[str, Any]:
-    """The JSON document a channel receives for an alert."""
+def alert_payload(alert: Row[Any], *, project_id: int | None, job_name: str | None = None) -> dict[str, Any]:
+    """The JSON document a channel receives for an alert (a webhook as it is; Slack, Teams and
+    email as the message app/domain/channel_messages.py shapes from it)."""
     return {
         "type": "alert",
         "alert": {
@@ -62,6 +66,7 @@ def alert_payload(alert: Row[Any], *, project_id: int | None) -> dict[str, Any]:
             "kind": alert.kind,
             "message": alert.message,
             "job_id": alert.job_id,
+            "job_name": job_name,
             "execution_id": alert.execution_id,
             "queue_id": alert.queue_id,
             "project_id": project_id,
@@ -93,7 +98,12 @@ def missing_deliveries(conn: Connection, *, now: datetime) -> list[dict[str, Any
     alert_queue = queues_t.alias("alert_queue")
     oldest = min(c.created_at for c in channels)
     alerts = conn.execute(
-        select(alerts_t, job_queue.c.project_id.label("job_project"), alert_queue.c.project_id.label("queue_project"))
+        select(
+            alerts_t,
+            jobs_t.c.name.label("job_name"),
+            job_queue.c.project_id.label("job_project"),
+            alert_queue.c.project_id.label("queue_project"),
+        )
         .select_from(
             alerts_t.outerjoin(jobs_t, jobs_t.c.id == alerts_t.c.job_id)
             .outerjoin(job_queue, job_queue.c.id == jobs_t.c.queue_id)
@@ -127,7 +137,7 @@ def missing_deliveries(conn: Connection, *, now: datetime) -> list[dict[str, Any
                     channel_id=channel.id,
                     alert_id=alert.id,
                     kind=alert.kind,
-                    payload=alert_payload(alert, project_id=project_id),
+                    payload=alert_payload(alert, project_id=project_id, job_name=alert.job_name),
                     status="pending",
                     attempts=0,
                     next_attempt_at=now,
@@ -179,13 +189,32 @@ def send_webhook(url: str, secret: str | None, payload: dict[str, Any], *, now: 
         return Outcome(False, None, str(getattr(exc, "reason", exc))[:500])
 
 
+def post_json(url: str, document: dict[str, Any], *, timeout: float) -> Outcome:
+    """POST `document` as JSON (a Slack or Teams incoming webhook); any 2xx answer is delivered."""
+    body = json.dumps(document, separators=(",", ":")).encode()
+    headers = {"Content-Type": "application/json", "User-Agent": "Cronwell-Alerts"}
+    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) checked on save
+            return Outcome(200 <= response.status < 300, response.status)
+    except urllib.error.HTTPError as exc:
+        return Outcome(False, exc.code, f"HTTP {exc.code}")
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        # The reason only: the URL is the channel's secret and never goes into the delivery log.
+        return Outcome(False, None, str(getattr(exc, "reason", exc))[:500])
+
+
 def send_email(address: str, payload: dict[str, Any], *, settings: dict[str, Any], timeout: float) -> Outcome:
-    alert = payload.get("alert") or {}
+    """One message with a plain-text and an HTML part through SMTP_HOST:SMTP_PORT."""
+    subject, text, page = channel_messages.email_parts(
+        channel_messages.notice_from_payload(payload, settings.get("BASE_URL"))
+    )
     message = EmailMessage()
     message["From"] = settings.get("SMTP_FROM", "cronwell@localhost")
     message["To"] = address
-    message["Subject"] = f"[Cronwell] {alert.get('kind', payload.get('type'))}: {str(alert.get('message', ''))[:120]}"
-    message.set_content(json.dumps(payload, indent=2, sort_keys=True))
+    message["Subject"] = subject
+    message.set_content(text)
+    message.add_alternative(page, subtype="html")
     try:
         with smtplib.SMTP(
             settings.get("SMTP_HOST", "localhost"), settings.get("SMTP_PORT", 25), timeout=timeout
@@ -196,9 +225,26 @@ def send_email(address: str, payload: dict[str, Any], *, settings: dict[str, Any
         return Outcome(False, None, str(exc)[:500])
 
 
-def _take_due(engine: Engine, now: datetime, limit: int, timeout: float) -> list[Any]:
-    """Take up to `limit` due rows: each one's next_attempt_at moves past the send's timeout, so
-    another loop leaves it alone while this one sends (and retries it if this one dies)."""
+def send_one(
+    kind: str, target: str, secret: str | None, payload: dict[str, Any], *, now: datetime, settings: dict[str, Any]
+) -> Outcome:
+    """Send one delivery's payload to a channel of `kind`, in that kind's shape."""
+    timeout = float(settings.get("ALERT_DELIVERY_TIMEOUT_SECONDS", 10))
+    if kind == "webhook":
+        return send_webhook(target, secret, payload, now=now, timeout=timeout)
+    if kind == "email":
+        return send_email(target, payload, settings=settings, timeout=timeout)
+    notice = channel_messages.notice_from_payload(payload, settings.get("BASE_URL"))
+    shape = channel_messages.slack_message if kind == "slack" else channel_messages.teams_message
+    return post_json(target, shape(notice), timeout=timeout)
+
+
+def _take_due(
+    engine: Engine, now: datetime, limit: int, timeout: float, *, delivery_id: int | None = None
+) -> list[Any]:
+    """Take up to `limit` due rows (or the one `delivery_id`): each one's next_attempt_at moves
+    past the send's timeout, so another loop leaves it alone while this one sends (and retries it
+    if this one dies)."""
     with write_transaction(engine) as conn:
         query = (
             select(deliveries_t.c.id)
@@ -206,6 +252,8 @@ def _take_due(engine: Engine, now: datetime, limit: int, timeout: float) -> list
             .order_by(deliveries_t.c.next_attempt_at, deliveries_t.c.id)
             .limit(limit)
         )
+        if delivery_id is not None:
+            query = query.where(deliveries_t.c.id == delivery_id)
         if conn.dialect.name == "postgresql":
             query = query.with_for_update(skip_locked=True)
         ids = list(conn.execute(query).scalars())
@@ -229,36 +277,47 @@ def _take_due(engine: Engine, now: datetime, limit: int, timeout: float) -> list
 def send_due(engine: Engine, *, now: datetime, settings: dict[str, Any], limit: int = BATCH) -> dict[str, int]:
     """Send the due pending deliveries; returns counts of delivered, retrying and failed."""
     timeout = float(settings.get("ALERT_DELIVERY_TIMEOUT_SECONDS", 10))
-    max_attempts = int(settings.get("ALERT_DELIVERY_MAX_ATTEMPTS", 8))
-    backoff = int(settings.get("ALERT_DELIVERY_BACKOFF_SECONDS", 10))
     counts = {"delivered": 0, "retrying": 0, "failed": 0}
     for row in _take_due(engine, now, limit, timeout):
-        if row.channel_kind == "webhook":
-            outcome = send_webhook(row.target, row.secret, row.payload, now=now, timeout=timeout)
-        else:
-            outcome = send_email(row.target, row.payload, settings=settings, timeout=timeout)
-        attempts = row.attempts + 1
-        values = {"attempts": attempts, "response_status": outcome.status, "updated_at": now}
-        if outcome.ok:
-            values.update(status="delivered", delivered_at=now, last_error=None)
-            counts["delivered"] += 1
-        elif attempts >= max_attempts:
-            values.update(status="failed", last_error=outcome.error)
-            counts["failed"] += 1
-            log.error(
-                "alert delivery failed for good",
-                extra={"event": "alert_delivery_failed", "delivery_id": row.id, "error": outcome.error},
-            )
-        else:
-            values.update(last_error=outcome.error, next_attempt_at=now + retry_delay(backoff, attempts))
-            counts["retrying"] += 1
-        with write_transaction(engine) as conn:
-            conn.execute(
-                update(deliveries_t)
-                .where(and_(deliveries_t.c.id == row.id, deliveries_t.c.status == "pending"))
-                .values(**values)
-            )
+        counts[_try_once(engine, row, now=now, settings=settings)] += 1
     return counts
+
+
+def send_now(engine: Engine, delivery_id: int, *, now: datetime, settings: dict) -> str | None:
+    """Send one pending delivery at once (a channel's "send test"), recorded like any try;
+    returns delivered / retrying / failed, or None if it was not pending or another loop has it."""
+    timeout = float(settings.get("ALERT_DELIVERY_TIMEOUT_SECONDS", 10))
+    rows = _take_due(engine, now, 1, timeout, delivery_id=delivery_id)
+    return _try_once(engine, rows[0], now=now, settings=settings) if rows else None
+
+
+def _try_once(engine: Engine, row, *, now: datetime, settings: dict) -> str:
+    """Send a taken row and record the try: delivered, retrying (after backoff) or failed."""
+    max_attempts = int(settings.get("ALERT_DELIVERY_MAX_ATTEMPTS", 8))
+    backoff = int(settings.get("ALERT_DELIVERY_BACKOFF_SECONDS", 10))
+    outcome = send_one(row.channel_kind, row.target, row.secret, row.payload, now=now, settings=settings)
+    attempts = row.attempts + 1
+    values = {"attempts": attempts, "response_status": outcome.status, "updated_at": now}
+    if outcome.ok:
+        values.update(status="delivered", delivered_at=now, last_error=None)
+        result = "delivered"
+    elif attempts >= max_attempts:
+        values.update(status="failed", last_error=outcome.error)
+        result = "failed"
+        log.error(
+            "alert delivery failed for good",
+            extra={"event": "alert_delivery_failed", "delivery_id": row.id, "error": outcome.error},
+        )
+    else:
+        values.update(last_error=outcome.error, next_attempt_at=now + retry_delay(backoff, attempts))
+        result = "retrying"
+    with write_transaction(engine) as conn:
+        conn.execute(
+            update(deliveries_t)
+            .where(and_(deliveries_t.c.id == row.id, deliveries_t.c.status == "pending"))
+            .values(**values)
+        )
+    return result
 
 
 # --- the loop -------------------------------------------------------------------------------

@@ -1,4 +1,5 @@
-"""Alert channels: where a project's alerts go (signed webhooks, email), routed by alert kind.
+"""Alert channels: where a project's alerts go (signed webhooks, Slack, Teams, email), routed by
+alert kind.
 
 The CLI (`flask alerts channel ...`), the web pages (app/alerts) and the API call these. A
 channel's webhook secret is generated when none is given and shown once, at creation.
@@ -18,7 +19,7 @@ from app.database import begin_write
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import AlertChannel, AlertDelivery
-from app.models.alerting import ALERT_KINDS, CHANNEL_KINDS
+from app.models.alerting import ALERT_KINDS, CHANNEL_KINDS, URL_CHANNEL_KINDS
 from app.services import audit_log, scoping
 from app.services.audit import record_event
 from app.services.caller import Caller
@@ -26,6 +27,7 @@ from app.services.errors import NotFound, ValidationFailed
 from app.services.use_cases import tenancy
 
 NAME_MAX, TARGET_MAX, SECRET_MAX = 100, 500, 200
+URL_KINDS = URL_CHANNEL_KINDS  # shown in full only in the answer to the channel's creation
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
@@ -53,6 +55,17 @@ def get_channel(channel_id: int, caller: Caller | None = None) -> AlertChannel:
     return channel
 
 
+def find_channel(name: str, project: str | None = None, caller: Caller | None = None) -> AlertChannel:
+    """The channel called `name` in `project` (ORG/PROJECT; default: the caller's working project)."""
+    target_project = tenancy.find_project(project, caller) if project else tenancy.working_project(caller)
+    channel = db.session.scalar(
+        select(AlertChannel).where(AlertChannel.project_id == target_project.id, AlertChannel.name == name)
+    )
+    if channel is None:
+        raise NotFound(f"no channel named {name!r} in project {target_project.name!r}")
+    return channel
+
+
 def check_channel(data: dict) -> dict:
     """Validate a channel's fields; returns them cleaned. Errors are keyed by field."""
     errors: dict[str, str] = {}
@@ -66,13 +79,13 @@ def check_channel(data: dict) -> dict:
     if not name or len(name) > NAME_MAX or not name.isprintable():
         errors["name"] = f"must be 1-{NAME_MAX} printable characters"
     if kind not in CHANNEL_KINDS:
-        errors["kind"] = "must be webhook or email"
+        errors["kind"] = f"must be one of {', '.join(CHANNEL_KINDS)}"
     if not target or len(target) > TARGET_MAX or "\x00" in target:
         errors["target"] = f"is required (at most {TARGET_MAX} characters)"
-    elif kind == "webhook":
+    elif kind in URL_KINDS:
         parts = urlsplit(target)
-        if parts.scheme not in ("http", "https") or not parts.netloc:
-            errors["target"] = "a webhook needs an http:// or https:// URL"
+        if parts.scheme not in ("http", "https") or not parts.netloc or not target.isprintable():
+            errors["target"] = f"a {kind} channel needs an http:// or https:// URL"
     elif kind == "email" and not _EMAIL.match(target):
         errors["target"] = "must be an email address"
     unknown = [k for k in kinds if k not in ALERT_KINDS]
@@ -186,20 +199,28 @@ def delivery_log(
 
 def _audited(channel: AlertChannel) -> dict:
     """A channel's settings as its audit before/after (the secret only as "(hidden)")."""
-    return {k: v for k, v in channel_to_dict(channel, show_secret=True).items() if k not in ("id", "created_at")}
+    audited = {k: v for k, v in channel_to_dict(channel, show_secret=True).items() if k not in ("id", "created_at")}
+    return {**audited, "target": shown_target(channel)}
 
 
 def _about(channel: AlertChannel) -> dict:
     return {"label": channel.name, "project_id": channel.project_id}
 
 
+def shown_target(channel: AlertChannel) -> str:
+    """The channel's target as shown after creation: a URL masked, an email address as it is."""
+    return channel.shown_target
+
+
 def channel_to_dict(channel: AlertChannel, *, show_secret: bool = False) -> dict:
+    """The channel as the CLI and API show it; `show_secret` (the answer to its creation only)
+    shows the signing secret and the whole URL."""
     return {
         "id": channel.id,
         "project_id": channel.project_id,
         "name": channel.name,
         "kind": channel.kind,
-        "target": channel.target,
+        "target": channel.target if show_secret else shown_target(channel),
         "kinds": list(channel.kinds or []),
         "enabled": channel.enabled,
         "created_at": iso_z(channel.created_at),
