@@ -30,6 +30,7 @@ RESOURCES = (
     "projects",
     "queues",
     "jobs",
+    "job_files",
     "schedules",
     "executions",
     "batches",
