@@ -7,9 +7,11 @@ viewer may dry-run; applying needs an operator (and an admin when declared queue
 
 from __future__ import annotations
 
+from flask import jsonify
 from flask_smorest import Blueprint
-from marshmallow import Schema, fields
+from marshmallow import INCLUDE, Schema, fields
 
+from app.api import examples as ex
 from app.api.conventions import json_object_body
 from app.api.errors import ApiError
 from app.api.security import authenticated, current_caller
@@ -62,22 +64,34 @@ class PlanSchema(Schema):
     queues = fields.Dict()
 
 
+class JsonSchemaDocument(Schema):
+    """A JSON Schema (draft 2020-12) of a job file: `$schema`, `title`, `type`, `required` and
+    `properties` (`project`, `queues`, `jobs`, whose items hold every job field)."""
+
+    class Meta:
+        unknown = INCLUDE  # its keywords are JSON Schema's, not fields of ours
+
+
 @blp.get("/jobs/schema")
 @authenticated(Action.READ)
-@blp.response(200, fields.Dict())
+@blp.response(200, JsonSchemaDocument, example=ex.JOB_FILE_SCHEMA)
 @blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
 def job_file_schema():
     """The JSON Schema of a job file (YAML, TOML or JSON), generated from the job definition.
 
-    Roles: viewer, operator, admin. Errors: 401.
+    Roles: viewer, operator, admin. Errors: 401, 403.
     """
-    return document_schema([task.name for task in all_tasks()])
+    # Answered as generated: a schema's own keywords are not fields to filter through a dump.
+    return jsonify(document_schema([task.name for task in all_tasks()]))
 
 
 @blp.post("/projects/<string:org>/<string:project>/apply")
 @authenticated(Action.READ)
-@blp.doc(requestBody={"required": True, "content": {"application/json": {"schema": ApplyRequestSchema}}})
-@blp.response(200, PlanSchema)
+@blp.doc(
+    requestBody={"required": True, "content": {"application/json": {"schema": ApplyRequestSchema, "example": ex.APPLY}}}
+)
+@blp.response(200, PlanSchema, example=ex.PLAN)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")

@@ -14,6 +14,7 @@ from app.definitions.job_file import parse_document
 from app.extensions import db
 from app.models import AuditEvent, Job
 from tests.helpers.cli import assert_error, ok, ok_json, row_counts
+from tests.helpers.web import signed_in_client
 
 
 def write(path, document) -> str:
@@ -242,3 +243,15 @@ def test_the_schema_accepts_an_export_and_refuses_a_typo(cli, tmp_path):
     document = {"jobs": [job("a", shedule={})]}
     assert list(validator.iter_errors(document))
     assert "sleep_for_seconds" in schema["properties"]["jobs"]["items"]["properties"]["task"]["enum"]
+
+
+def test_the_job_page_says_which_file_owns_a_managed_job(app, cli, tmp_path):
+    path = write(tmp_path / "jobs.yaml", {"jobs": [job("<owned>")]})
+    ok(cli("job", "apply", path))
+    ok(cli("job", "add", "by-hand", "always_succeed", "interval", "--every", "5m"))
+    jobs = stored_jobs()
+    client = signed_in_client(app)
+    body = client.get(f"/jobs/{jobs['<owned>'].id}").get_data(as_text=True)
+    assert "data-managed-by" in body and f"<code>file:{path}</code>" in body
+    assert "<owned>" not in body and "&lt;owned&gt;" in body
+    assert "data-managed-by" not in client.get(f"/jobs/{jobs['by-hand'].id}").get_data(as_text=True)

@@ -92,7 +92,8 @@ def apply_job_files(
     try:
         # Two applies of one project: the second waits here for the first's commit, then plans
         # against what the first wrote (SQLite's BEGIN IMMEDIATE already runs one writer at a time).
-        db.session.execute(select(Project.id).where(Project.id == project.id).with_for_update())
+        # NO KEY UPDATE, as the job use case takes it: foreign-key checks of other inserts go on.
+        db.session.execute(select(Project.id).where(Project.id == project.id).with_for_update(key_share=True))
         with rehearsal() if dry_run else nullcontext():
             plan = _plan_and_run(files, project, now=now, actor=actor, caller=caller, prune=prune, dry_run=dry_run)
     except BaseException:
