@@ -182,7 +182,7 @@ def _plan_and_run(
         job_service.remove_job(job, now=now, actor=actor)
     for step in steps:
         try:
-            _run_job(step, project, now=now, actor=actor)
+            _run_job(step, project, stored_queues, now=now, actor=actor)
         except (ValidationFailed, Conflict) as exc:
             fields = exc.errors if isinstance(exc, ValidationFailed) else {"": str(exc)}
             for key, message in fields.items():
@@ -324,11 +324,19 @@ def _dump(values: dict[str, Any]) -> dict[str, Any]:
 _COMPARER = JobSchema(only=JOB_FIELDS)
 
 
-def _run_job(step: _JobStep, project: Project, *, now: datetime, actor) -> None:
+def _run_job(step: _JobStep, project: Project, queues: dict[str, Queue], *, now: datetime, actor) -> None:
     owner = step.source.managed_by
     if step.job is None:
+        # The names were checked against every job of the project, under its lock (_load, _plan_and_run).
         step.job = job_service.add_job(
-            step.target, project_id=project.id, now=now, actor=actor, own_priority=True, managed_by=owner
+            step.target,
+            project_id=project.id,
+            now=now,
+            actor=actor,
+            own_priority=True,
+            managed_by=owner,
+            queue=queues[step.target["queue"]],
+            name_checked=True,
         )
         return
     if not step.changes:

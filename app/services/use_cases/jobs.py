@@ -21,7 +21,7 @@ from app.definitions import EDITABLE
 from app.domain import run_limits
 from app.domain.permissions import Action
 from app.extensions import db
-from app.models import Execution, Job, Project
+from app.models import Execution, Job, Project, Queue
 from app.scheduling import Schedule, ScheduleError, parse_schedule, preview
 from app.scheduling.lint import LintWarning, lint_schedule
 from app.services import audit_log, scoping
@@ -135,16 +135,28 @@ def create_job(data: dict, *, now: datetime, actor: str, caller: Caller | None =
 
 
 def add_job(
-    cleaned: dict, *, project_id: int, now: datetime, actor, own_priority: bool, managed_by: str | None = None
+    cleaned: dict,
+    *,
+    project_id: int,
+    now: datetime,
+    actor,
+    own_priority: bool,
+    managed_by: str | None = None,
+    queue: Queue | None = None,
+    name_checked: bool = False,
 ) -> Job:
     """Insert a validated job (`clean_job_fields`) into `project_id` in the open write transaction,
     with its audit row and event; the caller commits. Without `own_priority` the job takes its
-    queue's priority."""
+    queue's priority. A caller that holds the project's lock and has checked the name against all
+    its jobs (an apply of many) passes `name_checked` and the project's `queue` row."""
     cleaned = dict(cleaned)
     schedule = parse_schedule(cleaned["schedule_type"], cleaned["schedule"], cleaned["timezone"])
-    _unique_name(cleaned["name"], project_id)
+    if not name_checked:
+        _unique_name(cleaned["name"], project_id)
     # The queue is looked up in that same project: the job's project is its queue's.
-    queue = queues.resolve_for_job(cleaned.pop("queue"), project_id=project_id)
+    name = cleaned.pop("queue")
+    if queue is None or queue.project_id != project_id or queue.name != name:
+        queue = queues.resolve_for_job(name, project_id=project_id)
     if not own_priority:
         cleaned["priority"] = queue.priority  # a job without its own priority takes its queue's
     # None is a value for some fields (no timeout): NULL, not the column's default.
