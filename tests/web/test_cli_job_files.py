@@ -255,3 +255,17 @@ def test_the_job_page_says_which_file_owns_a_managed_job(app, cli, tmp_path):
     assert "data-managed-by" in body and f"<code>file:{path}</code>" in body
     assert "<owned>" not in body and "&lt;owned&gt;" in body
     assert "data-managed-by" not in client.get(f"/jobs/{jobs['by-hand'].id}").get_data(as_text=True)
+
+
+def test_a_file_disables_and_enables_a_job_like_the_cli_does(cli, tmp_path):
+    path = tmp_path / "jobs.yaml"
+    write(path, {"jobs": [job("a")]})
+    ok(cli("job", "apply", str(path)))
+    write(path, {"jobs": [job("a", enabled=False)]})
+    plan = ok_json(cli("job", "apply", str(path), "--json"))
+    assert plan["updated"][0]["changes"] == {"enabled": {"before": True, "after": False}}
+    assert stored_jobs()["a"].enabled is False
+    assert ok_json(cli("job", "apply", str(path), "--json"))["changed"] is False
+    write(path, {"jobs": [job("a")]})
+    ok(cli("job", "apply", str(path)))
+    assert stored_jobs()["a"].enabled is True
