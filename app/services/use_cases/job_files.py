@@ -190,6 +190,11 @@ def _plan_and_run(
                 problems[_where(step.source, path)] = f"{message} (job {step.entry.name!r})"
     if problems:
         raise ValidationFailed(problems)
+    # New jobs go in as one multi-row insert; their events and audit rows then name their ids.
+    db.session.flush()
+    for step in steps:
+        if step.created:
+            job_service.record_created(step.job, now=now, actor=actor)
     plan = _plan_document(project, steps, doomed, queue_plan, dry_run=dry_run, prune=prune)
     audit_log.record_change(
         caller or actor,
@@ -337,6 +342,7 @@ def _run_job(step: _JobStep, project: Project, queues: dict[str, Queue], *, now:
             managed_by=owner,
             queue=queues[step.target["queue"]],
             name_checked=True,
+            deferred=True,
         )
         return
     if not step.changes:

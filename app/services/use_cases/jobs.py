@@ -144,11 +144,13 @@ def add_job(
     managed_by: str | None = None,
     queue: Queue | None = None,
     name_checked: bool = False,
+    deferred: bool = False,
 ) -> Job:
     """Insert a validated job (`clean_job_fields`) into `project_id` in the open write transaction,
     with its audit row and event; the caller commits. Without `own_priority` the job takes its
     queue's priority. A caller that holds the project's lock and has checked the name against all
-    its jobs (an apply of many) passes `name_checked` and the project's `queue` row."""
+    its jobs (an apply of many) passes `name_checked` and the project's `queue` row, and with
+    `deferred` flushes all its jobs at once and then calls `record_created` for each."""
     cleaned = dict(cleaned)
     schedule = parse_schedule(cleaned["schedule_type"], cleaned["schedule"], cleaned["timezone"])
     if not name_checked:
@@ -178,7 +180,14 @@ def add_job(
     if job.end_at is not None and job.next_run_at is not None and job.next_run_at > job.end_at:
         raise ValidationFailed({"end_at": f"is before the schedule's first run ({_iso(job.next_run_at)})"})
     db.session.add(job)
-    db.session.flush()
+    if not deferred:
+        db.session.flush()
+        record_created(job, now=now, actor=actor)
+    return job
+
+
+def record_created(job: Job, *, now: datetime, actor) -> None:
+    """The event and audit row of a job just inserted (and flushed: they name its id)."""
     record_event(
         "job_created",
         now=now,
@@ -192,7 +201,6 @@ def add_job(
     audit_log.record_change(
         actor, "created", "job", job.id, None, audit_log.job_state(job), now=now, **audit_log.about_job(job)
     )
-    return job
 
 
 def update_job(job_id: int, data: dict, *, now: datetime, actor: str, caller: Caller | None = None) -> Job:
