@@ -74,3 +74,16 @@ def test_another_organizations_project_is_not_found(app, api, people, other_org)
     assert api.post("/api/v1/projects/acme/main/apply", {"jobs": [], "dry_run": True}).status_code == 404
     db.session.rollback()
     assert [j.project_id for j in db.session.scalars(select(Job))] == [other_org.id]
+
+
+def test_declared_queue_changes_need_an_admin_but_anyone_may_plan_them(app, api, people):
+    document = {"queues": [{"name": "reports", "concurrency_limit": 3}], "jobs": [job_body("a", queue="reports")]}
+    api.login("viewer")
+    planned = api.post(APPLY, {**document, "dry_run": True})
+    assert planned.status_code == 200 and planned.get_json()["queues"]["created"] == ["reports"]
+    api.login("operator")
+    refused = api.post(APPLY, document)
+    assert refused.status_code == 403 and names() == set()
+    api.login("admin")
+    assert api.post(APPLY, document).status_code == 200
+    assert names() == {"a"}

@@ -151,8 +151,8 @@ def _plan_and_run(
     stored_queues = {q.name: q for q in db.session.scalars(select(Queue).where(Queue.project_id == project.id))}
     stored_jobs = {j.name.lower(): j for j in db.session.scalars(select(Job).where(Job.project_id == project.id))}
     queue_plan = _queue_plan(files, stored_queues)
-    if caller is not None and (queue_plan["created"] or queue_plan["updated"]):
-        caller.require(Action.ADMINISTER)  # queues are an admin's, as everywhere else
+    if caller is not None and not dry_run and (queue_plan["created"] or queue_plan["updated"]):
+        caller.require(Action.ADMINISTER)  # queues are an admin's, as everywhere else (a plan is anyone's)
     declared = {entry.name: entry for _, loaded in files for entry in loaded.queues}
     problems: dict[str, str] = {}
     steps = []
