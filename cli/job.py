@@ -32,6 +32,7 @@ from cli.common import (
     warn,
 )
 from cli.job_fields import job_arguments, job_data, job_options, schedule_given
+from cli.job_files import COMMANDS as job_files_commands
 from cli.org import cli_caller, project_option
 
 job_cli = AppGroup("job", help="Create, change, inspect, run and remove jobs.")
@@ -461,3 +462,8 @@ def backfill(job_id, from_text, to_text, dry_run, max_runs, overlap, as_json):
         [[item["scheduled_for"], item["action"], item.get("execution_id")] for item in document["occurrences"]],
         empty="(no occurrence in the window)",
     )
+
+
+# Jobs as code (cli/job_files.py): apply, export and schema belong to the same `job` group.
+for _command in job_files_commands:
+    job_cli.add_command(_command)

@@ -31,6 +31,7 @@ RESOURCES = (
     "projects",
     "queues",
     "jobs",
+    "job_files",
     "schedules",
     "executions",
     "batches",

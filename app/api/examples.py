@@ -161,6 +161,7 @@ _JOB_SERVER_FIELDS = {
     "next_run_at": "2026-06-02T00:00:00Z",
     "runs_created": 41,
     "disabled_reason": None,
+    "managed_by": None,
     "created_at": "2026-04-21T16:45:10Z",
     "updated_at": "2026-05-30T11:02:00Z",
 }
@@ -458,3 +459,59 @@ AUDIT_EVENT = {
 def page(item: dict, path: str) -> dict:
     """A page of one item with the link to the next page."""
     return {"items": [item], "next": f"{path}?limit=1&cursor={item['id']}"}
+
+
+# Jobs as code: a job file applied over the API, its plan, and the file's JSON Schema (abridged).
+APPLY = {
+    "project": "default/default",
+    "queues": [{"name": "reports", "concurrency_limit": 2}],
+    "jobs": [
+        {
+            "name": "nightly-report",
+            "task": "generate_report",
+            "schedule_type": "cron",
+            "schedule": {"expression": "30 1 * * *"},
+            "timezone": "Europe/Paris",
+            "queue": "reports",
+            "max_attempts": 5,
+        }
+    ],
+    "dry_run": True,
+    "prune": False,
+    "source": "deploy:web",
+}
+PLAN = {
+    "project": "default/default",
+    "dry_run": True,
+    "prune": False,
+    "changed": True,
+    "created": [],
+    "updated": [
+        {
+            "name": "nightly-report",
+            "id": 12,
+            "source": "deploy:web",
+            "changes": {"max_attempts": {"before": 3, "after": 5}},
+        }
+    ],
+    "unchanged": [{"name": "cleanup", "id": 4}],
+    "deleted": [],
+    "adopted": [],
+    "queues": {"created": [], "updated": [], "unchanged": ["reports"]},
+}
+JOB_FILE_SCHEMA = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "title": "Cronwell job file",
+    "description": "The jobs (and queues) of one project; apply with `flask job apply FILE`.",
+    "type": "object",
+    "additionalProperties": False,
+    "required": ["jobs"],
+    "properties": {
+        "project": {"type": "string", "pattern": "^[^/\\s]+/[^/\\s]+$"},
+        "queues": {"type": "array", "items": {"type": "object", "required": ["name"]}},
+        "jobs": {
+            "type": "array",
+            "items": {"type": "object", "required": ["name", "task", "schedule_type", "schedule"]},
+        },
+    },
+}

@@ -461,6 +461,14 @@ class JobSchema(Schema):
             "A consecutive_failures alert after this many failed runs in a row (0: never).",
         ),
     )
+    managed_by = fields.String(
+        dump_only=True,
+        allow_none=True,
+        metadata={
+            "description": "The job file (or API source) that owns the job, e.g. `file:jobs/nightly.yaml`; "
+            "null for a job made by hand. Edits elsewhere are allowed and show as drift in the next plan."
+        },
+    )
     created_at = Instant(dump_only=True)
     updated_at = Instant(dump_only=True)
 

@@ -97,6 +97,9 @@ class Job(Model):
     # Why the system disabled the job (auto-pause, or a run limit reached: max_runs, end_at);
     # cleared when it is enabled again.
     disabled_reason: Mapped[str | None] = mapped_column(Text)
+    # The job file (or API source) that owns the job: `flask job apply` sets it, `--prune` deletes
+    # only jobs of the source it applies; NULL for a job made by hand (app/services/use_cases/job_files.py).
+    managed_by: Mapped[str | None] = mapped_column(String(300))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -121,10 +121,16 @@ def job_state(job: Any) -> dict[str, Any]:
 
 
 def about_job(job: Any) -> dict[str, Any]:
-    """`record_change` keywords naming a job: its name as the label, its id and project."""
+    """`record_change` keywords naming a job: its name as the label, its id, project and (when its
+    queue's project is loaded, as it is after the first job of a project) organization, which
+    spares a query per row when one transaction changes many jobs."""
     queue = getattr(job, "queue_row", None)
     project_id = getattr(job, "project_id", None) or getattr(queue, "project_id", None)
-    return {"label": job.name, "job_id": job.id, "project_id": project_id}
+    about = {"label": job.name, "job_id": job.id, "project_id": project_id}
+    project = getattr(queue, "project", None) if queue is not None else None
+    if project is not None and project.id == project_id:
+        about["organization_id"] = project.organization_id
+    return about
 
 
 def record_change(

@@ -1,6 +1,6 @@
 """alert channels: Slack and Microsoft Teams kinds beside webhook and email
 
-Revision ID: 0003_channels
+Revision ID: 0018
 Revises: 0017
 Create Date: 2026-12-04 18:10:00
 
@@ -13,7 +13,7 @@ them, by the foreign key's cascade), since the old check cannot hold them.
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0003_channels"
+revision = "0018"
 down_revision = "0017"
 branch_labels = None
 depends_on = None

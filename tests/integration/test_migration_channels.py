@@ -1,4 +1,4 @@
-"""Migration 0003_channels on both databases: the channel kind check takes `slack` and `teams`; a
+"""Migration 0018 (channels) on both databases: the channel kind check takes `slack` and `teams`; a
 downgrade removes those channels (and their deliveries) and restores the old check."""
 
 from __future__ import annotations
@@ -29,12 +29,12 @@ def _add_channel(url: str, name: str, kind: str) -> None:
         engine.dispose()
 
 
-def test_0003_channels_admits_slack_and_teams_and_a_downgrade_takes_them_away(fresh_url, tmp_path):
+def test_0018_channels_admits_slack_and_teams_and_a_downgrade_takes_them_away(fresh_url, tmp_path):
     flask_db(fresh_url, tmp_path, "upgrade", "0017")
     with pytest.raises(exc.IntegrityError):
         _add_channel(fresh_url, "early", "slack")
 
-    flask_db(fresh_url, tmp_path, "upgrade", "0003_channels")
+    flask_db(fresh_url, tmp_path, "upgrade", "0018")
     for kind in ("webhook", "slack", "teams"):
         _add_channel(fresh_url, kind, kind)
     with pytest.raises(exc.IntegrityError):

@@ -25,7 +25,16 @@ NOW = datetime(2026, 6, 1, 12, 0, tzinfo=UTC)
 DEFINITION = JobSchema()
 TEMPLATE = Path(__file__).resolve().parents[2] / "templates" / "jobs" / "form.html"
 # Columns the server sets, never an operator.
-SERVER_COLUMNS = {"id", "next_run_at", "created_at", "updated_at", "runs_created", "disabled_reason", "project_id"}
+SERVER_COLUMNS = {
+    "id",
+    "next_run_at",
+    "created_at",
+    "updated_at",
+    "runs_created",
+    "disabled_reason",
+    "project_id",
+    "managed_by",
+}
 
 
 @pytest.fixture(scope="module", autouse=True)

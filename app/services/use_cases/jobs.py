@@ -21,7 +21,7 @@ from app.definitions import EDITABLE
 from app.domain import run_limits
 from app.domain.permissions import Action
 from app.extensions import db
-from app.models import Execution, Job, Project
+from app.models import Execution, Job, Project, Queue
 from app.scheduling import Schedule, ScheduleError, parse_schedule, preview
 from app.scheduling.lint import LintWarning, lint_schedule
 from app.services import audit_log, scoping
@@ -125,13 +125,41 @@ def create_job(data: dict, *, now: datetime, actor: str, caller: Caller | None =
     """Validate and create a job; its first run is the schedule's next occurrence after now."""
     _allowed(caller)
     cleaned = clean_job_fields(data, now=now)
-    schedule = parse_schedule(cleaned["schedule_type"], cleaned["schedule"], cleaned["timezone"])
     begin_write(db.session)
     project_id = queues.project_for(caller).id
-    _unique_name(cleaned["name"], project_id)
+    job = add_job(
+        cleaned, project_id=project_id, now=now, actor=actor, own_priority=data.get("priority") not in (None, "")
+    )
+    _commit(job.id)
+    return job
+
+
+def add_job(
+    cleaned: dict,
+    *,
+    project_id: int,
+    now: datetime,
+    actor,
+    own_priority: bool,
+    managed_by: str | None = None,
+    queue: Queue | None = None,
+    name_checked: bool = False,
+    deferred: bool = False,
+) -> Job:
+    """Insert a validated job (`clean_job_fields`) into `project_id` in the open write transaction,
+    with its audit row and event; the caller commits. Without `own_priority` the job takes its
+    queue's priority. A caller that holds the project's lock and has checked the name against all
+    its jobs (an apply of many) passes `name_checked` and the project's `queue` row, and with
+    `deferred` flushes all its jobs at once and then calls `record_created` for each."""
+    cleaned = dict(cleaned)
+    schedule = parse_schedule(cleaned["schedule_type"], cleaned["schedule"], cleaned["timezone"])
+    if not name_checked:
+        _unique_name(cleaned["name"], project_id)
     # The queue is looked up in that same project: the job's project is its queue's.
-    queue = queues.resolve_for_job(cleaned.pop("queue"), project_id=project_id)
-    if data.get("priority") in (None, ""):
+    name = cleaned.pop("queue")
+    if queue is None or queue.project_id != project_id or queue.name != name:
+        queue = queues.resolve_for_job(name, project_id=project_id)
+    if not own_priority:
         cleaned["priority"] = queue.priority  # a job without its own priority takes its queue's
     # None is a value for some fields (no timeout): NULL, not the column's default.
     columns = Job.__table__.columns
@@ -139,13 +167,27 @@ def create_job(data: dict, *, now: datetime, actor: str, caller: Caller | None =
         key: null() if value is None and key in columns and columns[key].default is not None else value
         for key, value in cleaned.items()
     }
-    job = Job(**cleaned, queue_id=queue.id, project_id=queue.project_id, created_at=now, updated_at=now)
+    job = Job(
+        **cleaned,
+        queue_id=queue.id,
+        project_id=queue.project_id,
+        managed_by=managed_by,
+        created_at=now,
+        updated_at=now,
+    )
     job.queue_row = queue
     job.next_run_at = _first_run(schedule, now, job.misfire_grace_seconds, job.schedule_type, job.start_at)
     if job.end_at is not None and job.next_run_at is not None and job.next_run_at > job.end_at:
         raise ValidationFailed({"end_at": f"is before the schedule's first run ({_iso(job.next_run_at)})"})
     db.session.add(job)
-    db.session.flush()
+    if not deferred:
+        db.session.flush()
+        record_created(job, now=now, actor=actor)
+    return job
+
+
+def record_created(job: Job, *, now: datetime, actor) -> None:
+    """The event and audit row of a job just inserted (and flushed: they name its id)."""
     record_event(
         "job_created",
         now=now,
@@ -159,8 +201,6 @@ def create_job(data: dict, *, now: datetime, actor: str, caller: Caller | None =
     audit_log.record_change(
         actor, "created", "job", job.id, None, audit_log.job_state(job), now=now, **audit_log.about_job(job)
     )
-    _commit(job.id)
-    return job
 
 
 def update_job(job_id: int, data: dict, *, now: datetime, actor: str, caller: Caller | None = None) -> Job:
@@ -169,11 +209,24 @@ def update_job(job_id: int, data: dict, *, now: datetime, actor: str, caller: Ca
     _allowed(caller)
     job = get_job(job_id, caller)
     cleaned = clean_job_fields(data, now=now, current={field: getattr(job, field) for field in EDITABLE})
-    enabled = cleaned.pop("enabled", None)
     begin_write(db.session)
     job = get_job(job_id, caller)
+    change_job(job, cleaned, now=now, actor=actor)
+    _commit(job.id)
+    return job
+
+
+def change_job(job: Job, cleaned: dict, *, now: datetime, actor, managed_by: str | None = None) -> None:
+    """Apply validated edit fields (`clean_job_fields` with `current`) to a job in the open write
+    transaction, with its audit row and event; the caller commits. A schedule, type or zone given
+    comes with all three (as the definition returns them). `managed_by`, when given, becomes the
+    job's owner (a job file applied)."""
+    cleaned = dict(cleaned)
+    enabled = cleaned.pop("enabled", None)
     withdraw_ahead(db.session.connection(), job, now=now)  # runs written ahead follow the edit
     before = audit_log.job_state(job)
+    if managed_by is not None:
+        job.managed_by = managed_by
     if "name" in cleaned:
         _unique_name(cleaned["name"], job.project_id, exclude_id=job.id)
     changed = {k: v for k, v in cleaned.items() if getattr(job, k) != v}
@@ -223,8 +276,6 @@ def update_job(job_id: int, data: dict, *, now: datetime, actor: str, caller: Ca
         job_id=job.id,
         fields=sorted([*changed, *(["queue"] if changed_queue else [])]),
     )
-    _commit(job.id)
-    return job
 
 
 def enable_job(job_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> Job:
@@ -310,7 +361,12 @@ def delete_job(job_id: int, *, now: datetime, actor: str, caller: Caller | None 
     then discarded (the row is gone)."""
     _allowed(caller)
     begin_write(db.session)
-    job = get_job(job_id, caller)
+    remove_job(get_job(job_id, caller), now=now, actor=actor)
+    _commit(job_id)
+
+
+def remove_job(job: Job, *, now: datetime, actor) -> None:
+    """Delete a job in the open write transaction, with its audit row and event; the caller commits."""
     record_event("job_deleted", now=now, actor=actor, job_id=job.id, name=job.name)
     audit_log.record_change(
         actor, "deleted", "job", job.id, audit_log.job_state(job), None, now=now, **audit_log.about_job(job)
@@ -318,7 +374,6 @@ def delete_job(job_id: int, *, now: datetime, actor: str, caller: Caller | None 
     conn = db.session.connection()
     store_for(conn).release_slots_of_job(conn, job.id)
     db.session.delete(job)
-    _commit(job_id)
 
 
 def preview_job(job_id: int, *, after: datetime, count: int, caller: Caller | None = None):
