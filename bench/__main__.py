@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import signal
 import sys
 import time
 import traceback
@@ -182,6 +183,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return options
 
 
+def _interrupt(signum, frame) -> None:  # noqa: ARG001
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["peers"]:  # the side-by-side run against Procrastinate, rq and Celery (its own options)
@@ -189,6 +194,9 @@ def main(argv: list[str] | None = None) -> int:
 
         return peers_main(argv[1:])
     options = parse_args(argv)
+    # A SIGTERM (a test's timeout, a supervisor) unwinds as Ctrl-C does: every benchmark stops the
+    # processes it started, and the database is dropped.
+    signal.signal(signal.SIGTERM, _interrupt)
     started = utcnow()
     db = BenchDatabase(name=options.database, template=options.template_db)
     print(f"{'opening' if options.database else 'creating'} benchmark database {db.name} ...", flush=True)
@@ -220,6 +228,7 @@ def main(argv: list[str] | None = None) -> int:
             figures += found
             results["benchmarks"][name] = {"seconds": seconds, "figures": [f.to_json() for f in found]}
     finally:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second one must not stop the clean-up half way
         if not (options.keep_db or options.database):
             db.drop()
     results["finished_at"] = utcnow().isoformat()
