@@ -132,7 +132,7 @@ def parse_document(text: str, fmt: str) -> Any:
     return _plain(document)
 
 
-def render_document(document: dict, fmt: str) -> str:
+def render_document(document: dict[str, Any], fmt: str) -> str:
     """The document as YAML, TOML or JSON text. TOML has no null: a field whose value is none is
     written as the word "none", which the job definition reads back as none."""
     if fmt == "json":
@@ -140,10 +140,10 @@ def render_document(document: dict, fmt: str) -> str:
     if fmt == "toml":
         import tomli_w
 
-        return tomli_w.dumps(_without_nulls(document))
+        return str(tomli_w.dumps(_without_nulls(document)))
     import yaml
 
-    return yaml.safe_dump(document, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120)
+    return str(yaml.safe_dump(document, sort_keys=False, allow_unicode=True, default_flow_style=False, width=120))
 
 
 def _plain(value: Any) -> Any:
@@ -158,7 +158,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def _without_nulls(document: dict) -> dict:
+def _without_nulls(document: dict[str, Any]) -> dict[str, Any]:
     """A job's top-level none becomes the word "none"; a queue's none field is left out (a
     declaration states only what it gives). A null anywhere else (inside a config) has no TOML."""
     ready = dict(document)

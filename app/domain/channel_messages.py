@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 EXCERPT_CHARS = 500
@@ -47,7 +48,7 @@ class Notice:
     links: tuple[tuple[str, str], ...]  # (label, absolute URL)
 
 
-def notice_from_payload(payload: dict, base_url: str | None) -> Notice:
+def notice_from_payload(payload: dict[str, Any], base_url: str | None) -> Notice:
     """The facts of an alert payload (`{"type": "alert", "alert": {...}}`) or a test message."""
     if payload.get("type") == "test":
         return Notice(
@@ -66,7 +67,7 @@ def notice_from_payload(payload: dict, base_url: str | None) -> Notice:
     )
 
 
-def _links(alert: dict, base_url: str | None) -> tuple[tuple[str, str], ...]:
+def _links(alert: dict[str, Any], base_url: str | None) -> tuple[tuple[str, str], ...]:
     if not base_url:
         return ()
     base = base_url.rstrip("/")
@@ -84,10 +85,10 @@ def _slack_escape(text: str) -> str:
     return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def slack_message(notice: Notice) -> dict:
+def slack_message(notice: Notice) -> dict[str, Any]:
     """An incoming-webhook message with Block Kit blocks."""
     header = notice.title if len(notice.title) <= SLACK_HEADER_CHARS else notice.title[: SLACK_HEADER_CHARS - 1] + "…"
-    blocks: list[dict] = [{"type": "header", "text": {"type": "plain_text", "text": header}}]
+    blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": header}}]
     fields = [{"type": "mrkdwn", "text": f"*Status*\n{_slack_escape(notice.kind)}"}]
     if notice.job:
         fields.insert(0, {"type": "mrkdwn", "text": f"*Job*\n{_slack_escape(notice.job)}"})
@@ -110,14 +111,14 @@ def slack_message(notice: Notice) -> dict:
     return {"text": _slack_escape(notice.title), "blocks": blocks}
 
 
-def teams_message(notice: Notice) -> dict:
+def teams_message(notice: Notice) -> dict[str, Any]:
     """A message with one Adaptive Card attachment."""
     facts = [{"title": "Status", "value": notice.kind}]
     if notice.job:
         facts.insert(0, {"title": "Job", "value": notice.job})
     if notice.when:
         facts.append({"title": "When", "value": notice.when})
-    body: list[dict] = [
+    body: list[dict[str, Any]] = [
         {"type": "TextBlock", "text": notice.title, "weight": "Bolder", "size": "Medium", "wrap": True},
         {"type": "FactSet", "facts": facts},
     ]

@@ -57,7 +57,10 @@ def test_an_unknown_extension_is_refused():
 
 @pytest.mark.parametrize("fmt", ["yaml", "toml", "json"])
 def test_each_format_round_trips_with_none_values(fmt):
-    document = {"project": "acme/web", "jobs": [job("a", task="sleep_for_seconds", timeout_seconds=None, config={"seconds": 2})]}
+    document = {
+        "project": "acme/web",
+        "jobs": [job("a", task="sleep_for_seconds", timeout_seconds=None, config={"seconds": 2})],
+    }
     text = render_document(document, fmt)
     loaded = load_document(parse_document(text, fmt), now=NOW)
     assert loaded.project == "acme/web"

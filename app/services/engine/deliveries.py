@@ -283,7 +283,7 @@ def send_due(engine: Engine, *, now: datetime, settings: dict[str, Any], limit: 
     return counts
 
 
-def send_now(engine: Engine, delivery_id: int, *, now: datetime, settings: dict) -> str | None:
+def send_now(engine: Engine, delivery_id: int, *, now: datetime, settings: dict[str, Any]) -> str | None:
     """Send one pending delivery at once (a channel's "send test"), recorded like any try;
     returns delivered / retrying / failed, or None if it was not pending or another loop has it."""
     timeout = float(settings.get("ALERT_DELIVERY_TIMEOUT_SECONDS", 10))
@@ -291,7 +291,7 @@ def send_now(engine: Engine, delivery_id: int, *, now: datetime, settings: dict)
     return _try_once(engine, rows[0], now=now, settings=settings) if rows else None
 
 
-def _try_once(engine: Engine, row, *, now: datetime, settings: dict) -> str:
+def _try_once(engine: Engine, row: Any, *, now: datetime, settings: dict[str, Any]) -> str:
     """Send a taken row and record the try: delivered, retrying (after backoff) or failed."""
     max_attempts = int(settings.get("ALERT_DELIVERY_MAX_ATTEMPTS", 8))
     backoff = int(settings.get("ALERT_DELIVERY_BACKOFF_SECONDS", 10))
