@@ -174,25 +174,22 @@ class Outcome:
 
 
 def send_webhook(url: str, secret: str | None, payload: dict[str, Any], *, now: datetime, timeout: float) -> Outcome:
+    """POST the alert document, signed with the channel's secret (HMAC-SHA256 over timestamp.body)."""
     body = json.dumps(payload, sort_keys=True, separators=(",", ":")).encode()
     timestamp = str(int(now.timestamp()))
-    headers = {"Content-Type": "application/json", "User-Agent": "Cronwell-Alerts", "X-Cronwell-Timestamp": timestamp}
+    headers = {"X-Cronwell-Timestamp": timestamp}
     if secret:
         headers["X-Cronwell-Signature"] = sign(secret, timestamp, body)
-    request = urllib.request.Request(url, data=body, headers=headers, method="POST")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) checked on save
-            return Outcome(200 <= response.status < 300, response.status)
-    except urllib.error.HTTPError as exc:
-        return Outcome(False, exc.code, f"HTTP {exc.code}")
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        return Outcome(False, None, str(getattr(exc, "reason", exc))[:500])
+    return _post(url, body, headers, timeout=timeout)
 
 
 def post_json(url: str, document: dict[str, Any], *, timeout: float) -> Outcome:
     """POST `document` as JSON (a Slack or Teams incoming webhook); any 2xx answer is delivered."""
-    body = json.dumps(document, separators=(",", ":")).encode()
-    headers = {"Content-Type": "application/json", "User-Agent": "Cronwell-Alerts"}
+    return _post(url, json.dumps(document, separators=(",", ":")).encode(), {}, timeout=timeout)
+
+
+def _post(url: str, body: bytes, headers: dict[str, str], *, timeout: float) -> Outcome:
+    headers = {"Content-Type": "application/json", "User-Agent": "Cronwell-Alerts", **headers}
     request = urllib.request.Request(url, data=body, headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 - http(s) checked on save
