@@ -50,6 +50,7 @@ def body_for(method: str, rule: str, world: dict) -> dict | None:
         "POST /api/v1/tokens": {"name": f"matrix-{n}", "project": "default/default", "role": "viewer"},
         "POST /api/v1/users/invitations": {"role": "viewer"},
         "POST /api/v1/batches": {"job_id": world["own"]["job_id"], "items": [{}]},
+        "POST /api/v1/projects/<string:org>/<string:project>/apply": {"jobs": [], "dry_run": True},
     }
     return bodies.get(f"{method} {rule}")
 
@@ -108,6 +109,9 @@ def build_world(caller_user) -> dict:
             "project_id": queue_project,
             "token_id": token.id,
             "name": "default" if side == "own" else "acme",
+            # A project named in the path as ORG/PROJECT (a job file's apply).
+            "org": "default" if side == "own" else "acme",
+            "project": "default" if side == "own" else "main",
             "worker_id": "matrix-worker",
         }
     make_heartbeat("matrix-worker", "worker", age_seconds=0)
