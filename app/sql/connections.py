@@ -243,3 +243,46 @@ def _rollback(conn: DBConnection) -> None:
             cursor.close()
     except Exception:  # noqa: BLE001 - a broken connection has nothing to roll back; the caller drops it
         pass
+
+
+# SQLSTATE classes that mean "the database is not there or not ready", not "this statement is
+# wrong": 08 connection exception, 57 operator intervention (shutdown, admin_shutdown,
+# cannot_connect_now), 53 insufficient resources (too many connections, disk full), 40 a
+# transaction rollback (serialization failure, deadlock), and 42P01 an undefined table, which is
+# what a worker started before `flask db upgrade` sees.
+_TRANSIENT_SQLSTATE_PREFIXES = ("08", "57", "53", "40")
+_SCHEMA_NOT_READY_SQLSTATES = ("42P01",)
+
+
+def is_database_trouble(exc: BaseException) -> bool:
+    """Whether `exc` says the database is unreachable, restarting, overloaded or not migrated yet:
+    trouble worth backing off and retrying for. Anything else (a programming error, a constraint
+    the code violated, a bug in a task's bookkeeping) is not, and must stop the process with its
+    traceback instead of being retried as if the database were down.
+
+    Recognises sqlite3's, psycopg's and SQLAlchemy's wrappers of either without importing the
+    drivers a process has not loaded (the worker parent never loads SQLAlchemy)."""
+    import sys
+
+    if isinstance(exc, sqlite3.OperationalError | sqlite3.InterfaceError):
+        # sqlite3 reports a lock held too long, a file it cannot open and a missing schema all as
+        # OperationalError (a misspelt column too, which the suite catches long before a deploy).
+        return True
+    if isinstance(exc, ConnectionError | TimeoutError):
+        return True
+    sqlalchemy_exc = sys.modules.get("sqlalchemy.exc")
+    if sqlalchemy_exc is not None and isinstance(exc, sqlalchemy_exc.DBAPIError):
+        if exc.connection_invalidated or isinstance(
+            exc, sqlalchemy_exc.OperationalError | sqlalchemy_exc.InterfaceError
+        ):
+            return True
+        return exc.orig is not None and exc.orig is not exc and is_database_trouble(exc.orig)
+    if sqlalchemy_exc is not None and isinstance(exc, sqlalchemy_exc.DisconnectionError | sqlalchemy_exc.TimeoutError):
+        return True
+    psycopg = sys.modules.get("psycopg")
+    if psycopg is not None and isinstance(exc, psycopg.Error):
+        if isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError):
+            return True
+        state = getattr(exc, "sqlstate", None) or ""
+        return state.startswith(_TRANSIENT_SQLSTATE_PREFIXES) or state in _SCHEMA_NOT_READY_SQLSTATES
+    return False

@@ -135,3 +135,26 @@ def test_a_drain_whose_database_keeps_failing_gives_up_with_one_error_line(tmp_p
     assert errors[0].startswith("Error: the database kept failing, giving up: ")
     assert "no such table" in errors[0]
     assert naps == [1.0, 2.0, 4.0, 8.0, 16.0, 30.0]  # the long-running worker's back-off, then stop
+
+
+def test_a_bug_in_the_loop_stops_the_worker_with_its_traceback_instead_of_retrying(app, monkeypatch, caplog):
+    job = make_job(now=utcnow(), every="1d", name="bug-in-turn")
+    execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
+    calls: list[int] = []
+
+    def broken(conn, finished, **kwargs):
+        calls.append(1)
+        raise AttributeError("'ForkServer' object has no attribute 'submit_within'")
+
+    monkeypatch.setattr(turn, "record_and_claim", broken)
+    worker = Worker(app, worker_id="buggy", slots=1)
+
+    with pytest.raises(AttributeError, match="submit_within"):
+        worker.run(burst=True)
+
+    assert calls == [1]  # not retried with back-off as if the database were down
+    assert "worker_gave_up" not in {getattr(record, "event", None) for record in caplog.records}
+    crashed = [record for record in caplog.records if getattr(record, "event", None) == "worker_crashed"]
+    assert len(crashed) == 1 and crashed[0].exc_info is not None
+    row, attempts = settled(execution.id)
+    assert (row.status, attempts) == ("pending", [])  # untouched, claimable by the next worker

@@ -79,6 +79,7 @@ from app.services.engine.dead_letters import dead_letter
 from app.services.engine.runtime import WorkerRuntime
 from app.services.errors import NotFound
 from app.sql import leases, queues, turn, waiting
+from app.sql.connections import is_database_trouble
 from app.sql.events import insert_event
 from app.sql.rows import ClaimedExecution, ExpiredLease, Finished, Outcome, Turn
 from app.sql.transport import DBConnection
@@ -304,8 +305,18 @@ class Worker:
                     )
                     self.executor.start()
                     continue
-                except Exception as exc:  # database trouble: back off, keep running tasks alive
-                    failures += 1
+                except Exception as exc:
+                    if not is_database_trouble(exc):
+                        # A bug, not an outage: retrying it would only hide it behind "the
+                        # database kept failing". Stop with the traceback; `finally` settles
+                        # what is running and lease recovery covers the rest.
+                        log.critical(
+                            "worker stopped by an unexpected error",
+                            exc_info=True,
+                            extra={"event": "worker_crashed", "error": f"{type(exc).__name__}: {exc}"[:300]},
+                        )
+                        raise
+                    failures += 1  # database trouble: back off, keep running tasks alive
                     if burst and failures > BURST_FAILURES_TOLERATED:
                         # A drain that cannot reach its database (or finds no schema there) says
                         # so and ends, rather than retrying for ever under a script; what it had
