@@ -1,6 +1,6 @@
 """Alert channel pages: list and create channels, a channel's delivery log, send test, delete.
 
-Routes on the alerts blueprint (imported by app/alerts/routes.py): reading needs a signed-in
+Routes on the alerts blueprint (app/alerts/blueprint.py; app/alerts/routes.py imports this module): reading needs a signed-in
 user, a test message an operator, creating and deleting a channel an admin.
 """
 
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from flask import flash, redirect, render_template, request, url_for
 
+from app.alerts.blueprint import bp
 from app.alerts.channel_forms import ChannelForm
-from app.alerts.routes import bp
 from app.clock import utcnow
 from app.domain.permissions import Action
 from app.services.errors import ServiceError, ValidationFailed

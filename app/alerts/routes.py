@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from flask import Blueprint, flash, redirect, render_template, request, url_for
+from flask import flash, redirect, render_template, request, url_for
 
+from app.alerts.blueprint import bp
 from app.alerts.forms import ResolveAlertsForm
 from app.clock import utcnow
 from app.domain.permissions import Action
@@ -17,8 +18,6 @@ from app.services.read import dashboard
 from app.services.use_cases import alert_mutes
 from app.services.use_cases import alerts as alert_service
 from app.web.access import current_actor, current_caller, is_htmx, requires
-
-bp = Blueprint("alerts", __name__, url_prefix="/alerts")
 
 LIST_LIMIT = 200
 
@@ -81,10 +80,6 @@ def _resolve(ids: list[int], missing: Sequence[str] = ()):
     flash(message, category)
     target = url_for("alerts.index", show="all") if request.args.get("show") == "all" else url_for("alerts.index")
     return redirect(target, code=303)
-
-
-# Alert channel pages (app/alerts/channels.py) register on this blueprint.
-from app.alerts import channels as _channels  # noqa: E402, F401
 
 
 @bp.post("/jobs/<id:job_id>/mute")

@@ -10,12 +10,15 @@ message per field) or anything unexpected (500, logged, nothing about it disclos
 from __future__ import annotations
 
 import logging
+import math
+import time
 from typing import Any
 
 from flask import Flask, current_app, json, request
 from marshmallow import ValidationError
 from werkzeug.exceptions import HTTPException, InternalServerError
 
+from app.extensions import limiter
 from app.services.errors import Conflict, Forbidden, NotFound, ServiceError, ValidationFailed
 
 log = logging.getLogger("cronwell.api")
@@ -117,13 +120,8 @@ def _from_http_exception(error: HTTPException):
 
 def _retry_after_seconds(error: HTTPException) -> int:
     """Seconds until the limit that refused the request lets another through."""
-    import math
-    import time
-
     limit = getattr(error, "limit", None)
     try:
-        from app.api.security import limiter
-
         window = limiter.current_limit
         if window is not None:
             seconds = math.ceil(window.reset_at - time.time())  # noqa: TID251 - the limiter's own clock

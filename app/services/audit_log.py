@@ -106,20 +106,6 @@ def snapshot(obj: Any, fields: Iterable[str]) -> dict[str, Any]:
     return {field: jsonable(getattr(obj, field)) for field in fields}
 
 
-# Job fields the system maintains itself: a schedule edit moves next_run_at, every write moves
-# updated_at; the audit log records what people changed.
-JOB_BOOKKEEPING = frozenset({"id", "created_at", "updated_at", "next_run_at", "runs_created"})
-
-
-def job_state(job: Any) -> dict[str, Any]:
-    """A job's fields as its before/after (the job definition's names, bookkeeping left out)."""
-    # Imported here: the worker imports this module to record events, never a job's before/after,
-    # and the job definition brings marshmallow (docs/performance.md, "Memory").
-    from app.definitions import dump_job
-
-    return {k: v for k, v in dump_job(job).items() if k not in JOB_BOOKKEEPING}
-
-
 def about_job(job: Any) -> dict[str, Any]:
     """`record_change` keywords naming a job: its name as the label, its id, project and (when its
     queue's project is loaded, as it is after the first job of a project) organization, which

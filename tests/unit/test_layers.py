@@ -46,6 +46,7 @@ class Import:
     target: str  # what it imports, dotted (`from a import b` yields both `a` and `a.b`)
     line: int
     top_level: bool  # written at module level (class bodies and if/try blocks included)
+    type_only: bool = False  # under `if TYPE_CHECKING:`: read by the type checker, never run
 
     def __str__(self) -> str:
         where = "module level" if self.top_level else "inside a function"
@@ -66,22 +67,29 @@ def imports_of(path: Path) -> list[Import]:
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     found: list[Import] = []
 
-    def visit(node: ast.AST, top_level: bool) -> None:
+    def visit(node: ast.AST, top_level: bool, type_only: bool = False) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-                visit(child, False)
+                visit(child, False, type_only)
+                continue
+            if isinstance(child, ast.If) and ast.unparse(child.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING"):
+                visit(ast.Module(body=child.body, type_ignores=[]), top_level, True)
+                visit(ast.Module(body=child.orelse, type_ignores=[]), top_level, type_only)
                 continue
             if isinstance(child, ast.Import):
-                found.extend(Import(relative, module, alias.name, child.lineno, top_level) for alias in child.names)
+                found.extend(
+                    Import(relative, module, alias.name, child.lineno, top_level, type_only) for alias in child.names
+                )
             elif isinstance(child, ast.ImportFrom):
                 if child.level:
                     base = package.split(".")[: len(package.split(".")) - child.level + 1]
                     target = ".".join(base + ([child.module] if child.module else []))
                 else:
                     target = child.module or ""
-                found.append(Import(relative, module, target, child.lineno, top_level))
+                found.append(Import(relative, module, target, child.lineno, top_level, type_only))
                 found.extend(
-                    Import(relative, module, f"{target}.{alias.name}", child.lineno, top_level) for alias in child.names
+                    Import(relative, module, f"{target}.{alias.name}", child.lineno, top_level, type_only)
+                    for alias in child.names
                 )
             visit(child, top_level)
 
@@ -100,11 +108,11 @@ def python_files(*folders: str) -> list[Path]:
 APP_IMPORTS = [imp for path in python_files("app") for imp in imports_of(path)]
 CLI_IMPORTS = [imp for path in python_files("cli") for imp in imports_of(path)]
 TEST_IMPORTS = [imp for path in python_files("tests") for imp in imports_of(path)]
-# Feature packages with a blueprint (app/jobs, app/alerts, ...) and the metrics endpoint: adapters.
+# Feature packages with a blueprint (app/jobs, app/alerts, ...), the metrics endpoint and the REST API: adapters.
 BLUEPRINTS = tuple(
     sorted(module_name(path.parent) for path in (ROOT / "app").glob("*/routes.py")) + ["app.metrics_routes"]
 )
-ADAPTERS = (*BLUEPRINTS, "cli")
+ADAPTERS = (*BLUEPRINTS, "app.api", "cli")
 
 
 def wiring(imp: Import) -> bool:
@@ -215,4 +223,90 @@ def test_test_modules_share_code_only_through_helpers_factories_and_conftest():
         found,
         "a test module imports another test module or a conftest; move shared fixtures to the nearest "
         "conftest.py and shared functions to tests/helpers/ (rows: tests/factories/)",
+    )
+
+
+def module_graph(imports: list[Import], modules: set[str]) -> dict[str, set[str]]:
+    """Module -> the modules it imports, wherever the import is written (the wiring aside).
+
+    `from package import submodule` depends on the submodule; the package's `__init__` it also
+    runs is counted only when what is imported is a name defined there."""
+    statements: dict[tuple[str, int], set[str]] = {}
+    for imp in imports:
+        statements.setdefault((imp.path, imp.line), set()).add(imp.target)
+    graph: dict[str, set[str]] = {module: set() for module in modules}
+    for imp in imports:
+        if wiring(imp) or imp.type_only or imp.target not in modules or imp.target == imp.module:
+            continue
+        siblings = statements[(imp.path, imp.line)]
+        if any(other.startswith(imp.target + ".") and other in modules for other in siblings):
+            continue
+        graph[imp.module].add(imp.target)
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected set of more than one module, as one cycle through it (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[list[str]] = []
+
+    def connect(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for target in sorted(graph[node]):
+            if target not in index:
+                connect(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                components.append(component)
+
+    for node in sorted(graph):
+        if node not in index:
+            connect(node)
+    return [_one_cycle(graph, set(component)) for component in components]
+
+
+def _one_cycle(graph: dict[str, set[str]], component: set[str]) -> list[str]:
+    """A shortest path from the component's first module back to itself, for the message."""
+    start = min(component)
+    paths = {start: [start]}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for target in sorted(graph[node] & component):
+                if target == start:
+                    return paths[node] + [start]
+                if target not in paths:
+                    paths[target] = paths[node] + [target]
+                    following.append(target)
+        frontier = following
+    return sorted(component)
+
+
+def test_the_cycle_finder_finds_a_planted_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c", "a"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_module_imports_itself_back_through_others():
+    modules = {module_name(path) for path in python_files("app", "cli")}
+    cycles = import_cycles(module_graph(APP_IMPORTS + CLI_IMPORTS, modules))
+    assert not cycles, "import cycles (module level or inside functions alike):\n  " + "\n  ".join(
+        " -> ".join(cycle) for cycle in cycles
     )

@@ -36,6 +36,7 @@ from app.scheduling import ScheduleError
 from app.services import scoping
 from app.services.caller import Caller
 from app.services.read import row_counts
+from app.services.read.queue_summary import queue_summary
 from app.services.serialize import heartbeat_to_dict, iso
 from app.tasks import all_tasks
 
@@ -125,8 +126,6 @@ def execution_counts_by_status(cap: int | None = None, caller: Caller | None = N
 
 def queue_depth(now: datetime, caller: Caller | None = None) -> dict:
     """Due claimable rows, retries waiting for their backoff, rows in flight, the oldest wait."""
-    from app.services.read.status import queue_summary
-
     return get_cache().get_or_compute(
         _scoped(cache.QUEUE_DEPTH, caller), _ttl(cache.QUEUE_DEPTH), lambda: queue_summary(now, caller)
     )

@@ -30,9 +30,8 @@ from app.services.caller import Caller
 from app.services.errors import Conflict, Forbidden, ValidationFailed
 from app.services.use_cases import users
 from app.services.use_cases.tenancy import caller_for_user
+from app.services.use_cases.users import check_password_rules
 
-PASSWORD_MIN = 8
-PASSWORD_MAX = 1000
 USERNAME_MAX = 150
 INVITATION_SALT = "cronwell-invitation"
 
@@ -126,14 +125,6 @@ def revoke(
         db.session.commit()
     except IntegrityError:  # the same sign-out sent twice at once
         db.session.rollback()
-
-
-def check_password_rules(password, field: str = "new_password") -> str:
-    if not isinstance(password, str) or len(password) < PASSWORD_MIN:
-        raise ValidationFailed({field: f"must have at least {PASSWORD_MIN} characters"})
-    if len(password) > PASSWORD_MAX or "\x00" in password:
-        raise ValidationFailed({field: f"must be at most {PASSWORD_MAX} characters, without NUL characters"})
-    return password
 
 
 def change_password(user_id: int, current: str, new: str, *, now: datetime, actor: str) -> None:

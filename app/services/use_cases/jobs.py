@@ -11,13 +11,14 @@ are unique within a project, any case."""
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import func, null, select
 
 from app import cache
 from app.clock import iso_z
 from app.database import begin_write
-from app.definitions import EDITABLE
+from app.definitions import EDITABLE, dump_job
 from app.domain import run_limits
 from app.domain.permissions import Action
 from app.extensions import db
@@ -33,6 +34,15 @@ from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.services.use_cases import queues
 from app.services.validation import clean_job_fields
 from app.store import store_for
+
+# Job fields the system maintains itself: a schedule edit moves next_run_at, every write moves
+# updated_at; the audit log records what people changed.
+JOB_BOOKKEEPING = frozenset({"id", "created_at", "updated_at", "next_run_at", "runs_created"})
+
+
+def job_state(job: Job) -> dict[str, Any]:
+    """A job's fields as its audit before/after (the job definition's names, bookkeeping left out)."""
+    return {k: v for k, v in dump_job(job).items() if k not in JOB_BOOKKEEPING}
 
 
 def get_job(job_id: int, caller: Caller | None = None) -> Job:
@@ -198,9 +208,7 @@ def record_created(job: Job, *, now: datetime, actor) -> None:
         schedule_type=job.schedule_type,
         schedule=job.schedule,
     )
-    audit_log.record_change(
-        actor, "created", "job", job.id, None, audit_log.job_state(job), now=now, **audit_log.about_job(job)
-    )
+    audit_log.record_change(actor, "created", "job", job.id, None, job_state(job), now=now, **audit_log.about_job(job))
 
 
 def update_job(job_id: int, data: dict, *, now: datetime, actor: str, caller: Caller | None = None) -> Job:
@@ -224,7 +232,7 @@ def change_job(job: Job, cleaned: dict, *, now: datetime, actor, managed_by: str
     cleaned = dict(cleaned)
     enabled = cleaned.pop("enabled", None)
     withdraw_ahead(db.session.connection(), job, now=now)  # runs written ahead follow the edit
-    before = audit_log.job_state(job)
+    before = job_state(job)
     if managed_by is not None:
         job.managed_by = managed_by
     if "name" in cleaned:
@@ -265,7 +273,7 @@ def change_job(job: Job, cleaned: dict, *, now: datetime, actor, managed_by: str
         job.next_run_at = _limited_next_run(job, job.next_run_at, now=now)
     job.updated_at = now
     audit_log.record_change(
-        actor, "updated", "job", job.id, before, audit_log.job_state(job), now=now, **audit_log.about_job(job)
+        actor, "updated", "job", job.id, before, job_state(job), now=now, **audit_log.about_job(job)
     )
     if enabled is not None and enabled != job.enabled:
         _set_enabled(job, enabled, now=now, actor=actor)
@@ -368,9 +376,7 @@ def delete_job(job_id: int, *, now: datetime, actor: str, caller: Caller | None 
 def remove_job(job: Job, *, now: datetime, actor) -> None:
     """Delete a job in the open write transaction, with its audit row and event; the caller commits."""
     record_event("job_deleted", now=now, actor=actor, job_id=job.id, name=job.name)
-    audit_log.record_change(
-        actor, "deleted", "job", job.id, audit_log.job_state(job), None, now=now, **audit_log.about_job(job)
-    )
+    audit_log.record_change(actor, "deleted", "job", job.id, job_state(job), None, now=now, **audit_log.about_job(job))
     conn = db.session.connection()
     store_for(conn).release_slots_of_job(conn, job.id)
     db.session.delete(job)

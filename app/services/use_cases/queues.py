@@ -12,13 +12,13 @@ now be claimable.
 
 from __future__ import annotations
 
-import re
 from datetime import datetime
 
 from sqlalchemy import func, select
 
 from app import cache
 from app.database import begin_write
+from app.domain.names import NAME_PATTERN, NAME_RULE
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Execution, Job, Project, Queue
@@ -28,9 +28,8 @@ from app.services.audit import record_event
 from app.services.caller import Caller
 from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
+from app.services.use_cases.tenancy import working_project
 
-NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
-NAME_RULE = "must be 1-64 characters: lower-case letters, digits, '_', '-', '.'"
 PRIORITY_RANGE = (-1000, 1000)
 LIMIT_RANGE = (1, 100_000)
 DESCRIPTION_MAX = 2000
@@ -53,8 +52,6 @@ def default_project() -> Project:
 
 def project_for(caller: Caller | None) -> Project:
     """The project queue names are looked up in for this caller."""
-    from app.services.use_cases.tenancy import working_project
-
     return working_project(caller)
 
 

@@ -13,6 +13,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 
 from app.database import begin_write
+from app.domain.names import NAME_PATTERN, NAME_RULE
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Membership, Organization, Project, Queue, User
@@ -22,7 +23,6 @@ from app.services import audit_log, scoping
 from app.services.audit import record_event
 from app.services.caller import Caller
 from app.services.errors import Conflict, Forbidden, NotFound, ValidationFailed
-from app.services.use_cases.queues import NAME_PATTERN, NAME_RULE
 
 DESCRIPTION_MAX = 2000
 

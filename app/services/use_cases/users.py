@@ -26,6 +26,9 @@ from app.services.caller import Caller
 from app.services.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from app.services.use_cases.tenancy import default_organization
 
+PASSWORD_MIN = 8
+PASSWORD_MAX = 1000
+
 DEFAULT_DEV_PASSWORD = "admin"
 
 
@@ -137,9 +140,15 @@ def _check_role(role) -> str:
     return role
 
 
-def _check_password(password, field: str = "password") -> str:
-    from app.services.use_cases.auth import check_password_rules
+def check_password_rules(password, field: str = "new_password") -> str:
+    if not isinstance(password, str) or len(password) < PASSWORD_MIN:
+        raise ValidationFailed({field: f"must have at least {PASSWORD_MIN} characters"})
+    if len(password) > PASSWORD_MAX or "\x00" in password:
+        raise ValidationFailed({field: f"must be at most {PASSWORD_MAX} characters, without NUL characters"})
+    return password
 
+
+def _check_password(password, field: str = "password") -> str:
     return check_password_rules(password, field)
 
 
