@@ -54,12 +54,12 @@ def metrics_endpoint():
             mimetype="text/plain",
             headers={"WWW-Authenticate": 'Bearer realm="metrics"'},
         )
-    from app import metrics
+    from app import metrics, metrics_exposition
     from app.extensions import db
 
     metrics.enable_database_readings()
     gauges = current_app.extensions.get(_GAUGES)
     if gauges is None:
-        gauges = current_app.extensions.setdefault(_GAUGES, metrics.DatabaseGauges(db.engine))
-    body, content_type = metrics.render_web_metrics(gauges)
+        gauges = current_app.extensions.setdefault(_GAUGES, metrics_exposition.DatabaseGauges(db.engine))
+    body, content_type = metrics_exposition.render_web_metrics(gauges)
     return Response(body, mimetype=None, content_type=content_type)

@@ -133,10 +133,10 @@ def serve(
         return 1
     status = Status("worker", worker.id, as_log=not once and runtime.settings["LOG_FORMAT"] == "json")
     if metrics_port is not None:
-        from app import metrics
+        from app import metrics_exposition
 
         try:
-            metrics.serve(metrics_port, metrics_host, role="worker")
+            metrics_exposition.serve(metrics_port, metrics_host, role="worker")
         except OSError as exc:
             print(
                 f"Error: cannot serve metrics on {metrics_host}:{metrics_port}: {exc.strerror or exc}", file=sys.stderr

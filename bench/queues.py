@@ -4,7 +4,7 @@
   back from now, ~98 % finished, 280 pending, 20 running) of 1,000 jobs spread over 20 queues,
   then VACUUM ANALYZE. Timed in an app context, a fresh session per call: `queue_stats(now)` for
   every queue (what `flask queue list`, the Queues page and the API read), for one queue
-  (`flask queue stats NAME`), and the metrics snapshot (`app.metrics.read_snapshot`: the database
+  (`flask queue stats NAME`), and the metrics snapshot (`app.metrics_exposition.read_snapshot`: the database
   gauges plus the per-queue gauges, what a scrape or a scheduler tick reads). Target: p95 <= 50 ms.
 - throughput: 1 `Worker.run(burst=True)` process x 4 slots, `--throughput-n` pending no-op
   executions in one queue: with no limit, with limit 4 (as many as the slots: the limit never
@@ -53,7 +53,7 @@ def _stats(db: BenchDatabase, options) -> tuple[list[Figure], dict]:
     at = loaded["loaded_at"]
     app = db.app()
     repeat = 3 if options.smoke else REPEAT
-    from app import metrics
+    from app import metrics_exposition
     from app.extensions import db as sa_db
     from app.models import Queue
     from app.services.read.queue_stats import queue_stats
@@ -77,7 +77,7 @@ def _stats(db: BenchDatabase, options) -> tuple[list[Figure], dict]:
             "queue_stats, every queue": summary(timed(fresh(lambda: queue_stats(at)), repeat)),
             "queue_stats, one queue": summary(timed(fresh(one_queue), repeat)),
             "metrics snapshot (gauges + per queue)": summary(
-                timed(lambda: metrics.read_snapshot(sa_db.engine, at), repeat)
+                timed(lambda: metrics_exposition.read_snapshot(sa_db.engine, at), repeat)
             ),
         }
     totals = {

@@ -49,10 +49,10 @@ def serve_metrics(kind: str, port: int | None, host: str, status: Status) -> Non
     """Start the Prometheus HTTP server on a background thread when a port is given."""
     if port is None:
         return
-    from app import metrics
+    from app import metrics_exposition
 
     try:
-        metrics.serve(port, host, role=kind)
+        metrics_exposition.serve(port, host, role=kind)
     except OSError as exc:
         raise click.ClickException(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from None
     status.emit("metrics", f"{kind} metrics on http://{host}:{port}/metrics port={port}", port=port, host=host)

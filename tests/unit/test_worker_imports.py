@@ -208,7 +208,7 @@ _RECORDING_PROBE = """
 import json, sys
 from app import metrics
 if sys.argv[1] == "serving":
-    metrics.enable_recording()  # what metrics.serve does for --metrics-port, and the web at start
+    metrics.enable_recording()  # what metrics_exposition.serve does for --metrics-port, and the web at start
 metrics.observe_claim(3)
 metrics.observe_outcome("succeeded", retried=False)
 metrics.observe_dead_letter("failed")

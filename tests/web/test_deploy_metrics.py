@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client import REGISTRY
 
-from app import metrics
+from app import metrics, metrics_exposition
 from app.clock import utcnow
 from app.extensions import db
 from app.services.engine.scheduler import Scheduler
@@ -36,7 +36,7 @@ def sample(name: str, **labels) -> float:
 def restore_metrics_state(monkeypatch):
     """Database readings are process-wide switches: put them back after each test."""
     monkeypatch.setattr(metrics, "_readings_enabled", False)
-    monkeypatch.setattr(metrics, "_scheduler_gauges", None)
+    monkeypatch.setattr(metrics_exposition, "_scheduler_gauges", None)
 
 
 @pytest.fixture
@@ -118,7 +118,7 @@ def test_an_unreadable_database_is_a_gauge_not_an_error():
         def connect(self):
             raise RuntimeError("database down")
 
-    gauges = metrics.DatabaseGauges(Broken())
+    gauges = metrics_exposition.DatabaseGauges(Broken())
     families = {family.name: family for family in gauges.collect()}
     assert families["cronwell_database_readable"].samples[0].value == 0
     assert "cronwell_queue_depth" not in families
@@ -128,7 +128,7 @@ def test_gunicorn_workers_are_summed_through_the_multiprocess_directory(tmp_path
     """Two processes record requests; one scrape (any worker) sees both."""
     script = textwrap.dedent("""
         import multiprocessing, sys
-        from app import metrics
+        from app import metrics, metrics_exposition
 
         def serve_one(endpoint):
             metrics.observe_request("GET", endpoint, 200, 0.01)
@@ -138,7 +138,7 @@ def test_gunicorn_workers_are_summed_through_the_multiprocess_directory(tmp_path
             for endpoint in ("/a", "/a", "/b"):
                 child = ctx.Process(target=serve_one, args=(endpoint,))
                 child.start(); child.join()
-            body, _ = metrics.render_web_metrics(metrics.DatabaseGauges())
+            body, _ = metrics_exposition.render_web_metrics(metrics_exposition.DatabaseGauges())
             sys.stdout.write(body.decode())
     """)
     env = {"PROMETHEUS_MULTIPROC_DIR": str(tmp_path), "PATH": "/usr/bin:/bin"}
@@ -168,8 +168,8 @@ def test_a_tick_records_its_duration_and_what_it_created(app):
 
 
 def test_the_scheduler_refreshes_the_queue_gauges_when_serving(app, monkeypatch):
-    gauges = metrics.DatabaseGauges()
-    monkeypatch.setattr(metrics, "_scheduler_gauges", gauges)
+    gauges = metrics_exposition.DatabaseGauges()
+    monkeypatch.setattr(metrics_exposition, "_scheduler_gauges", gauges)
     start = now()
     make_due_job(next_run_at=start - timedelta(seconds=5), misfire_grace_seconds=60)
     Scheduler(app, scheduler_id="s1").tick(start)

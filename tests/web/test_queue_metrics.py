@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 
-from app import metrics
+from app import metrics, metrics_exposition
 from app.clock import utcnow
 from app.services.engine.scheduler import Scheduler
 from app.services.use_cases import jobs, queues
@@ -18,7 +18,7 @@ from tests.factories import make_due_job, make_execution, make_job, make_queue
 def restore_metrics_state(monkeypatch):
     """Database readings are process-wide switches: put them back after each test."""
     monkeypatch.setattr(metrics, "_readings_enabled", False)
-    monkeypatch.setattr(metrics, "_scheduler_gauges", None)
+    monkeypatch.setattr(metrics_exposition, "_scheduler_gauges", None)
 
 
 def scraped(app) -> dict[str, float]:
@@ -74,8 +74,8 @@ def test_the_web_serves_each_queues_statistics_labelled_by_queue(app):
 
 
 def test_the_scheduler_refreshes_the_per_queue_gauges_when_serving(app, monkeypatch):
-    gauges = metrics.DatabaseGauges()
-    monkeypatch.setattr(metrics, "_scheduler_gauges", gauges)
+    gauges = metrics_exposition.DatabaseGauges()
+    monkeypatch.setattr(metrics_exposition, "_scheduler_gauges", gauges)
     monkeypatch.setattr(metrics, "_readings_enabled", True)
     start = utcnow()
     make_queue("reports")

@@ -30,7 +30,7 @@ from sqlalchemy import Row
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
-from app import cache, metrics
+from app import cache, metrics, metrics_exposition
 from app.clock import iso_z, utcnow
 from app.database import write_transaction
 from app.domain import lead_time, run_limits
@@ -153,7 +153,7 @@ class Scheduler:
             self._expire_and_finish(now, report)
         if report.job_ids:
             cache.get_cache().delete(cache.keys_for_jobs(report.job_ids))
-        metrics.refresh_database_gauges(self.engine, now)
+        metrics_exposition.refresh_database_gauges(self.engine, now)
         self.ticks += 1
         report.duration_ms = (time.perf_counter() - started) * 1000
         metrics.observe_tick(report)
