@@ -7,7 +7,7 @@ import json
 import click
 from flask.cli import AppGroup
 
-from app.services import audit_log
+from app.services import audit_trail
 from app.services.use_cases import tenancy
 from cli.common import JOB_ID, emit_json, fmt_utc, handle_errors, json_option, print_table
 
@@ -48,10 +48,10 @@ def list_audit(since, until, actor, job_id, object_kind, object_id, action, proj
       flask audit list --since 2026-06-01 --actor web:alice
       flask audit list --job 3 --json
     """
-    rows = audit_log.list_events(
+    rows = audit_trail.list_events(
         limit=limit,
-        since=audit_log.parse_instant(since, "--since") if since is not None else None,
-        until=audit_log.parse_instant(until, "--until") if until is not None else None,
+        since=audit_trail.parse_instant(since, "--since") if since is not None else None,
+        until=audit_trail.parse_instant(until, "--until") if until is not None else None,
         actor=actor,
         job_id=job_id,
         object_kind=object_kind,
@@ -60,7 +60,7 @@ def list_audit(since, until, actor, job_id, object_kind, object_id, action, proj
         project_id=tenancy.find_project(project_name).id if project_name else None,
     )
     if as_json:
-        emit_json([audit_log.to_dict(row) for row in rows])
+        emit_json([audit_trail.to_dict(row) for row in rows])
         return
     print_table(
         ["ID", "WHEN (UTC)", "ACTOR", "SOURCE", "OBJECT", "ACTION", "CHANGES"],

@@ -28,7 +28,7 @@ from app.domain.states import TERMINAL
 from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.models import Attempt, Execution, Job
-from app.services import audit
+from app.services import events
 from app.services.engine import heartbeats
 from app.services.engine.scheduler import Scheduler, TickReport
 from app.services.engine.worker import Worker, WorkerStats
@@ -346,7 +346,7 @@ def _check_policy(policy: str, job: Job, rows: list[Execution], at: datetime) ->
     runnable = [row for row in rows if row.status != "missed"]
     line = " ".join(f"-{fmt_age(ago)}" for ago, _ in seen)
     if policy == "coalesce":
-        folded = audit.list_events("misfire_coalesced", job_id=job.id)
+        folded = events.list_events("misfire_coalesced", job_id=job.id)
         expect(
             len(folded) == 1 and folded[0].payload.get("occurrences") == 4,
             "coalesce: expected one misfire_coalesced event folding 4 occurrences",
@@ -407,7 +407,7 @@ def timeout() -> None:
                 f"  attempt {attempt.number}: timed_out after {took:.2f} s; task process {attempt.pid} "
                 f"was killed (exit code {attempt.exit_code}) and is gone"
             )
-        retries = audit.list_events("retry_scheduled", execution_id=row.id)
+        retries = events.list_events("retry_scheduled", execution_id=row.id)
         expect(len(retries) == 1, f"{len(retries)} retry_scheduled events, expected 1")
         dead = next((d for d in alerts.list_dead_letters() if d.execution_id == row.id), None)
         alert = next((a for a in alerts.list_alerts(include_resolved=True) if a.execution_id == row.id), None)

@@ -10,7 +10,7 @@ from app.api.schemas import AuditEventSchema, AuditQuery, page_schema
 from app.api.security import authenticated, current_caller
 from app.domain.permissions import Action
 from app.models import AuditEvent
-from app.services import audit_log
+from app.services import audit_trail
 
 blp = Blueprint("api_audit", __name__, url_prefix="/api/v1/audit-events", description="Who changed what, when.")
 
@@ -28,7 +28,7 @@ def list_events(args):
 
     Roles: viewer, operator, admin. Errors: 401, 403, 422.
     """
-    query = audit_log.list_query(
+    query = audit_trail.list_query(
         actor=args.get("actor"),
         object_kind=args.get("object_kind"),
         action=args.get("action"),
@@ -37,4 +37,4 @@ def list_events(args):
         until=args.get("until"),
         caller=current_caller(),
     )
-    return paginate(query, AuditEvent.id, args, audit_log.to_dict, descending=True)
+    return paginate(query, AuditEvent.id, args, audit_trail.to_dict, descending=True)

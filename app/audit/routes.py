@@ -1,4 +1,4 @@
-"""The audit log page: a thin adapter over `app.services.audit_log`.
+"""The audit log page: a thin adapter over `app.services.audit_trail`.
 
 Read-only by design: the blueprint has no POST route, and no route anywhere edits the log.
 """
@@ -11,7 +11,7 @@ from app.audit.forms import AuditFilterForm
 from app.domain.permissions import Action
 from app.models import Job
 from app.models.ids import id_in_range, is_whole_number, key_max
-from app.services import audit_log
+from app.services import audit_trail
 from app.services.errors import ValidationFailed
 from app.web.access import current_caller, requires
 from app.web.pagination import Page, page_number, paginate
@@ -26,11 +26,11 @@ ALIASES = {"object_kind": "kind", "object_id": "object", "job_id": "job"}
 def remember_client_address() -> None:
     """Changes made while serving this request record the client's address (an app-wide hook,
     registered by app.web.register_web)."""
-    audit_log.client_address.set(request.remote_addr)
+    audit_trail.client_address.set(request.remote_addr)
 
 
 def forget_client_address(_exc=None) -> None:
-    audit_log.client_address.set(None)
+    audit_trail.client_address.set(None)
 
 
 @bp.get("/")
@@ -58,14 +58,14 @@ def index():
     for name in ("since", "until"):
         if text[name]:
             try:
-                value = audit_log.parse_instant(text[name], name)
+                value = audit_trail.parse_instant(text[name], name)
             except ValidationFailed as exc:
                 errors.append(str(exc))
             else:
                 since, until = (value, until) if name == "since" else (since, value)
     page = Page(items=[], page=1, per_page=PER_PAGE, total=0)
     if not errors:
-        query = audit_log.list_query(
+        query = audit_trail.list_query(
             actor=text["actor"] or None,
             object_kind=text["kind"] or None,
             object_id=text["object"] or None,
@@ -76,7 +76,7 @@ def index():
             caller=current_caller(),
         )
         page = paginate(query, page=page_number(), per_page=PER_PAGE)
-    known = audit_log.known_values()
+    known = audit_trail.known_values()
     filters.offer(known["object_kinds"], known["actions"])
     query_args = {name: value for name, value in text.items() if value}
     return render_template("audit/list.html", page=page, filters=filters, filter_errors=errors, query=query_args), (

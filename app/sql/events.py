@@ -1,6 +1,6 @@
 """The event log's writer for engine code (`insert_event`): a row in `events` in the caller's
 transaction and the same event as a structured log line. The ORM side of the event log (an
-`Event` added to a session, the lists) is app/services/audit.py."""
+`Event` added to a session, the lists) is app/services/events.py."""
 
 from __future__ import annotations
 

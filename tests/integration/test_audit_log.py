@@ -12,7 +12,7 @@ from sqlalchemy.exc import DatabaseError
 from app.database import write_transaction
 from app.extensions import db
 from app.models import AuditEvent, Event
-from app.services import audit_log
+from app.services import audit_trail
 from app.services.caller import Caller
 from app.services.engine import retention
 from app.services.errors import ValidationFailed
@@ -23,7 +23,7 @@ from tests.factories import make_alert, make_execution, make_heartbeat, make_job
 def rows(**filters) -> list[AuditEvent]:
     """Audit rows, oldest first, as a new transaction sees them."""
     db.session.rollback()
-    return list(reversed(audit_log.list_events(limit=1000, **filters)))
+    return list(reversed(audit_trail.list_events(limit=1000, **filters)))
 
 
 def only(action: str, kind: str) -> AuditEvent:
@@ -165,7 +165,7 @@ def test_stopping_a_worker_is_audited(app, clock):
 
 def test_a_caller_gives_source_address_and_organization(app, clock):
     caller = Caller(actor="api:erin", source="api", role="admin", organization_id=7, project_id=9, address="10.0.0.5")
-    audit_log.record_change(caller, "updated", "project", 9, {"name": "a"}, {"name": "b"}, now=clock())
+    audit_trail.record_change(caller, "updated", "project", 9, {"name": "a"}, {"name": "b"}, now=clock())
     db.session.commit()
     row = only("updated", "project")
     assert (row.actor, row.source, row.address, row.organization_id, row.project_id) == (
@@ -182,7 +182,7 @@ def test_a_caller_gives_source_address_and_organization(app, clock):
 
 
 def test_secret_looking_config_values_are_hidden(app, clock):
-    audit_log.record_change(
+    audit_trail.record_change(
         "cli",
         "updated",
         "job",
@@ -194,7 +194,7 @@ def test_secret_looking_config_values_are_hidden(app, clock):
     db.session.commit()
     (row,) = rows()
     assert "secret" not in str(row.changes)
-    assert row.changes["config"]["before"] == {"api_token": audit_log.REDACTED}
+    assert row.changes["config"]["before"] == {"api_token": audit_trail.REDACTED}
 
 
 def test_the_database_refuses_to_update_or_delete_audit_rows(app, clock):
@@ -341,6 +341,6 @@ def test_alert_channels_are_audited_without_their_secret(app, clock):
     assert (created.action, deleted.action, created.object_label) == ("created", "deleted", "ops")
     # A channel URL is a credential too (Slack and Teams put theirs in the path): masked.
     assert created.changes["target"] == {"before": None, "after": "http://127.0.0.1/…hook"}
-    assert created.changes["secret"] == {"before": None, "after": audit_log.REDACTED}
+    assert created.changes["secret"] == {"before": None, "after": audit_trail.REDACTED}
     assert "hush-hush" not in str(created.changes) + str(deleted.changes)
     assert created.organization_id is not None

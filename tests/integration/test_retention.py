@@ -9,7 +9,7 @@ from app.clock import utcnow
 from app.database import write_transaction
 from app.extensions import db
 from app.models import AuditEvent, DeadLetter, Execution, WebSession
-from app.services import audit_log
+from app.services import audit_trail
 from app.services.engine import retention
 from app.services.engine.worker import Worker
 from app.services.use_cases import jobs
@@ -161,7 +161,7 @@ def test_the_cleanup_old_runs_task_prunes_audit_events_and_sessions_by_the_setti
     now = utcnow()
     user = make_user("sam")
     for age in (timedelta(days=31), timedelta(days=29)):
-        audit_log.record_change("cli", "updated", "job", 1, {"x": 1}, {"x": 2}, now=now - age)
+        audit_trail.record_change("cli", "updated", "job", 1, {"x": 1}, {"x": 2}, now=now - age)
     for key, age in (("old", timedelta(hours=25)), ("young", timedelta(hours=23))):
         db.session.add(WebSession(user_id=user.id, token_hash=key.ljust(64, "0"), created_at=now - age))
     db.session.commit()

@@ -9,7 +9,7 @@ import pytest
 
 from app.extensions import db
 from app.models import AuditEvent
-from app.services import audit_log
+from app.services import audit_trail
 from app.services.use_cases import jobs, queues
 from tests.factories import make_job, make_queue
 from tests.helpers.web import WebClient, rows, signed_in_client
@@ -104,7 +104,9 @@ def test_bad_filters_are_shown_inline(app, viewer, query, message):
 def test_pages_of_fifty(app, viewer, clock):
     project_id = queues.default_project().id  # the viewer's organization's
     for number in range(55):
-        audit_log.record_change("cli", "updated", "job", number, {"x": 0}, {"x": 1}, now=clock(), project_id=project_id)
+        audit_trail.record_change(
+            "cli", "updated", "job", number, {"x": 0}, {"x": 1}, now=clock(), project_id=project_id
+        )
     db.session.commit()
     first = viewer.get("/audit/").get_data(as_text=True)
     assert rows(first) == 50 and "Page 1 of 2" in first

@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from app.clock import utcnow
 from app.extensions import db as database
 from app.models import AuditEvent, Execution, User, WebSession
-from app.services import audit_log
+from app.services import audit_trail
 from tests.factories import make_alert, make_execution, make_heartbeat, make_job, make_user
 from tests.helpers.cli import assert_error, cli_events, ok, ok_json, row_counts
 
@@ -103,7 +103,7 @@ def test_prune_history_counts_then_deletes_old_audit_events_and_expired_sessions
     now = utcnow()
     user = make_user("sam")
     for age in (timedelta(days=31), timedelta(days=29)):
-        audit_log.record_change("cli", "updated", "job", 1, {"x": 1}, {"x": 2}, now=now - age)
+        audit_trail.record_change("cli", "updated", "job", 1, {"x": 1}, {"x": 2}, now=now - age)
     for key, age in (("old", timedelta(hours=25)), ("young", timedelta(hours=23))):
         database.session.add(WebSession(user_id=user.id, token_hash=key.ljust(64, "0"), created_at=now - age))
     database.session.commit()

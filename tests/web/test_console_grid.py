@@ -8,7 +8,7 @@ from datetime import timedelta
 from app.clock import utcnow
 from app.database import write_transaction
 from app.extensions import db
-from app.services.audit import insert_event
+from app.services.events import insert_event
 from app.services.read import runs_grid
 from tests.factories import make_execution, make_job
 from tests.helpers.web import signed_in_client

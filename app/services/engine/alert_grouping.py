@@ -22,7 +22,7 @@ from sqlalchemy import and_, exists, select, update
 from sqlalchemy.engine import Connection
 
 from app.models import Alert, Execution
-from app.services import audit_log
+from app.services import audit_trail
 
 if TYPE_CHECKING:
     from sqlalchemy import ColumnElement
@@ -62,7 +62,7 @@ def resolve_as_system(conn: Connection, which: ColumnElement[bool], *, now: date
         .returning(alerts_t.c.id, alerts_t.c.kind, alerts_t.c.job_id, alerts_t.c.project_id)
     ).all()
     for alert_id, kind, job_id, project_id in sorted(resolved):
-        audit_log.record_change(
+        audit_trail.record_change(
             SYSTEM,
             "resolved",
             "alert",

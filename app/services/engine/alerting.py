@@ -21,10 +21,10 @@ from sqlalchemy.exc import IntegrityError
 
 from app.domain.states import CLAIMABLE, ExecutionStatus
 from app.models import Alert, Event, Execution, Heartbeat, Job, Queue
-from app.services import audit_log
-from app.services.audit import insert_event
+from app.services import audit_trail
 from app.services.engine import alert_grouping
 from app.services.engine.heartbeats import not_stopped
+from app.services.events import insert_event
 from app.store import store_for
 
 if TYPE_CHECKING:
@@ -226,7 +226,7 @@ def _auto_pause(conn: Connection, job: Row[Any], failures: int, now: datetime, r
         reason=reason,
         next_run_at=job.next_run_at.isoformat() if job.next_run_at else None,
     )
-    audit_log.record_change(
+    audit_trail.record_change(
         SYSTEM,
         "disabled",
         "job",

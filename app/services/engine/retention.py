@@ -33,8 +33,8 @@ from sqlalchemy.pool import NullPool
 from app.database import configure_engine, write_transaction
 from app.domain.pacing import DUTY_CYCLE, ROWS_PER_SECOND, Pace, retention_settings
 from app.models import WebSession
-from app.services.audit import insert_event
-from app.services.audit_log import prune_audit
+from app.services.audit_trail import prune_audit
+from app.services.events import insert_event
 from app.store import store_for
 
 # Rows per transaction: measured at 10M executions (`python -m bench retention`,

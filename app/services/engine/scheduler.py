@@ -40,9 +40,9 @@ from app.domain.run_limits import RunLimits
 from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.scheduling import Schedule, parse_schedule
-from app.services import audit_log
-from app.services.audit import insert_event
+from app.services import audit_trail
 from app.services.engine import alerting, callbacks, deliveries, heartbeats, recovery, retention, wakeups
+from app.services.events import insert_event
 from app.sql.rows import JobColumns
 from app.store import occurrence_row, store_for
 
@@ -429,7 +429,7 @@ class Scheduler:
                 cancelled=0,
                 next_run_at=None,
             )
-            audit_log.record_change(
+            audit_trail.record_change(
                 "system",
                 "disabled",
                 "job",

@@ -20,10 +20,10 @@ from app.domain.permissions import Action
 from app.extensions import db
 from app.models import AlertChannel, AlertDelivery
 from app.models.alerting import ALERT_KINDS, CHANNEL_KINDS, URL_CHANNEL_KINDS
-from app.services import audit_log, scoping
-from app.services.audit import record_event
+from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.errors import NotFound, ValidationFailed
+from app.services.events import record_event
 from app.services.use_cases import tenancy
 
 NAME_MAX, TARGET_MAX, SECRET_MAX = 100, 500, 200
@@ -120,7 +120,7 @@ def add_channel(
     record_event(
         "alert_channel_created", now=now, actor=actor, channel_id=channel.id, kind=channel.kind, kinds=channel.kinds
     )
-    audit_log.record_change(
+    audit_trail.record_change(
         caller or actor, "created", "channel", channel.id, None, _audited(channel), now=now, **_about(channel)
     )
     db.session.commit()
@@ -132,7 +132,7 @@ def delete_channel(channel_id: int, *, now: datetime, actor: str, caller: Caller
     begin_write(db.session)
     channel = get_channel(channel_id, caller)
     record_event("alert_channel_deleted", now=now, actor=actor, channel_id=channel.id, name=channel.name)
-    audit_log.record_change(
+    audit_trail.record_change(
         caller or actor, "deleted", "channel", channel.id, _audited(channel), None, now=now, **_about(channel)
     )
     db.session.delete(channel)
@@ -165,7 +165,7 @@ def send_test(channel_id: int, *, now: datetime, actor: str, caller: Caller | No
     record_event("alert_channel_tested", now=now, actor=actor, channel_id=channel.id, delivery_id=delivery.id)
     # A test send changes no setting, but it sends a message on the operator's behalf (a webhook
     # call, a mail): who did that, and which delivery it was, belongs in the audit log.
-    audit_log.record_change(
+    audit_trail.record_change(
         caller or actor,
         "tested",
         "channel",

@@ -11,10 +11,10 @@ from app.database import begin_write
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import AlertMute, Job
-from app.services import audit_log, scoping
-from app.services.audit import record_event
+from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.errors import NotFound, ValidationFailed
+from app.services.events import record_event
 
 # The periods offered (hours); any whole number of hours up to a month is accepted.
 CHOICES_HOURS = (1, 4, 24, 24 * 7)
@@ -46,7 +46,7 @@ def mute(job_id: int, *, hours: int, now: datetime, actor: str, caller: Caller |
     db.session.execute(delete(AlertMute).where(AlertMute.job_id == job.id))
     db.session.add(AlertMute(job_id=job.id, until=until, muted_by=actor, created_at=now))
     record_event("alerts_muted", now=now, actor=actor, job_id=job.id, until=until.isoformat())
-    audit_log.record_change(
+    audit_trail.record_change(
         caller or actor,
         "updated",
         "job",
@@ -71,7 +71,7 @@ def unmute(job_id: int, *, now: datetime, actor: str, caller: Caller | None = No
     db.session.execute(delete(AlertMute).where(AlertMute.job_id == job.id))
     if before is not None:
         record_event("alerts_unmuted", now=now, actor=actor, job_id=job.id)
-        audit_log.record_change(
+        audit_trail.record_change(
             caller or actor,
             "updated",
             "job",

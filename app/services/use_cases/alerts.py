@@ -14,10 +14,10 @@ from app.database import begin_write
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Alert, DeadLetter
-from app.services import audit_log, scoping
-from app.services.audit import record_event
+from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.errors import NotFound, ValidationFailed
+from app.services.events import record_event
 
 log = logging.getLogger("cronwell.alerts")
 
@@ -61,7 +61,7 @@ def resolve_alerts(alert_ids: list[int], *, now: datetime, actor: str, caller: C
     )
     record_event("alerts_resolved", now=now, actor=actor, alert_ids=sorted(alert_ids), changed=result.rowcount)
     for alert_id, kind, job_id in sorted(opening):
-        audit_log.record_change(
+        audit_trail.record_change(
             actor,
             "resolved",
             "alert",

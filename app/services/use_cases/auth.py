@@ -24,10 +24,10 @@ from app.domain.permissions import at_most
 from app.domain.states import Role, values
 from app.extensions import db
 from app.models import Membership, Organization, RevokedToken, User
-from app.services import audit_log
-from app.services.audit import record_event
+from app.services import audit_trail
 from app.services.caller import Caller
 from app.services.errors import Conflict, Forbidden, ValidationFailed
+from app.services.events import record_event
 from app.services.use_cases import users
 from app.services.use_cases.tenancy import caller_for_user
 from app.services.use_cases.users import check_password_rules
@@ -112,7 +112,7 @@ def revoke(
     record_event("api_signed_out", now=now, actor=actor, user_id=user_id)
     if fresh and user_id is not None:  # a sign-out sent again changes nothing and is not audited twice
         user = db.session.get(User, user_id)
-        audit_log.record_change(
+        audit_trail.record_change(
             caller or actor,
             "signed_out",
             "user",
@@ -139,7 +139,7 @@ def change_password(user_id: int, current: str, new: str, *, now: datetime, acto
     user.set_password(new)
     record_event("password_changed", now=now, actor=actor, user_id=user.id)
     # The hash itself is never shown (audit_log hides secret-looking fields): only that it changed.
-    audit_log.record_change(
+    audit_trail.record_change(
         actor,
         "password_changed",
         "user",
@@ -177,7 +177,7 @@ def invite(caller: Caller, *, role: str, secret_key: str, now: datetime) -> tupl
     expires_at = now + timedelta(days=INVITATION_DAYS)
     record_event("invitation_created", now=now, actor=caller.actor, organization_id=caller.organization_id, role=role)
     # Named by its nonce: the token itself would let anyone who reads the log join.
-    audit_log.record_change(
+    audit_trail.record_change(
         caller,
         "created",
         "invitation",
@@ -241,7 +241,7 @@ def register(
         )
     record_event("user_registered", now=now, actor=f"api:{username}", username=username, invited=grant is not None)
     if grant is not None:
-        audit_log.record_change(
+        audit_trail.record_change(
             f"api:{username}",
             "used",
             "invitation",
@@ -253,7 +253,7 @@ def register(
             organization_id=grant["org"],
             extra={"invited_by": grant.get("by")},
         )
-    audit_log.record_change(
+    audit_trail.record_change(
         f"api:{username}",
         "created",
         "user",

@@ -28,11 +28,11 @@ from app.domain.states import OverlapPolicy
 from app.extensions import db
 from app.models import Execution, Job
 from app.scheduling import parse_schedule
-from app.services import audit_log, scoping
-from app.services.audit import record_event
+from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
+from app.services.events import record_event
 from app.store import occurrence_row, store_for
 from app.store.rows import occurrence_key
 
@@ -158,8 +158,8 @@ def backfill_job(
         "capped": plan.capped,
     }
     record_event("job_backfilled", now=now, actor=actor, job_id=job.id, **summary)
-    audit_log.record_change(
-        caller or actor, "backfilled", "job", job.id, None, None, now=now, extra=summary, **audit_log.about_job(job)
+    audit_trail.record_change(
+        caller or actor, "backfilled", "job", job.id, None, None, now=now, extra=summary, **audit_trail.about_job(job)
     )
     cache.invalidate_on_commit(db.session, cache.keys_for_job_change(job.id))
     wakeups.notify_on_commit(db.session, work=True)

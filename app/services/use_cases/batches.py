@@ -19,11 +19,11 @@ from app.definitions.job import field_messages
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Batch, Job
-from app.services import audit_log, scoping
-from app.services.audit import record_event
+from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.engine import callbacks, wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
+from app.services.events import record_event
 from app.store import store_for
 from app.store.rows import batch_item_row
 
@@ -103,14 +103,14 @@ def submit_batch(job_id: int, data: dict, *, now: datetime, actor: str, caller: 
         items=len(items),
         on_complete=batch.on_complete,
     )
-    audit_log.record_change(
+    audit_trail.record_change(
         caller or actor,
         "created",
         "batch",
         batch.id,
         after={"job_id": job.id, "items": len(items), "on_complete": batch.on_complete},
         now=now,
-        **audit_log.about_job(job),
+        **audit_trail.about_job(job),
     )
     cache.invalidate_on_commit(db.session, cache.keys_for_job_change(job.id))
     wakeups.notify_on_commit(db.session, work=True)
@@ -134,14 +134,14 @@ def cancel_batch(batch_id: int, *, now: datetime, actor: str, caller: Caller | N
     conn = db.session.connection()
     ids = store_for(conn).cancel_queued_for_batch(conn, batch.id, now=now, reason=f"batch cancelled by {actor}")
     record_event("batch_cancelled", now=now, actor=actor, job_id=batch.job_id, batch_id=batch.id, cancelled=len(ids))
-    audit_log.record_change(
+    audit_trail.record_change(
         caller or actor,
         "cancelled",
         "batch",
         batch.id,
         now=now,
         extra={"cancelled_executions": len(ids)},
-        **audit_log.about_job(batch.job),
+        **audit_trail.about_job(batch.job),
     )
     # Nothing running: the batch is complete now (its on-complete callback, if any, is created).
     followed = callbacks.settle_batches(conn, now=now, batch_ids=[batch.id])

@@ -18,11 +18,11 @@ from app.domain.permissions import Action
 from app.domain.states import CANCELLABLE, RETRYABLE, RUNNING_CANCELLABLE, ExecutionStatus, values
 from app.extensions import db
 from app.models import Execution, Job
-from app.services import audit_log, scoping
-from app.services.audit import record_event
+from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.engine import callbacks, wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
+from app.services.events import record_event
 from app.store import store_for
 
 
@@ -88,7 +88,7 @@ def retry_execution(execution_id: int, *, now: datetime, actor: str, caller: Cal
         parent_id=original.parent_id,
     )
     record_event("execution_retried", now=now, actor=actor, job_id=job.id, execution_id=new_id, retry_of=original.id)
-    audit_log.record_change(
+    audit_trail.record_change(
         actor,
         "retried",
         "execution",
@@ -138,7 +138,7 @@ def cancel_execution(
         worker_id = store.request_cancel(conn, execution_id, now=now, requested_by=actor, reason=why)
         if worker_id is None:
             raise Conflict(f"execution {execution_id} changed state meanwhile; nothing was cancelled")
-        audit_log.record_change(
+        audit_trail.record_change(
             actor,
             "cancel_requested",
             "execution",
@@ -164,7 +164,7 @@ def cancel_execution(
             raise Conflict(f"execution {execution_id} changed state meanwhile; nothing was cancelled")
         if execution.batch_id is not None:
             callbacks.after_final(conn, [execution_id], now=now)  # it may have been its batch's last item
-        audit_log.record_change(
+        audit_trail.record_change(
             actor,
             "cancelled",
             "execution",
@@ -191,5 +191,5 @@ def cancel_execution(
 
 def _about(execution: Execution) -> dict:
     """`record_change` keywords for an execution: its job's name and id, and its project."""
-    about = audit_log.about_job(execution.job) if execution.job is not None else {"job_id": execution.job_id}
+    about = audit_trail.about_job(execution.job) if execution.job is not None else {"job_id": execution.job_id}
     return {**about, "label": f"{about.get('label') or 'job ' + str(execution.job_id)} #{execution.id}"}

@@ -32,11 +32,11 @@ from app.definitions.job_file import JOB_FIELDS, DocumentError, JobEntry, JobFil
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Job, Project, Queue
-from app.services import audit_log
-from app.services.audit import record_event, rehearsal
+from app.services import audit_trail
 from app.services.caller import Caller
 from app.services.engine import wakeups
 from app.services.errors import Conflict, ValidationFailed
+from app.services.events import record_event, rehearsal
 from app.services.use_cases import jobs as job_service
 from app.services.use_cases import tenancy
 from app.services.use_cases.queues import project_for
@@ -196,7 +196,7 @@ def _plan_and_run(
         if step.created:
             job_service.record_created(step.job, now=now, actor=actor)
     plan = _plan_document(project, steps, doomed, queue_plan, dry_run=dry_run, prune=prune)
-    audit_log.record_change(
+    audit_trail.record_change(
         caller or actor,
         "applied",
         "project",
@@ -247,7 +247,7 @@ def _run_queues(plan: dict[str, list], project: Project, stored: dict[str, Queue
         db.session.flush()
         stored[queue.name] = queue
         record_event("queue_created", now=now, actor=actor, queue=queue.name)
-        audit_log.record_change(
+        audit_trail.record_change(
             actor,
             "created",
             "queue",
@@ -266,7 +266,7 @@ def _run_queues(plan: dict[str, list], project: Project, stored: dict[str, Queue
         )
         queue.updated_at = now
         record_event("queue_updated", now=now, actor=actor, queue=queue.name, changed=sorted(item["changes"]))
-        audit_log.record_change(
+        audit_trail.record_change(
             actor,
             "updated",
             "queue",
@@ -348,7 +348,7 @@ def _run_job(step: _JobStep, project: Project, queues: dict[str, Queue], *, now:
     if not step.changes:
         if step.adopted:
             step.job.managed_by = owner
-            audit_log.record_change(
+            audit_trail.record_change(
                 actor,
                 "updated",
                 "job",
@@ -356,7 +356,7 @@ def _run_job(step: _JobStep, project: Project, queues: dict[str, Queue], *, now:
                 {"managed_by": step.owner_before},
                 {"managed_by": owner},
                 now=now,
-                **audit_log.about_job(step.job),
+                **audit_trail.about_job(step.job),
             )
         return
     changed = {name: step.target[name] for name in step.changes}

@@ -25,12 +25,12 @@ from app.extensions import db
 from app.models import Execution, Job, Project, Queue
 from app.scheduling import Schedule, ScheduleError, parse_schedule, preview
 from app.scheduling.lint import LintWarning, lint_schedule
-from app.services import audit_log, scoping
-from app.services.audit import record_event
+from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.engine import wakeups
 from app.services.engine.scheduler import withdraw_ahead
 from app.services.errors import Conflict, NotFound, ValidationFailed
+from app.services.events import record_event
 from app.services.use_cases import queues
 from app.services.validation import clean_job_fields
 from app.store import store_for
@@ -208,7 +208,9 @@ def record_created(job: Job, *, now: datetime, actor) -> None:
         schedule_type=job.schedule_type,
         schedule=job.schedule,
     )
-    audit_log.record_change(actor, "created", "job", job.id, None, job_state(job), now=now, **audit_log.about_job(job))
+    audit_trail.record_change(
+        actor, "created", "job", job.id, None, job_state(job), now=now, **audit_trail.about_job(job)
+    )
 
 
 def update_job(job_id: int, data: dict, *, now: datetime, actor: str, caller: Caller | None = None) -> Job:
@@ -272,8 +274,8 @@ def change_job(job: Job, cleaned: dict, *, now: datetime, actor, managed_by: str
             )
         job.next_run_at = _limited_next_run(job, job.next_run_at, now=now)
     job.updated_at = now
-    audit_log.record_change(
-        actor, "updated", "job", job.id, before, job_state(job), now=now, **audit_log.about_job(job)
+    audit_trail.record_change(
+        actor, "updated", "job", job.id, before, job_state(job), now=now, **audit_trail.about_job(job)
     )
     if enabled is not None and enabled != job.enabled:
         _set_enabled(job, enabled, now=now, actor=actor)
@@ -329,8 +331,15 @@ def _set_enabled(job: Job, enabled: bool, *, now: datetime, actor: str) -> int:
         job.enabled = True
         job.disabled_reason = None  # an auto-pause reason no longer applies
         record_event("job_enabled", now=now, actor=actor, job_id=job.id, next_run_at=_iso(job.next_run_at))
-        audit_log.record_change(
-            actor, "enabled", "job", job.id, {"enabled": False}, {"enabled": True}, now=now, **audit_log.about_job(job)
+        audit_trail.record_change(
+            actor,
+            "enabled",
+            "job",
+            job.id,
+            {"enabled": False},
+            {"enabled": True},
+            now=now,
+            **audit_trail.about_job(job),
         )
         return 0
     job.enabled = False
@@ -341,8 +350,8 @@ def _set_enabled(job: Job, enabled: bool, *, now: datetime, actor: str) -> int:
     record_event(
         "job_disabled", now=now, actor=actor, job_id=job.id, cancelled=len(ids), next_run_at=_iso(job.next_run_at)
     )
-    audit_log.record_change(
-        actor, "disabled", "job", job.id, {"enabled": True}, {"enabled": False}, now=now, **audit_log.about_job(job)
+    audit_trail.record_change(
+        actor, "disabled", "job", job.id, {"enabled": True}, {"enabled": False}, now=now, **audit_trail.about_job(job)
     )
     return len(ids)
 
@@ -357,8 +366,8 @@ def trigger_job(job_id: int, *, now: datetime, actor: str, caller: Caller | None
     conn = db.session.connection()
     execution_id = store_for(conn).insert_manual(conn, job, now=now)
     record_event("job_triggered", now=now, actor=actor, job_id=job.id, execution_id=execution_id)
-    audit_log.record_change(
-        actor, "triggered", "job", job.id, now=now, extra={"execution_id": execution_id}, **audit_log.about_job(job)
+    audit_trail.record_change(
+        actor, "triggered", "job", job.id, now=now, extra={"execution_id": execution_id}, **audit_trail.about_job(job)
     )
     _commit(job.id, work=True)
     return db.session.get(Execution, execution_id)
@@ -376,7 +385,9 @@ def delete_job(job_id: int, *, now: datetime, actor: str, caller: Caller | None 
 def remove_job(job: Job, *, now: datetime, actor) -> None:
     """Delete a job in the open write transaction, with its audit row and event; the caller commits."""
     record_event("job_deleted", now=now, actor=actor, job_id=job.id, name=job.name)
-    audit_log.record_change(actor, "deleted", "job", job.id, job_state(job), None, now=now, **audit_log.about_job(job))
+    audit_trail.record_change(
+        actor, "deleted", "job", job.id, job_state(job), None, now=now, **audit_trail.about_job(job)
+    )
     conn = db.session.connection()
     store_for(conn).release_slots_of_job(conn, job.id)
     db.session.delete(job)

@@ -23,11 +23,11 @@ from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Execution, Job, Project, Queue
 from app.models.queue import DEFAULT_PROJECT
-from app.services import audit_log, scoping
-from app.services.audit import record_event
+from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
+from app.services.events import record_event
 from app.services.use_cases.tenancy import working_project
 
 PRIORITY_RANGE = (-1000, 1000)
@@ -161,7 +161,7 @@ def add_queue(data: dict, *, now: datetime, actor: str, caller: Caller | None = 
     db.session.add(queue)
     db.session.flush()
     record_event("queue_created", now=now, actor=actor, queue=queue.name, **_settings(queue))
-    audit_log.record_change(actor, "created", "queue", queue.id, None, _settings(queue), now=now, **_about(queue))
+    audit_trail.record_change(actor, "created", "queue", queue.id, None, _settings(queue), now=now, **_about(queue))
     _commit()
     return queue
 
@@ -185,7 +185,7 @@ def edit_queue(name: str, data: dict, *, now: datetime, actor: str, caller: Call
     queue.updated_at = now
     changed = {k: [before[k], v] for k, v in _settings(queue).items() if before.get(k) != v}
     record_event("queue_updated", now=now, actor=actor, queue=queue.name, changed=changed)
-    audit_log.record_change(actor, "updated", "queue", queue.id, before, _settings(queue), now=now, **_about(queue))
+    audit_trail.record_change(actor, "updated", "queue", queue.id, before, _settings(queue), now=now, **_about(queue))
     _commit(work=limit_changed)
     return queue
 
@@ -204,7 +204,7 @@ def pause_queue(
         queue.paused_reason = (reason or "").strip() or None
         queue.updated_at = now
         record_event("queue_paused", now=now, actor=actor, queue=queue.name, reason=queue.paused_reason)
-        audit_log.record_change(
+        audit_trail.record_change(
             actor,
             "paused",
             "queue",
@@ -226,7 +226,7 @@ def resume_queue(name: str, *, now: datetime, actor: str, caller: Caller | None 
         paused_for = (now - queue.paused_at).total_seconds() if queue.paused_at else None
         before = {"paused": True, "paused_reason": queue.paused_reason}
         queue.paused, queue.paused_at, queue.paused_by, queue.paused_reason = False, None, None, None
-        audit_log.record_change(
+        audit_trail.record_change(
             actor,
             "resumed",
             "queue",
@@ -258,7 +258,7 @@ def delete_queue(name: str, *, now: datetime, actor: str, caller: Caller | None 
     if unfinished:
         raise Conflict(f"queue {queue.name!r} still holds {unfinished} unfinished execution(s)")
     record_event("queue_deleted", now=now, actor=actor, queue=queue.name)
-    audit_log.record_change(actor, "deleted", "queue", queue.id, _settings(queue), None, now=now, **_about(queue))
+    audit_trail.record_change(actor, "deleted", "queue", queue.id, _settings(queue), None, now=now, **_about(queue))
     db.session.delete(queue)
     _commit()
 

@@ -22,11 +22,11 @@ from app.definitions.job import field_messages
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Execution, Job
-from app.services import audit_log, scoping
-from app.services.audit import record_event
+from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.engine import wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
+from app.services.events import record_event
 from app.store import store_for
 
 
@@ -70,7 +70,7 @@ def trigger_run(
         available_at=iso_z(run["available_at"]),
         config_override=run["config_override"],
     )
-    audit_log.record_change(
+    audit_trail.record_change(
         caller or actor,
         "triggered",
         "job",
@@ -81,7 +81,7 @@ def trigger_run(
             "available_at": iso_z(run["available_at"]),
             "config_override": run["config_override"],
         },
-        **audit_log.about_job(job),
+        **audit_trail.about_job(job),
     )
     cache.invalidate_on_commit(db.session, cache.keys_for_job_change(job.id))
     wakeups.notify_on_commit(db.session, jobs_changed=True, work=True)

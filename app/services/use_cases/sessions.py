@@ -20,7 +20,7 @@ from sqlalchemy import delete, select
 from app.database import begin_write
 from app.extensions import db
 from app.models import User, WebSession
-from app.services import audit_log
+from app.services import audit_trail
 
 # The key of the token in Flask's signed session cookie.
 COOKIE_KEY = "sid"
@@ -53,7 +53,7 @@ def end_session(token: str | None, *, now: datetime, who) -> None:
     if ended is not None:
         user_id, started_at = ended
         user = db.session.get(User, user_id)
-        audit_log.record_change(
+        audit_trail.record_change(
             who,
             "signed_out",
             "user",

@@ -19,10 +19,10 @@ from app.extensions import db
 from app.models import Membership, Organization, Project, Queue, User
 from app.models.queue import DEFAULT_PROJECT, DEFAULT_QUEUE
 from app.models.tenancy import DEFAULT_ORGANIZATION
-from app.services import audit_log, scoping
-from app.services.audit import record_event
+from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from app.services.events import record_event
 
 DESCRIPTION_MAX = 2000
 
@@ -79,7 +79,7 @@ def add_organization(name: str, *, now: datetime, caller: Caller) -> Organizatio
     db.session.add(org)
     db.session.flush()
     record_event("organization_created", now=now, actor=caller.actor, organization=name, organization_id=org.id)
-    audit_log.record_change(
+    audit_trail.record_change(
         caller, "created", "organization", org.id, None, {"name": name}, now=now, label=name, organization_id=org.id
     )
     db.session.commit()
@@ -164,7 +164,7 @@ def add_project(org_name: str, name: str, *, now: datetime, caller: Caller, desc
     db.session.flush()
     db.session.add(Queue(project_id=project.id, name=DEFAULT_QUEUE, created_at=now, updated_at=now))
     record_event("project_created", now=now, actor=caller.actor, project=f"{org.name}/{name}", project_id=project.id)
-    audit_log.record_change(
+    audit_trail.record_change(
         caller,
         "created",
         "project",

@@ -22,10 +22,10 @@ from app.domain.permissions import Action, at_most
 from app.domain.states import Role, values
 from app.extensions import db
 from app.models import ApiToken, Project, User
-from app.services import audit_log
-from app.services.audit import record_event
+from app.services import audit_trail
 from app.services.caller import Caller
 from app.services.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from app.services.events import record_event
 from app.services.use_cases.tenancy import find_project, get_project
 
 PREFIX = "cw_"
@@ -97,7 +97,7 @@ def create_token(
     record_event(
         "api_token_created", now=now, actor=caller.actor, token_id=token.id, project=target.full_name, role=role
     )
-    audit_log.record_change(
+    audit_trail.record_change(
         caller,
         "created",
         "token",
@@ -156,7 +156,7 @@ def revoke_token(token_id: int, caller: Caller, *, now: datetime) -> ApiToken:
     if token.revoked_at is None:
         token.revoked_at, token.revoked_by = now, caller.actor
         record_event("api_token_revoked", now=now, actor=caller.actor, token_id=token.id)
-        audit_log.record_change(
+        audit_trail.record_change(
             caller,
             "revoked",
             "token",

@@ -20,10 +20,10 @@ from app.domain.permissions import Action
 from app.domain.states import Role, values
 from app.extensions import db
 from app.models import Membership, Organization, User
-from app.services import audit_log
-from app.services.audit import record_event
+from app.services import audit_trail
 from app.services.caller import Caller
 from app.services.errors import Conflict, Forbidden, NotFound, ValidationFailed
+from app.services.events import record_event
 from app.services.use_cases.tenancy import default_organization
 
 PASSWORD_MIN = 8
@@ -86,7 +86,7 @@ def ensure_dev_user(*, username: str, password: str | None, debug: bool, now: da
         organization=org.name,
         superuser=True,
     )
-    audit_log.record_change(
+    audit_trail.record_change(
         actor,
         "created",
         "user",
@@ -231,7 +231,7 @@ def create_user(
         organization=org.name,
         superuser=bool(superuser),
     )
-    audit_log.record_change(
+    audit_trail.record_change(
         caller,
         "created",
         "user",
@@ -270,7 +270,7 @@ def set_role(
     record_event(
         "user_role_changed", now=now, actor=caller.actor, username=user.username, organization=org.name, role=role
     )
-    audit_log.record_change(
+    audit_trail.record_change(
         caller,
         "role_changed",
         "user",
@@ -300,7 +300,7 @@ def set_active(username: str, active: bool, *, now: datetime, caller: Caller) ->
     user.active = active
     kind = "enabled" if active else "disabled"
     record_event(f"user_{kind}", now=now, actor=caller.actor, username=user.username)
-    audit_log.record_change(
+    audit_trail.record_change(
         caller,
         kind,
         "user",
@@ -326,7 +326,7 @@ def reset_password(username: str, password: str, *, now: datetime, caller: Calle
         raise Forbidden("only a superuser may reset a superuser's password")
     user.set_password(password)
     record_event("user_password_reset", now=now, actor=caller.actor, username=user.username)
-    audit_log.record_change(
+    audit_trail.record_change(
         caller,
         "password_reset",
         "user",

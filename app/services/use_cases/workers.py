@@ -12,10 +12,10 @@ from datetime import datetime
 from app.database import begin_write
 from app.domain.states import WorkerCommandKind, WorkerState
 from app.extensions import db
-from app.services import audit_log
-from app.services.audit import record_event
+from app.services import audit_trail
 from app.services.engine import wakeups, worker_commands
 from app.services.errors import Conflict
+from app.services.events import record_event
 from app.services.read.workers import WorkerView, get_worker
 
 
@@ -49,7 +49,7 @@ def stop_worker(worker_id: str, *, now: datetime, actor: str, at_once: bool = Fa
         command_id=command_id,
         busy=worker.busy,
     )
-    audit_log.record_change(
+    audit_trail.record_change(
         actor,
         "stop_requested" if at_once else "drain_requested",
         "worker",

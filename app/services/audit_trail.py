@@ -1,4 +1,4 @@
-"""The audit log: who changed what, for every organization. Not the event log (app/services/audit.py),
+"""The audit trail: who changed what, for every organization. Not the event log (app/services/events.py),
 which tells what the system did; this one is the record of people's (and the system's) changes to
 objects, with the before/after of the changed fields only.
 
@@ -24,8 +24,8 @@ from app.extensions import db
 from app.models import Job, Project, Queue
 from app.models.audit import AUDIT_SOURCES, AuditEvent, AuditPruneGate
 from app.sensitive import SECRET_NAME
-from app.services.audit import insert_event
 from app.services.errors import ValidationFailed
+from app.services.events import insert_event
 
 # The address of the web or API client whose request is being served, for callers that pass a
 # plain actor name instead of a Caller (set and cleared around each request by app/audit/routes.py).
