@@ -8,7 +8,9 @@ import click
 from flask.cli import AppGroup
 
 from app.clock import iso_z, utcnow
+from app.definitions.backfill import MAX_BACKFILL, BackfillSchema
 from app.domain.jitter import jitter_offset
+from app.domain.states import OverlapPolicy, values
 from app.scheduling import SCHEDULE_INPUTS
 from app.scheduling.timezones import parse_instant, resolve_timezone
 from app.services.read import explain as explain_read
@@ -411,19 +413,20 @@ def _echo_fates(fates: list[dict], labels: list[str] | None = None) -> None:
         click.echo(textwrap.fill(fate["summary"], width=100, initial_indent="    ", subsequent_indent="    "))
 
 
+_BACKFILL = BackfillSchema(now=None)  # the backfill definition: help texts, limits, choices
+
+
+def _backfill_help(name: str) -> str:
+    return str(_BACKFILL.fields[name].metadata["description"])
+
+
 @job_cli.command("backfill")
 @click.argument("job_id", type=JOB_ID)
-@click.option("--from", "from_text", required=True, metavar="ISO", help="Start of the past window (inclusive).")
-@click.option("--to", "to_text", required=True, metavar="ISO", help="End of the window (inclusive, not after now).")
-@click.option("--dry-run", is_flag=True, help="List what would be created; write nothing.")
-@click.option(
-    "--max", "max_runs", type=click.IntRange(1, 1000), metavar="N", help="Create at most N runs (default 1000)."
-)
-@click.option(
-    "--overlap",
-    type=click.Choice(["allow", "queue", "skip"]),
-    help="Overlap policy for these runs (default: the job's).",
-)
+@click.option("--from", "from_text", required=True, metavar="ISO", help=_backfill_help("start"))
+@click.option("--to", "to_text", required=True, metavar="ISO", help=_backfill_help("end"))
+@click.option("--dry-run", is_flag=True, help=_backfill_help("dry_run"))
+@click.option("--max", "max_runs", type=click.IntRange(1, MAX_BACKFILL), metavar="N", help=_backfill_help("max_runs"))
+@click.option("--overlap", type=click.Choice(values(OverlapPolicy)), help=_backfill_help("overlap"))
 @json_option
 @mutating
 @handle_errors
@@ -437,15 +440,11 @@ def backfill(job_id, from_text, to_text, dry_run, max_runs, overlap, as_json):
       flask job backfill 3 --from 2026-06-01T00:00Z --to 2026-06-02T00:00Z --max 10 --overlap queue
     """
     job = job_service.get_job(job_id)
-    plan = backfill_service.backfill_job(
+    plan = backfill_service.backfill_from_input(
         job_id,
-        start=_instant_option(from_text, job.timezone, "--from"),
-        end=_instant_option(to_text, job.timezone, "--to"),
+        {"from": from_text, "to": to_text, "max": max_runs, "overlap": overlap, "dry_run": dry_run},
         now=utcnow(),
         actor=ACTOR,
-        dry_run=dry_run,
-        max_runs=max_runs,
-        overlap=overlap,
     )
     document = plan.to_json()
     if as_json:

@@ -22,7 +22,6 @@ from app.api.conventions import (
 )
 from app.api.errors import ApiError
 from app.api.schemas import (
-    BackfillSchema,
     ExecutionSchema,
     ExplainQuery,
     LintWarningSchema,
@@ -35,6 +34,7 @@ from app.api.scope import ID_MAX
 from app.api.security import authenticated, current_caller
 from app.clock import iso_z, utcnow
 from app.definitions import JobSchema, dump_job
+from app.definitions.backfill import BackfillSchema as BackfillDefinition
 from app.definitions.batch import RunSchema
 from app.domain.permissions import Action
 from app.models import Job
@@ -43,7 +43,7 @@ from app.services.errors import NotFound
 from app.services.read.explain import explain_job
 from app.services.serialize import execution_to_dict
 from app.services.use_cases import jobs, runs
-from app.services.use_cases.backfill import backfill_job
+from app.services.use_cases.backfill import backfill_from_input
 
 blp = Blueprint("api_jobs", __name__, url_prefix="/api/v1/jobs", description="Jobs: what runs, and when.")
 
@@ -332,9 +332,12 @@ def explain(args, job_id):
 @blp.post("/<int:job_id>/backfill")
 @authenticated(Action.OPERATE)
 @idempotent
-@blp.arguments(BackfillSchema, example=ex.BACKFILL)
 @blp.doc(
     parameters=[IDEMPOTENCY_HEADER],
+    requestBody={
+        "required": True,
+        "content": {"application/json": {"schema": BackfillDefinition(now=None), "example": ex.BACKFILL}},
+    },
     responses={
         "200": {"description": "The plan of a dry run (nothing created).", "content": free_form(ex.BACKFILL_PLAN)},
         "201": {"description": "The occurrences created as backfill runs.", "content": free_form(ex.BACKFILL_CREATED)},
@@ -345,24 +348,18 @@ def explain(args, job_id):
 @blp.alt_response(404, response="NOT_FOUND")
 @blp.alt_response(409, response="CONFLICT")
 @blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
-def backfill(body, job_id):
+def backfill(job_id):
     """Run the job's occurrences of a past window that have no run yet (trigger `backfill`); with
     `dry_run` only say what would run. The overlap policy is the job's unless `overlap` is given.
+    Instants without an offset are the job's local time.
 
     Roles: operator, admin. Errors: 401, 403, 404, 409 (job disabled), 422 (window, max, overlap).
     """
     caller = current_caller()
-    plan = backfill_job(
-        _id(job_id),
-        start=body["from_"],
-        end=body["to"],
-        now=utcnow(),
-        actor=caller.actor,
-        dry_run=body["dry_run"],
-        max_runs=body.get("max"),
-        overlap=body.get("overlap"),
-        caller=caller,
-    )
+    data = request.get_json(silent=True)
+    if not isinstance(data, dict):
+        raise ApiError(422, "the body must be a JSON object", errors={"_schema": "must be a JSON object"})
+    plan = backfill_from_input(_id(job_id), data, now=utcnow(), actor=caller.actor, caller=caller)
     response = jsonify(plan.to_json())
-    response.status_code = 200 if body["dry_run"] else 201
+    response.status_code = 200 if plan.dry_run else 201
     return response

@@ -475,14 +475,6 @@ class ExplainQuery(StrictSchema):
     to = fields.AwareDateTime(load_default=None, metadata={"description": "A window's end."})
 
 
-class BackfillSchema(StrictSchema):
-    from_ = fields.AwareDateTime(data_key="from", required=True, metadata={"example": "2026-06-01T00:00:00Z"})
-    to = fields.AwareDateTime(required=True, metadata={"example": "2026-06-02T00:00:00Z"})
-    dry_run = fields.Boolean(load_default=False)
-    max = fields.Integer(strict=True, load_default=None, allow_none=True, validate=validate.Range(1, 1000))
-    overlap = fields.String(load_default=None, allow_none=True, validate=validate.OneOf(["allow", "queue", "skip"]))
-
-
 class MessageSchema(Schema):
     detail = fields.String(required=True)
 

@@ -19,7 +19,9 @@ from wtforms import BooleanField, SelectChoice, SelectField, StringField, TextAr
 
 from app.clock import iso_z
 from app.definitions import JobSchema
+from app.definitions.backfill import MAX_BACKFILL, BackfillSchema
 from app.definitions.job import SETTING_DEFAULTS
+from app.domain.states import OverlapPolicy, values
 from app.scheduling import SCHEDULE_INPUTS, ScheduleError, format_interval, parse_interval
 
 _NUMBER = {"inputmode": "numeric", "pattern": "-?[0-9]*"}
@@ -212,16 +214,30 @@ class DeleteJobForm(FlaskForm):
     )
 
 
-class BackfillForm(FlaskForm):
-    """Backfill a past window: the dry-run list first (`preview`), then `run` creates it."""
+_BACKFILL = BackfillSchema(now=None)  # only its field declarations are read
 
-    start = StringField("From", description="Start of the window; without an offset, the job's local time.")
-    end = StringField("To", description="End of the window (inclusive), not after now.")
+
+def _backfill_label(name: str) -> str:
+    return str(_BACKFILL.fields[name].metadata["label"])
+
+
+def _backfill_help(name: str) -> str:
+    return str(_BACKFILL.fields[name].metadata["description"])
+
+
+class BackfillForm(FlaskForm):
+    """Backfill a past window: the dry-run list first (`preview`), then `run` creates it. Labels,
+    help and every rule come from the backfill definition (app/definitions/backfill.py)."""
+
+    start = StringField(_backfill_label("start"), description=_backfill_help("start"))
+    end = StringField(_backfill_label("end"), description=_backfill_help("end"))
     max_runs = StringField(
-        "At most", render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": "1000"}, description=""
+        _backfill_label("max_runs"),
+        description=_backfill_help("max_runs"),
+        render_kw={"inputmode": "numeric", "pattern": "[0-9]*", "placeholder": str(MAX_BACKFILL)},
     )
     overlap = SelectField(
-        "Overlap policy",
-        choices=[SelectChoice("", "the job's")] + [SelectChoice(v) for v in ("allow", "queue", "skip")],
-        description="allow: run together; queue: one at a time, in order; skip: run the first, record the rest missed.",
+        _backfill_label("overlap"),
+        description=_backfill_help("overlap"),
+        choices=[SelectChoice("", "the job's")] + [SelectChoice(v) for v in values(OverlapPolicy)],
     )

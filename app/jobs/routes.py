@@ -350,34 +350,17 @@ def backfill(job_id: int):
     if request.method == "POST" and form.validate_on_submit():
         run = request.form.get("action") == "run"
         try:
-            zone = resolve_timezone(job.timezone)
-            errors = {}
-            start = end = None
-            for name in ("start", "end"):
-                text = (getattr(form, name).data or "").strip()
-                if not text:
-                    errors[name] = "is required"
-                    continue
-                try:
-                    value = parse_instant(text, zone, name)
-                except (ScheduleError, ValueError) as exc:
-                    errors[name] = str(exc)
-                    continue
-                start, end = (value, end) if name == "start" else (start, value)
-            max_text = (form.max_runs.data or "").strip()
-            if max_text and not (max_text.isdigit() and len(max_text) < 6):
-                errors["max_runs"] = "must be a whole number between 1 and 1000"
-            if errors:
-                raise ValidationFailed(errors)
-            plan = backfill_service.backfill_job(
+            plan = backfill_service.backfill_from_input(
                 job.id,
-                start=start,
-                end=end,
+                {
+                    "from": form.start.data or "",
+                    "to": form.end.data or "",
+                    "max": form.max_runs.data or None,
+                    "overlap": form.overlap.data or None,
+                    "dry_run": not run,
+                },
                 now=utcnow(),
                 actor=current_actor(),
-                dry_run=not run,
-                max_runs=int(max_text) if max_text else None,
-                overlap=form.overlap.data or None,
                 caller=current_caller(),
             )
         except ValidationFailed as exc:

@@ -13,15 +13,19 @@ time in order (the worker's FIFO for exclusive runs), `skip` runs the first and 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
+from marshmallow import ValidationError
 from sqlalchemy import select
 
 from app import cache
 from app.clock import iso_z
 from app.database import begin_write
+from app.definitions.backfill import MAX_BACKFILL, BackfillSchema, window_errors
+from app.definitions.job import field_messages
 from app.domain.permissions import Action
 from app.domain.states import ExecutionStatus as S
 from app.domain.states import OverlapPolicy
@@ -35,9 +39,6 @@ from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.services.events import record_event
 from app.store import occurrence_row, store_for
 from app.store.rows import occurrence_key
-
-MAX_BACKFILL = 1000
-MAX_WINDOW = timedelta(days=3660)
 
 
 @dataclass
@@ -70,6 +71,23 @@ class BackfillPlan:
         }
 
 
+def backfill_from_input(
+    job_id: int, data: Mapping[str, Any], *, now: datetime, actor: str, caller: Caller | None = None
+) -> BackfillPlan:
+    """A backfill as an operator gives it (`from`, `to`, `max`, `overlap`, `dry_run` as text or
+    JSON values; instants without an offset in the job's zone), parsed by the backfill definition."""
+    if caller is not None:
+        caller.require(Action.OPERATE)
+    job = db.session.scalar(scoping.jobs(select(Job).where(Job.id == job_id), caller))
+    if job is None:
+        raise NotFound(f"job {job_id} does not exist")
+    try:
+        request = BackfillSchema(now=now, timezone=job.timezone).load(dict(data))
+    except ValidationError as exc:
+        raise ValidationFailed(field_messages(exc)) from None
+    return backfill_job(job.id, now=now, actor=actor, caller=caller, **request)
+
+
 def backfill_job(
     job_id: int,
     *,
@@ -85,17 +103,7 @@ def backfill_job(
     """Plan (dry run) or create the window's missing occurrences as `backfill` executions."""
     if caller is not None:
         caller.require(Action.OPERATE)
-    errors = {}
-    if end < start:
-        errors["to"] = "the window ends before it starts"
-    elif end > now:
-        errors["to"] = f"a backfill covers the past: --to must not be after now ({iso_z(now)})"
-    elif end - start > MAX_WINDOW:
-        errors["to"] = f"a window may span at most {MAX_WINDOW.days} days"
-    if max_runs is not None and not 1 <= max_runs <= MAX_BACKFILL:
-        errors["max"] = f"must be between 1 and {MAX_BACKFILL}"
-    if overlap is not None and overlap not in {p.value for p in OverlapPolicy}:
-        errors["overlap"] = "must be allow, queue or skip"
+    errors = window_errors(start, end, now=now, max_runs=max_runs, overlap=overlap)
     if errors:
         raise ValidationFailed(errors)
     if not dry_run:
