@@ -35,9 +35,7 @@ def test_a_window_without_offsets_is_read_in_the_jobs_zone():
 
 def test_text_from_a_form_and_values_from_json_load_alike():
     from_form = load({"from": "2026-06-01T00:00Z", "to": "2026-06-02T00:00Z", "max": "10", "overlap": "queue"})
-    from_json = load(
-        {"from": "2026-06-01T00:00:00+00:00", "to": "2026-06-02T00:00:00Z", "max": 10, "overlap": "queue"}
-    )
+    from_json = load({"from": "2026-06-01T00:00:00+00:00", "to": "2026-06-02T00:00:00Z", "max": 10, "overlap": "queue"})
     assert from_form == from_json and from_form["max_runs"] == 10 and from_form["overlap"] == "queue"
 
 
