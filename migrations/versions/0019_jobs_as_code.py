@@ -7,6 +7,11 @@ Create Date: 2026-12-04 18:00:00
 - `jobs.managed_by`: the source whose `flask job apply` (or `POST .../apply`) last created or
   updated the job, e.g. `file:jobs/nightly.yaml`; NULL for a job made by hand. `--prune` deletes
   only jobs managed by the source being applied, so hand-made jobs are never pruned.
+
+On SQLite both directions are a plain ALTER TABLE, never a batch rebuild of jobs: a rebuild
+drops the table's AUTOINCREMENT (migration 0008; ids of deleted jobs would be handed out again)
+and turns the column checks into table checks, after which SQLite refuses to drop the checked
+column (`isolation`, migration 0013's downgrade).
 """
 
 import sqlalchemy as sa
@@ -19,10 +24,9 @@ depends_on = None
 
 
 def upgrade():
-    with op.batch_alter_table("jobs") as batch:
-        batch.add_column(sa.Column("managed_by", sa.String(length=300), nullable=True))
+    op.add_column("jobs", sa.Column("managed_by", sa.String(length=300), nullable=True))
 
 
 def downgrade():
-    with op.batch_alter_table("jobs") as batch:
-        batch.drop_column("managed_by")
+    # SQLite (3.35+) drops an unindexed, unconstrained column in place.
+    op.execute("ALTER TABLE jobs DROP COLUMN managed_by")
