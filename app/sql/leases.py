@@ -47,3 +47,25 @@ def expire_lease(conn: DBConnection, execution_id: int, *, worker_id: str, now: 
     """A stopping worker gives up a running row it had to kill, so recovery may settle it now."""
     params = {"id": execution_id, "worker_id": worker_id, "expired": now - timedelta(microseconds=1)}
     return execute(conn, EXPIRE_LEASE, params).rowcount == 1
+
+
+_RELEASE_UNHELD = f"""
+UPDATE executions SET lease_expires_at = :expired
+WHERE claimed_by = :worker_id AND status IN ({sql_statuses(RECORDABLE)}) AND started_at >= :since
+  AND lease_expires_at > :expired AND NOT (id {{held}})
+RETURNING id
+"""
+RELEASE_UNHELD = with_lists(_RELEASE_UNHELD, {"held": "bigint"}, datetimes=("expired", "since"))
+
+
+def release_unheld(
+    conn: DBConnection, held: Sequence[int], *, worker_id: str, since: datetime, now: datetime
+) -> list[int]:
+    """Give up the running rows the database says this worker claimed (since `since`, when the
+    process started) but the worker does not hold: claims it never learned of (a commit whose
+    acknowledgement was lost) or whose record did not survive a failover to an asynchronous
+    replica (the result recorded on the old primary is gone, the claim is not). The worker runs
+    nothing it does not hold, so expiring their leases lets recovery settle them now rather than
+    when the lease runs out. Returns their ids."""
+    params = {"held": sorted(held), "worker_id": worker_id, "since": since, "expired": now - timedelta(microseconds=1)}
+    return sorted(row[0] for row in execute(conn, RELEASE_UNHELD, params).rows)

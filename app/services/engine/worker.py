@@ -208,6 +208,10 @@ class Worker:
         # text a run taken out of `_ready` for the same reason records).
         self._withdrawing: dict[int, str] = {}
         self._disowned: set[int] = set()  # running here, but the claim is gone: result discarded (_give_back)
+        # After a database failure the rows claimed by this worker may not be the ones it holds
+        # (a claim committed unacknowledged, a record lost in a failover): the next heartbeat
+        # gives up the ones it does not hold (_beat).
+        self._reconcile = False
         self.control = worker_commands.ControlCheck(self.database, self.id)
         self._should_stop: Callable[[], bool] = lambda: False
         self._last_heartbeat: datetime | None = None
@@ -334,6 +338,8 @@ class Worker:
                     )
                     self._drop_connection()
                     listener.close()
+                    self._reconcile = True
+                    self._last_heartbeat = None  # beat (and reconcile) as soon as the database answers
                     time.sleep(delay)
                     if not burst:
                         listener = wakeups.Listener.open(self.database, LISTEN_TO, on=self._notify)
@@ -923,8 +929,13 @@ class Worker:
         holding = sorted(set(self.running) - self._disowned)
         read_at = time.monotonic()
         renew_now = self.clock()
+        reconcile, released = self._reconcile, []
         with self.database.write_transaction() as conn:
             renewed = leases.renew_leases(conn, holding, worker_id=self.id, now=renew_now, lease_seconds=self._lease[0])
+            if reconcile:
+                released = leases.release_unheld(
+                    conn, sorted(self.running), worker_id=self.id, since=self.started_at, now=renew_now
+                )
             heartbeats.beat(
                 conn,
                 process_id=self.id,
@@ -952,6 +963,13 @@ class Worker:
                 },
             )
         self._last_renewal = read_at
+        if reconcile:
+            self._reconcile = False
+            for execution_id in released:
+                log.warning(
+                    "a run claimed by this worker that it does not hold; its lease is given up for recovery",
+                    extra={"event": "claim_released", "execution_id": execution_id, "worker_id": self.id},
+                )
         self.watchdog.renewed(renewed, now=renew_now, read_at=read_at)
         for execution_id in holding:
             if execution_id not in renewed and execution_id in self.running:
