@@ -122,12 +122,31 @@ def register_extensions(app: Flask, *, web: bool = True, database: bool = True) 
 
         login_manager.init_app(app)
         csrf.init_app(app)
-    from app.tasks import load_catalog
-
-    load_catalog()
+    load_task_catalog(app.config.get("CRONWELL_TASK_MODULES", ""))
     from app import cache
 
     cache.init_app(app, sessions=database)
+
+
+def load_task_catalog(modules: str) -> None:
+    """Load the built-in and the deployer's tasks; a module that cannot be loaded stops the
+    process with one line on stderr and exit code 1 (the traceback too with `--debug`)."""
+    from app.tasks import load_catalog
+    from app.tasks.loading import TaskModuleError
+
+    try:
+        load_catalog(modules)
+    except TaskModuleError as exc:
+        if _debugging():
+            raise
+        print(f"Error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+
+
+def _debugging() -> bool:
+    import os
+
+    return "--debug" in sys.argv or os.environ.get("FLASK_DEBUG", "").lower() in ("1", "true", "yes")
 
 
 def register_blueprints(app: Flask) -> None:
