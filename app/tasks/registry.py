@@ -160,9 +160,7 @@ def _checked_env(name: str, env: list[str] | tuple[str, ...] | None) -> tuple[st
         if not ENV_NAME.match(variable):
             raise TaskDefinitionError(f"task {name!r}: {variable!r} is not an environment variable name")
         if is_own_secret(variable):
-            raise TaskDefinitionError(
-                f"task {name!r} may not declare {variable}: it is one of Cronwell's own secrets"
-            )
+            raise TaskDefinitionError(f"task {name!r} may not declare {variable}: it is one of Cronwell's own secrets")
     return tuple(dict.fromkeys(env))
 
 

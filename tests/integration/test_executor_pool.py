@@ -8,7 +8,6 @@ zygote. Waiting for a process to disappear is a bounded polling loop, never a fi
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time

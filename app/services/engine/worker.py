@@ -714,9 +714,7 @@ class Worker:
             if isinstance(parent, dict) and parent.get("id") is not None:
                 context["parent_execution_id"] = parent["id"]
                 context["parent_result"] = parent.get("result")
-        env, refused = task_env.request_environment(
-            registered_task(item.task_to_run), os.environ, worker_id=self.id
-        )
+        env, refused = task_env.request_environment(registered_task(item.task_to_run), os.environ, worker_id=self.id)
         self.executor.submit(
             TaskRequest(
                 execution_id=item.id,
