@@ -33,12 +33,13 @@ __all__ = [
 ]
 
 
-def load_catalog(modules: str | None = None) -> None:
+def load_catalog(modules: str | None = None, errors: list[str] | None = None) -> None:
     """Import the built-in tasks, then the deployer's task modules: `modules` (a
     CRONWELL_TASK_MODULES value; default: the environment's) and the `cronwell.tasks` entry
-    points. Raises app.tasks.loading.TaskModuleError (one line) when one cannot be loaded."""
+    points. Raises app.tasks.loading.TaskModuleError (one line) when one cannot be loaded, or
+    with `errors` collects those lines there."""
     import os
 
     from app.tasks.loading import MODULES_VARIABLE, load_task_modules
 
-    load_task_modules(os.environ.get(MODULES_VARIABLE) if modules is None else modules)
+    load_task_modules(os.environ.get(MODULES_VARIABLE) if modules is None else modules, errors)

@@ -77,18 +77,25 @@ def preload_modules(configured: str | None) -> tuple[str, ...]:
 _LOADED: dict[str, TaskModule] = {}
 
 
-def load_task_modules(configured: str | None) -> list[TaskModule]:
+def load_task_modules(configured: str | None, errors: list[str] | None = None) -> list[TaskModule]:
     """Import the built-ins and the deployer's modules (their decorators register the tasks).
 
     Raises TaskModuleError naming the module that failed, or the task defined twice and both
-    modules that define it."""
+    modules that define it; with `errors`, appends each such line there and goes on instead
+    (`flask task check` lists them all)."""
     try:
         importlib.import_module(BUILTIN_MODULE)
     except TaskDefinitionError as exc:
         raise TaskModuleError(str(exc)) from exc
     modules = deployer_modules(configured)
     for module in modules:
-        import_task_module(module.name)
+        try:
+            import_task_module(module.name)
+        except TaskModuleError as exc:
+            if errors is None:
+                raise
+            errors.append(str(exc))
+            continue
         _LOADED[module.name] = module
     return modules
 
