@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
@@ -207,6 +208,16 @@ class Execution(Model):
     def queue(self) -> str | None:
         """The name of its queue."""
         return self.queue_row.name if self.queue_row is not None else None
+
+    @property
+    def result_pretty(self) -> str | None:
+        """The stored result as indented JSON (a string result as the JSON string), or None."""
+        if self.result is None:
+            return None
+        try:
+            return json.dumps(json.loads(self.result), indent=2, ensure_ascii=False)
+        except ValueError:
+            return self.result
 
     @property
     def is_terminal(self) -> bool:
