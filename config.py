@@ -195,6 +195,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "EXECUTIONS_PER_PAGE": _int(env, "EXECUTIONS_PER_PAGE", 50, 1),
         # Hard timeout of a callback execution (on_success / on_failure / a batch's on_complete).
         "CALLBACK_TIMEOUT_SECONDS": _int(env, "CALLBACK_TIMEOUT_SECONDS", 60, 1),
+        # The deployer's task modules (comma-separated; docs/tasks.md), besides the `cronwell.tasks`
+        # entry points, and the largest result (JSON, in bytes) a task may return.
+        "CRONWELL_TASK_MODULES": env.get("CRONWELL_TASK_MODULES") or "",
+        "RESULT_MAX_BYTES": _int(env, "RESULT_MAX_BYTES", 65536, 2),
         "WTF_CSRF_TIME_LIMIT": None,
         # Observability and deployment (docs/deployment.md). GUNICORN_WORKERS is read here too so
         # `flask check-deploy` can tell when rate limiting would be per process.

@@ -122,12 +122,47 @@ def register_extensions(app: Flask, *, web: bool = True, database: bool = True) 
 
         login_manager.init_app(app)
         csrf.init_app(app)
-    from app.tasks import load_catalog
-
-    load_catalog()
+    app.extensions["cronwell.task_load_errors"] = load_task_catalog(app.config.get("CRONWELL_TASK_MODULES", ""))
     from app import cache
 
     cache.init_app(app, sessions=database)
+
+
+def load_task_catalog(modules: str) -> list[str]:
+    """Load the built-in and the deployer's tasks; a module that cannot be loaded stops the
+    process with one line on stderr and exit code 1 (the traceback too with `--debug`).
+
+    `flask task check` is the exception: it gets the problems (returned here) to list them all."""
+    from app.tasks import load_catalog
+    from app.tasks.loading import TaskModuleError
+
+    errors: list[str] | None = [] if _command(sys.argv) == ["task", "check"] else None
+    try:
+        load_catalog(modules, errors)
+    except TaskModuleError as exc:
+        if _debugging():
+            raise
+        print(f"Error: {exc}", file=sys.stderr)
+        raise SystemExit(1) from None
+    return errors or []
+
+
+def _command(argv: list[str]) -> list[str]:
+    """The first two words after the program's own options (`flask --app x task check` -> task, check)."""
+    words = iter(argv[1:])
+    for word in words:
+        if word.startswith("-"):
+            if _FLASK_OPTIONS.get(word.split("=", 1)[0]) and "=" not in word:
+                next(words, None)
+            continue
+        return [word, *words][:2]
+    return []
+
+
+def _debugging() -> bool:
+    import os
+
+    return "--debug" in sys.argv or os.environ.get("FLASK_DEBUG", "").lower() in ("1", "true", "yes")
 
 
 def register_blueprints(app: Flask) -> None:

@@ -15,8 +15,10 @@ from urllib.parse import urlsplit
 SECRET_SETTINGS = ("SECRET_KEY", "SCHEDULER_CLI_SECRET", "METRICS_TOKEN", "DEV_ADMIN_PASSWORD")
 # Settings that are URLs which may carry a password (and name our databases).
 URL_SETTINGS = ("DATABASE_URL", "DATABASE_LISTEN_URL", "REDIS_URL")
+# The signing key of API tokens and the mail server's credentials, when a deployment sets them.
+OTHER_OWN_SECRETS = ("JWT_SECRET_KEY", "SMTP_PASSWORD", "SMTP_USERNAME", "SMTP_USER", "PGPASSWORD", "PGPASSFILE")
 # Every variable that holds Cronwell's own credentials: a task may never be given one.
-OWN_SECRET_VARIABLES = frozenset((*SECRET_SETTINGS, *URL_SETTINGS, "PGPASSWORD", "PGPASSFILE"))
+OWN_SECRET_VARIABLES = frozenset((*SECRET_SETTINGS, *URL_SETTINGS, *OTHER_OWN_SECRETS))
 # The deployer's list of variables whose values `http_request` may send as headers; the names
 # are not secret, the values are.
 HTTP_TASK_SECRETS = "HTTP_TASK_SECRETS"

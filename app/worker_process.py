@@ -90,9 +90,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from app.services.engine.runtime import WorkerRuntime
     from app.tasks import load_catalog
+    from app.tasks.loading import TaskModuleError
 
     Path(settings["INSTANCE_DIR"]).mkdir(parents=True, exist_ok=True)
-    load_catalog()  # the registry: which tasks get the database URL (needs_database)
+    try:
+        # The registry: which tasks get the database URL (needs_database), their declared env.
+        load_catalog(settings["CRONWELL_TASK_MODULES"])
+    except TaskModuleError as exc:
+        print(f"Error: {exc}", file=sys.stderr)
+        return 1
     return serve(
         WorkerRuntime.from_settings(settings),
         slots=args.slots,

@@ -13,6 +13,7 @@ _COMMANDS: list[tuple[str, str]] = [
     ("demo", "demo_cli"),
     ("verify", "verify_command"),
     ("job", "job_cli"),
+    ("task", "task_cli"),
     ("queue", "queue_cli"),
     ("execution", "execution_cli"),
     ("batch", "batch_cli"),

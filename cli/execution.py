@@ -9,7 +9,7 @@ from flask.cli import AppGroup
 
 from app.clock import utcnow
 from app.domain.states import ExecutionStatus, values
-from app.services.serialize import execution_to_dict
+from app.services.serialize import decoded_result, execution_to_dict
 from app.services.use_cases import executions as execution_service
 from app.services.use_cases import runs as run_service
 from cli.common import (
@@ -118,6 +118,7 @@ def inspect(execution_id, as_json):
             ("batch", execution.batch_id),
             ("callback of", f"execution {execution.parent_id}" if execution.parent_id else None),
             ("callbacks", ", ".join(f"execution {c.id} ({c.status})" for c in callbacks) or None),
+            ("task version", execution.task_version),
         ]
     )
     click.echo()
@@ -142,6 +143,10 @@ def inspect(execution_id, as_json):
         click.echo()
         click.echo(f"{title}:")
         click.echo(text.rstrip("\n") if text else "  (empty)")
+    click.echo()
+    click.echo("Result:")
+    result = decoded_result(execution.result)
+    click.echo(json.dumps(result, indent=2, ensure_ascii=False) if execution.result is not None else "  (none)")
 
 
 @execution_cli.command("retry")

@@ -37,6 +37,7 @@ RESOURCES = (
     "batches",
     "alerts",
     "workers",
+    "tasks",
     "audit",
     "users",
     "tokens",

@@ -280,14 +280,16 @@ def _execution(**fields) -> dict:
         "cancel_requested_by": None,
         "created_at": "2026-05-31T00:00:00Z",
         "updated_at": "2026-05-31T00:00:03.118Z",
+        "task_version": "sha256:3f9c2a71d0be",
         "output": "Nightly report: 118 succeeded, 2 failed in the last 24 h\n",
         "error": "",
+        "result": {"succeeded": 118, "failed": 2},
         **fields,
     }
 
 
 EXECUTION = _execution()
-EXECUTION_LISTED = {key: value for key, value in EXECUTION.items() if key not in ("output", "error")}
+EXECUTION_LISTED = {key: value for key, value in EXECUTION.items() if key not in ("output", "error", "result")}
 _NOT_STARTED = {
     "attempts": 0,
     "started_at": None,
@@ -514,4 +516,20 @@ JOB_FILE_SCHEMA = {
             "items": {"type": "object", "required": ["name", "task", "schedule_type", "schedule"]},
         },
     },
+}
+
+TASK = {
+    "name": "nightly_export",
+    "description": "Export yesterday's orders to the partner.",
+    "module": "acme_tasks.export",
+    "builtin": False,
+    "async": False,
+    "env": [{"name": "PARTNER_TOKEN", "set": True}],
+    "schema": {
+        "type": "object",
+        "properties": {"days": {"type": "integer", "minimum": 1, "default": 1}},
+        "additionalProperties": False,
+    },
+    "example": {"days": 1},
+    "version": "1.4.0",
 }

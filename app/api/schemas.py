@@ -293,8 +293,15 @@ class ExecutionSchema(Schema):
     cancel_requested_by = fields.String(allow_none=True)
     created_at = fields.String(allow_none=True)
     updated_at = fields.String(allow_none=True)
+    task_version = fields.String(
+        allow_none=True, metadata={"description": "the code version of the task that ran the last attempt"}
+    )
     output = fields.String(allow_none=True)
     error = fields.String(allow_none=True)
+    result = fields.Raw(
+        allow_none=True,
+        metadata={"description": "what the task returned (any JSON value; null: nothing, or it did not succeed)"},
+    )
 
 
 class OutputSchema(Schema):
@@ -480,3 +487,20 @@ class MessageSchema(Schema):
 
 
 __all__ = ["Instant"]
+
+
+class TaskEnvSchema(Schema):
+    name = fields.String(required=True, metadata={"description": "a variable the task declares"})
+    set = fields.Boolean(required=True, metadata={"description": "whether it is set where the API runs"})
+
+
+class TaskSchema(Schema):
+    name = fields.String(required=True)
+    description = fields.String(required=True)
+    module = fields.String(required=True, metadata={"description": "the Python module that defines it"})
+    builtin = fields.Boolean(required=True)
+    async_ = fields.Boolean(required=True, data_key="async", metadata={"description": "an `async def` task"})
+    env = fields.List(fields.Nested(TaskEnvSchema), required=True)
+    schema = fields.Dict(required=True, metadata={"description": "the JSON Schema of its config"})
+    example = fields.Dict(required=True, metadata={"description": "an example config"})
+    version = fields.String(required=True, metadata={"description": "its code version"})

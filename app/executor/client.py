@@ -64,8 +64,14 @@ class ForkServer:
         start_timeout_seconds: float = 30.0,
         python: str = sys.executable,
         pool: PoolLimits | None = None,
+        result_max_bytes: int = 65536,
+        withhold: tuple[str, ...] | list[str] | frozenset[str] = (),
     ) -> None:
         self.preload = tuple(preload)
+        self.result_max_bytes = result_max_bytes
+        # Variables the zygote starts without though they are not secret-looking: the ones
+        # deployer tasks declare, which reach only their own task processes (in the request).
+        self.withhold = frozenset(withhold)
         self.pool = pool or PoolLimits()  # when the zygote replaces a pool process
         self.output_limit = output_limit
         self.kill_grace_seconds = kill_grace_seconds
@@ -102,12 +108,14 @@ class ForkServer:
             str(self.pool.max_tasks),
             "--pool-max-memory-mb",
             str(self.pool.max_memory_mb),
+            "--result-max-bytes",
+            str(self.result_max_bytes),
         ]
         for module in self.preload:
             command += ["--preload", module]
         # The zygote, and so every task forked from it, starts without secrets: no database or
         # Redis URL, SECRET_KEY, CLI secret, token or password (app/sensitive.py).
-        env = task_environment(os.environ)
+        env = {name: value for name, value in task_environment(os.environ).items() if name not in self.withhold}
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PROJECT_ROOT), env.get("PYTHONPATH")) if p)
         try:
             self._proc = subprocess.Popen(command, pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env)

@@ -49,7 +49,6 @@ import selectors
 import signal
 import sys
 import time
-import traceback
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
@@ -58,7 +57,7 @@ from app.executor.output import BoundedCapture, truncate_text
 from app.executor.pipes import killpg_quietly, read_into
 from app.executor.pool_limits import PoolLimits
 from app.executor.protocol import _HEADER, MessageReader, ProtocolError, TaskResult, encode_message
-from app.executor.task_child import RESULT_FD, _flush_quietly, _max_fd, _write_all, leave_zygote
+from app.executor.task_child import RESULT_FD, _flush_quietly, _max_fd, _write_all, leave_zygote, run_request
 
 if TYPE_CHECKING:
     from app.executor.zygote import TaskChild, Zygote
@@ -258,6 +257,7 @@ class Pool:
             started_at=child.started_at,
             finished_at=time.time(),
             fork_ms=round(max(0.0, fork_ms), 3),
+            result=report.get("result") if status == "succeeded" and report else None,
         )
         del self.zygote.children[child.execution_id]
         self.zygote.send({"type": "result", **result.to_dict()})
@@ -375,19 +375,13 @@ def _text_stream(fd: int) -> io.TextIOWrapper:
 
 
 def _run(request: dict, error_limit: int, streams: _Streams) -> dict:
-    from app.tasks.registry import TaskContext, get_task
-
     streams.install()
-    try:
-        ctx = TaskContext(**request["context"])
-        returned = get_task(request["task_name"]).run(request["config"], ctx)
-        if returned is not None:
-            text = returned if isinstance(returned, str) else json.dumps(returned, default=str, ensure_ascii=False)
-            sys.stdout.write(text)
-        report = {"execution_id": request["execution_id"], "ok": True}
-    except BaseException:  # noqa: BLE001 - SystemExit and KeyboardInterrupt also end only the attempt
-        error = truncate_text(traceback.format_exc(), error_limit, what="error")
-        report = {"execution_id": request["execution_id"], "ok": False, "error": error}
+    saved_env = dict(os.environ) if request.get("env") is not None else None
+    report = run_request(request, error_limit) or {"ok": True}
+    report["execution_id"] = request["execution_id"]
+    if saved_env is not None:  # the next attempt in this process is another task's
+        os.environ.clear()
+        os.environ.update(saved_env)
     _flush_quietly(sys.stdout, sys.stderr, streams.stdout, streams.stderr)
     return report
 

@@ -42,7 +42,10 @@ class TaskRequest:
 
     `context` holds the keyword arguments of `app.tasks.registry.TaskContext`.
     `timeout_seconds` of None (or <= 0) means no timeout. `isolation` is the job's: "process"
-    forks a fresh process for the attempt, "pool" hands it to a reused pool process.
+    forks a fresh process for the attempt, "pool" hands it to a reused pool process. `env`, for a
+    deployer's task, is the whole environment its process runs with (the base and its declared
+    variables); `refused`, when set, is why the attempt fails without calling the task (a declared
+    variable not set on the worker).
     """
 
     execution_id: int
@@ -51,6 +54,8 @@ class TaskRequest:
     context: dict
     timeout_seconds: float | None
     isolation: str = "process"
+    env: dict[str, str] | None = None
+    refused: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         # Shallow: the dict is encoded at once. asdict() deep-copies every value, once per task
@@ -66,7 +71,7 @@ class TaskResult:
     unknown. `started_at`/`finished_at` are epoch seconds; `fork_ms` is the time from the zygote
     receiving the request (for a queued run: taking it off the queue) to the forked child being
     ready to call the task. `forked` is False only for a run withdrawn from the zygote's queue: no
-    process ever ran for it.
+    process ever ran for it. `result` is what a succeeded task returned.
     """
 
     execution_id: int
@@ -79,6 +84,8 @@ class TaskResult:
     finished_at: float
     fork_ms: float
     forked: bool = True
+    # What a succeeded task returned (any JSON value; None when it returned nothing).
+    result: Any = None
 
     @property
     def duration_seconds(self) -> float:

@@ -43,6 +43,8 @@ _prctl.restype = ctypes.c_int
 _RESET_SIGNALS = tuple(int(s) for s in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD))
 _SIG_DFL = int(signal.SIG_DFL)
 _REPORT_OK = json.dumps({"ok": True}).encode("utf-8")
+# The largest JSON text a task may return, in bytes: set by the zygote from RESULT_MAX_BYTES.
+RESULT_MAX_BYTES = [65536]
 
 
 def set_parent_death_signal(signum: int) -> None:
@@ -137,20 +139,48 @@ def prepare_in_zygote() -> None:
 
 
 def _run_and_report(request: dict, error_limit: int) -> int:
+    report = run_request(request, error_limit)
+    _flush_quietly(sys.stdout, sys.stderr)
+    _write_all(RESULT_FD, _REPORT_OK if report is None else json.dumps(report, ensure_ascii=False).encode("utf-8"))
+    return 0 if report is None or report.get("ok") else 1
+
+
+def run_request(request: dict, error_limit: int) -> dict | None:
+    """Run the request's task in this process: its report, or None for a success that returned
+    nothing. Shared by task processes and pool processes.
+
+    The report is {"ok": true, "result": <the returned value>} or {"ok": false, "error": text}.
+    A request with `refused` (a declared variable missing on the worker) fails at once with that
+    one line; one with `env` runs with exactly that environment (a deployer task's declared
+    variables and the base)."""
+    refused = request.get("refused")
+    if refused:
+        return {"ok": False, "error": refused}
+    env = request.get("env")
+    if env is not None:
+        os.environ.clear()
+        os.environ.update(env)
     from app.tasks.registry import TaskContext, get_task
 
     try:
         ctx = TaskContext(**request["context"])
         returned = get_task(request["task_name"]).run(request["config"], ctx)
-        if returned is not None:
-            text = returned if isinstance(returned, str) else json.dumps(returned, default=str, ensure_ascii=False)
-            sys.stdout.write(text)
-        report = None
     except BaseException:  # noqa: BLE001 - SystemExit and KeyboardInterrupt also end the attempt
-        report = {"ok": False, "error": truncate_text(traceback.format_exc(), error_limit, what="error")}
-    _flush_quietly(sys.stdout, sys.stderr)
-    _write_all(RESULT_FD, _REPORT_OK if report is None else json.dumps(report).encode("utf-8"))
-    return 0 if report is None else 1
+        return {"ok": False, "error": truncate_text(traceback.format_exc(), error_limit, what="error")}
+    if returned is None:
+        return None
+    try:
+        text = json.dumps(returned, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError) as exc:
+        kind = type(returned).__name__
+        return {"ok": False, "error": f"the task returned a {kind} that is not JSON-serialisable: {exc}"}
+    size = len(text.encode("utf-8"))
+    if size > RESULT_MAX_BYTES[0]:
+        return {
+            "ok": False,
+            "error": f"the task's result is {size} bytes of JSON, over RESULT_MAX_BYTES ({RESULT_MAX_BYTES[0]})",
+        }
+    return {"ok": True, "result": returned}
 
 
 def _flush_quietly(*streams: io.TextIOBase) -> None:

@@ -63,6 +63,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
+from app.executor import task_child
 from app.executor.outcome import classify_exit, parse_result_pipe
 from app.executor.output import OUTPUT_LIMIT_CHARS, BoundedCapture, truncate_text
 from app.executor.pipes import READ_CHUNK, killpg_quietly, read_into
@@ -71,7 +72,8 @@ from app.executor.pool_limits import DEFAULT_MAX_MEMORY_MB, DEFAULT_MAX_TASKS, P
 from app.executor.protocol import KILL_REASONS, MessageReader, TaskResult, encode_message, encode_started
 from app.executor.task_child import prepare_in_zygote, run_task_in_child, set_parent_death_signal
 
-# A result report is one small JSON object; more than this is a misbehaving task writing to fd 3.
+# A result report is one JSON object (with the task's result, at most RESULT_MAX_BYTES); more
+# than this is a misbehaving task writing to fd 3. Raised at start for a larger RESULT_MAX_BYTES.
 RESULT_LIMIT_BYTES = 1024 * 1024
 
 
@@ -429,7 +431,7 @@ class Zygote:
 
     def _read_result(self, child: TaskChild) -> None:
         def keep(chunk: bytes) -> None:
-            room = RESULT_LIMIT_BYTES - len(child.result)
+            room = _result_limit() - len(child.result)
             if room > 0:
                 child.result += chunk[:room]
 
@@ -480,7 +482,32 @@ class Zygote:
             started_at=child.started_at,
             finished_at=finished_at,
             fork_ms=round(fork_ms, 3),
+            result=report.get("result") if status == "succeeded" and report else None,
         )
+
+
+class PreloadRefused(RuntimeError):
+    """A preloaded module broke a rule of the fork server (docs/tasks.md, "Preload rules")."""
+
+
+def _refuse_threads(module: str) -> None:
+    """The zygote must stay single-threaded: `fork()` copies only the calling thread, so a lock
+    another thread held (logging's, an import lock, a connection pool's) stays locked for ever
+    in every task process. A module that starts a thread when imported is refused."""
+    try:
+        threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        return
+    if threads > 1:
+        raise PreloadRefused(
+            f"task module {module} started {threads - 1} thread(s) when imported; the fork server must stay "
+            "single-threaded: start threads (and connection pools) inside the task, not at import"
+        )
+
+
+def _result_limit() -> int:
+    # JSON escapes can grow a result inside the report (a quote becomes two bytes).
+    return max(RESULT_LIMIT_BYTES, 2 * task_child.RESULT_MAX_BYTES[0] + 4 * 1024 * 1024)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -492,7 +519,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kill-grace-seconds", type=float, default=2.0)
     parser.add_argument("--pool-max-tasks", type=int, default=DEFAULT_MAX_TASKS)
     parser.add_argument("--pool-max-memory-mb", type=int, default=DEFAULT_MAX_MEMORY_MB)
+    parser.add_argument("--result-max-bytes", type=int, default=task_child.RESULT_MAX_BYTES[0])
     args = parser.parse_args(argv)
+    task_child.RESULT_MAX_BYTES[0] = args.result_max_bytes
 
     # Die with the worker. prctl only covers deaths after it is called, hence the getppid check.
     set_parent_death_signal(signal.SIGTERM)
@@ -507,6 +536,10 @@ def main(argv: list[str] | None = None) -> int:
 
         for module in args.preload:
             importlib.import_module(module)
+            _refuse_threads(module)
+    except PreloadRefused as exc:
+        control.sendall(encode_message({"type": "fatal", "error": str(exc)}))
+        return 1
     except BaseException:
         control.sendall(encode_message({"type": "fatal", "error": traceback.format_exc()}))
         return 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
@@ -81,6 +82,11 @@ class Execution(Model):
     exit_code: Mapped[int | None] = mapped_column(Integer)
     output: Mapped[str] = mapped_column(Text, default="", server_default="")
     error: Mapped[str] = mapped_column(Text, default="", server_default="")
+    # The JSON text of what the task returned (NULL: nothing, or it did not succeed); apart from
+    # `output`, which holds only what it printed. At most RESULT_MAX_BYTES.
+    result: Mapped[str | None] = mapped_column(Text)
+    # The code version of the task that ran the last attempt (app/tasks/loading.py).
+    task_version: Mapped[str | None] = mapped_column(String(100))
     retry_of_id: Mapped[int | None] = mapped_column(ForeignKey("executions.id", ondelete="SET NULL"))
     # An ad-hoc run's or a batch item's config, merged over the job's config when the task starts;
     # for a callback, the whole config of its task (with the parent's outcome under `parent`).
@@ -202,6 +208,16 @@ class Execution(Model):
     def queue(self) -> str | None:
         """The name of its queue."""
         return self.queue_row.name if self.queue_row is not None else None
+
+    @property
+    def result_pretty(self) -> str | None:
+        """The stored result as indented JSON (a string result as the JSON string), or None."""
+        if self.result is None:
+            return None
+        try:
+            return json.dumps(json.loads(self.result), indent=2, ensure_ascii=False)
+        except ValueError:
+            return self.result
 
     @property
     def is_terminal(self) -> bool:

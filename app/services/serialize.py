@@ -8,6 +8,7 @@ with a `Z` suffix.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
@@ -57,6 +58,7 @@ def execution_to_dict(
         "batch_id": execution.batch_id,
         "parent_id": execution.parent_id,
         "callback_task": execution.callback_task,
+        "task_version": execution.task_version,
         "cancel_requested_at": iso(execution.cancel_requested_at),
         "cancel_requested_by": execution.cancel_requested_by,
         "created_at": iso(execution.created_at),
@@ -65,9 +67,20 @@ def execution_to_dict(
     if include_output:
         data["output"] = execution.output
         data["error"] = execution.error
+        data["result"] = decoded_result(execution.result)
     if attempts is not None:
         data["attempt_history"] = [attempt_to_dict(a, include_output=include_output) for a in attempts]
     return data
+
+
+def decoded_result(text: str | None) -> Any:
+    """An execution's stored result (JSON text) as its value; None when there is none."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError:  # not written by a worker (stored results are always JSON)
+        return text
 
 
 def attempt_to_dict(attempt: Attempt, *, include_output: bool = True) -> dict[str, Any]:

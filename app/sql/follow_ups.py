@@ -33,7 +33,7 @@ EXECUTION_DOCUMENTS = frozenset({"config_override"})
 _ENDED_WITH_JOBS = f"""
 SELECT e.id, e.job_id, e."trigger", e.status, e.exit_code, e.error, e.batch_id, e.callback_task,
        e.attempts, e.finished_at, j.name AS job_name, j.on_success, j.on_success_config,
-       j.on_failure, j.on_failure_config, j.queue_id, j.priority, j.max_attempts, j.overlap_policy
+       j.on_failure, j.on_failure_config, j.queue_id, j.priority, j.max_attempts, j.overlap_policy, e.result
 FROM executions AS e JOIN jobs AS j ON e.job_id = j.id
 WHERE e.id {{ids}} AND e.status IN ({sql_statuses(TERMINAL)})
 """

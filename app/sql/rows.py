@@ -284,6 +284,8 @@ class Outcome:
     output: str
     error: str
     pid: int | None = None
+    result: str | None = None  # the JSON text of what the task returned (None: nothing)
+    task_version: str | None = None  # the code version of the task that ran (app/tasks/loading.py)
 
 
 @dataclass(frozen=True)

@@ -83,7 +83,7 @@ def record_and_claim(
 _RECORD = f"""
 UPDATE executions
 SET status = :status, exit_code = :exit_code, output = :output, error = :error, updated_at = :now,
-    lease_expires_at = NULL, {{moved}}
+    result = :result, task_version = :task_version, lease_expires_at = NULL, {{moved}}
 WHERE id = :id AND status IN ({sql_statuses(RECORDABLE)}) AND claimed_by = :worker_id
 """
 # A final outcome ends the run; a retry gives the row back, due again at `retry_at`.
@@ -117,7 +117,13 @@ def _record(conn: DBConnection, finished: Sequence[Finished], *, worker_id: str,
         outcome = item.outcome
         ended: dict[str, Any] = {"id": item.execution_id, "exit_code": outcome.exit_code, "now": now}
         ended.update(output=truncate(outcome.output), error=truncate(outcome.error))
-        moved = {**ended, "status": item.target.value, "worker_id": worker_id}
+        moved = {
+            **ended,
+            "status": item.target.value,
+            "worker_id": worker_id,
+            "result": outcome.result,
+            "task_version": outcome.task_version,
+        }
         if item.retry_at is None:
             written = execute(conn, RECORD_FINAL, moved).rowcount
         else:

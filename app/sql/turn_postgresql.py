@@ -93,8 +93,9 @@ TURN_SQL = f"""
 WITH result AS (
     SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:numbers AS integer[]), CAST(:statuses AS text[]),
                          CAST(:exit_codes AS integer[]), CAST(:pids AS integer[]), CAST(:outputs AS text[]),
-                         CAST(:errors AS text[]), CAST(:retry_ats AS timestamptz[]))
-        AS r(id, number, status, exit_code, pid, output, error, retry_at)
+                         CAST(:errors AS text[]), CAST(:retry_ats AS timestamptz[]),
+                         CAST(:results AS text[]), CAST(:task_versions AS text[]))
+        AS r(id, number, status, exit_code, pid, output, error, retry_at, result, task_version)
 ), recorded AS (
     UPDATE executions AS x
     SET status = CASE WHEN r.retry_at IS NULL THEN r.status ELSE {sql_status(S.RETRY_SCHEDULED)} END,
@@ -102,6 +103,7 @@ WITH result AS (
         available_at = COALESCE(r.retry_at, x.available_at),
         claimed_by = CASE WHEN r.retry_at IS NULL THEN x.claimed_by END,
         exit_code = r.exit_code, output = r.output, error = r.error,
+        result = r.result, task_version = r.task_version,
         lease_expires_at = NULL, updated_at = :now, holds_slot = false
     FROM result AS r JOIN executions AS o ON o.id = r.id
     WHERE x.id = r.id AND x.status IN ({sql_statuses(RECORDABLE)}) AND x.claimed_by = :worker_id
@@ -240,6 +242,8 @@ def _finished_params(finished: Sequence[Finished]) -> dict[str, Any]:
         "outputs": [truncate(item.outcome.output) for item in finished],
         "errors": [truncate(item.outcome.error) for item in finished],
         "retry_ats": [item.retry_at for item in finished],
+        "results": [item.outcome.result for item in finished],
+        "task_versions": [item.outcome.task_version for item in finished],
     }
 
 

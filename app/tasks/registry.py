@@ -1,16 +1,26 @@
 """Task registry: adding a task is one decorated function.
 
-    @task("always_succeed", description="...", schema={...JSON Schema for the config...})
-    def always_succeed(config: dict, ctx: TaskContext) -> str | None: ...
+    from app.tasks import task, TaskContext
+
+    @task("nightly_export", description="...", schema={...JSON Schema...}, env=["EXPORT_TOKEN"])
+    def nightly_export(config: dict, ctx: TaskContext) -> dict | str | None: ...
 
 A task receives its validated config and a TaskContext. Whatever it prints goes to the
-execution's output; what it returns (a string, or anything JSON-serialisable) is appended to it;
-an exception marks the attempt failed with the traceback as the error.
+execution's output; what it returns (None, a string, or anything JSON-serialisable) is the
+execution's `result`, stored apart from the output; an exception marks the attempt failed with
+the traceback as the error. An `async def` task is awaited in its own event loop.
+
+`env` names the environment variables the task's process receives from the worker's environment
+(with a small base: PATH, HOME, LANG, TZ). Cronwell's own secrets cannot be declared.
+
+This module is imported into the executor's zygote: standard library only, nothing heavy.
 """
 
 from __future__ import annotations
 
 import math
+import re
+import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,6 +34,16 @@ class UnknownTaskError(ValueError):
 
 class TaskConfigError(ValueError):
     """Raised when a config does not satisfy its task's schema; the message names the key."""
+
+
+class TaskDefinitionError(ValueError):
+    """A task that cannot be registered: a duplicate name, a bad or forbidden `env` name."""
+
+
+# The flag CPython sets on the code object of an `async def` function (inspect.CO_COROUTINE),
+# read directly: `inspect` is a heavy import for the zygote.
+CO_COROUTINE = 0x80
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 @dataclass(frozen=True)
@@ -43,6 +63,10 @@ class TaskContext:
     # The retention settings (`retention.retention_settings`: audit days, session hours), with the
     # URL: a task that prunes applies the same limits as `flask prune-history`.
     retention: dict | None = None
+    # A callback's parent execution and what its task returned (its `result`, decoded); None for
+    # every other run.
+    parent_execution_id: int | None = None
+    parent_result: Any = None
 
 
 @dataclass(frozen=True)
@@ -52,35 +76,92 @@ class TaskSpec:
     schema: dict
     func: TaskFunc = field(repr=False)
     needs_database: bool = False
+    env: tuple[str, ...] = ()  # the environment variables its process receives (besides the base)
+    module: str = ""  # the module that defined it
+
+    @property
+    def is_async(self) -> bool:
+        code = getattr(self.func, "__code__", None)
+        return bool(code is not None and code.co_flags & CO_COROUTINE)
+
+    @property
+    def builtin(self) -> bool:
+        return self.module.startswith("app.tasks.catalog")
 
     def run(self, config: dict, ctx: TaskContext) -> Any:
-        return self.func(config, ctx)
+        """Call the task; an `async def` task's coroutine is run to completion here."""
+        returned = self.func(config, ctx)
+        if _is_coroutine(returned):
+            import asyncio  # only in the task process of an async task
+
+            returned = asyncio.run(returned)
+        return returned
+
+
+def _is_coroutine(value: Any) -> bool:
+    return isinstance(value, types.CoroutineType)
 
 
 _REGISTRY: dict[str, TaskSpec] = {}
 
 
 def task(
-    name: str, *, description: str, schema: dict | None = None, needs_database: bool = False
+    name: str,
+    *,
+    description: str,
+    schema: dict | None = None,
+    needs_database: bool = False,
+    env: list[str] | tuple[str, ...] | None = None,
 ) -> Callable[[TaskFunc], TaskFunc]:
     """Register a function as a task under `name` with a JSON Schema for its config.
 
-    `needs_database=True` gives the task `ctx.database_url` (with its password); no other task
-    gets it.
+    `env` lists the environment variables its process receives from the worker (never one of
+    Cronwell's own secrets: refused here). `needs_database=True` gives the task
+    `ctx.database_url` (with its password); no other task gets it.
     """
     schema = schema or {"type": "object", "properties": {}, "additionalProperties": False}
-    # The schema itself is checked when a config is first validated (and by the catalog tests),
+    # The schema itself is checked when a config is first validated (and by `flask task check`),
     # not here: jsonschema is heavy, and this module is imported into the executor's zygote.
+    declared = _checked_env(name, env)
 
     def decorate(func: TaskFunc) -> TaskFunc:
-        if name in _REGISTRY and _REGISTRY[name].func is not func:
-            raise ValueError(f"task {name!r} is registered twice")
+        module = getattr(func, "__module__", "") or ""
+        existing = _REGISTRY.get(name)
+        if existing is not None and existing.func is not func:
+            if existing.module == module and getattr(existing.func, "__qualname__", None) == getattr(
+                func, "__qualname__", None
+            ):
+                pass  # the same module imported again (e.g. reloaded): the newer function wins
+            else:
+                where = f"both {existing.module} and {module}" if existing.module != module else f"{module} twice"
+                raise TaskDefinitionError(f"task {name!r} is defined in {where}")
         _REGISTRY[name] = TaskSpec(
-            name=name, description=description, schema=schema, func=func, needs_database=needs_database
+            name=name,
+            description=description,
+            schema=schema,
+            func=func,
+            needs_database=needs_database,
+            env=declared,
+            module=module,
         )
         return func
 
     return decorate
+
+
+def _checked_env(name: str, env: list[str] | tuple[str, ...] | None) -> tuple[str, ...]:
+    if env is None:
+        return ()
+    if isinstance(env, str) or not all(isinstance(item, str) for item in env):
+        raise TaskDefinitionError(f"task {name!r}: env must be a list of variable names")
+    from app.sensitive import is_own_secret
+
+    for variable in env:
+        if not ENV_NAME.match(variable):
+            raise TaskDefinitionError(f"task {name!r}: {variable!r} is not an environment variable name")
+        if is_own_secret(variable):
+            raise TaskDefinitionError(f"task {name!r} may not declare {variable}: it is one of Cronwell's own secrets")
+    return tuple(dict.fromkeys(env))
 
 
 def get_task(name: str) -> TaskSpec:
@@ -98,6 +179,11 @@ def needs_database(name: str) -> bool:
     """Whether task `name` was registered with needs_database=True (False for an unknown name)."""
     spec = _REGISTRY.get(name) if isinstance(name, str) else None
     return spec is not None and spec.needs_database
+
+
+def registered_task(name: str) -> TaskSpec | None:
+    """The registered task `name`, or None."""
+    return _REGISTRY.get(name) if isinstance(name, str) else None
 
 
 def all_tasks() -> list[TaskSpec]:

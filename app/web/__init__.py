@@ -40,6 +40,7 @@ def register_blueprints(app: Flask) -> None:
     from app.jobs.routes import bp as jobs_bp
     from app.metrics_routes import bp as metrics_bp
     from app.queues.routes import bp as queues_bp
+    from app.task_catalog.routes import bp as tasks_bp
     from app.tokens.routes import bp as tokens_bp
     from app.users.projects import bp as projects_bp
     from app.users.routes import bp as users_bp
@@ -58,6 +59,7 @@ def register_blueprints(app: Flask) -> None:
         bulk_bp,
     ):
         app.register_blueprint(blueprint)
+    app.register_blueprint(tasks_bp)
     app.register_blueprint(audit_bp)
     app.register_blueprint(batches_bp)
     app.register_blueprint(tokens_bp)

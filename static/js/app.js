@@ -68,8 +68,16 @@
       syncScheduleInputs(target);
     }
     if (target.matches('select[name="task"]')) {
+      var config = target.form && target.form.querySelector('textarea[name="config"]');
       document.querySelectorAll("[data-task-help]").forEach(function (block) {
         block.hidden = block.getAttribute("data-task-help") !== target.value;
+        var fill = block.querySelector("[data-fill-example]");
+        // Choosing a task fills its example into an empty config (or one still holding another
+        // task's example); a config the operator typed is never overwritten.
+        if (!block.hidden && fill && config && (config.value.trim() === "" || config.getAttribute("data-example-filled") === config.value)) {
+          config.value = fill.getAttribute("data-fill-example");
+          config.setAttribute("data-example-filled", config.value);
+        }
       });
     }
     if (target.matches("[data-select-all]")) {
@@ -77,6 +85,17 @@
       (table || document).querySelectorAll('input[name="alert_ids"], input[name="ids"]').forEach(function (box) {
         box.checked = target.checked;
       });
+    }
+  });
+
+  document.addEventListener("click", function (evt) {
+    var fill = evt.target.closest && evt.target.closest("[data-fill-example]");
+    if (fill) {
+      var config = fill.form && fill.form.querySelector('textarea[name="config"]');
+      if (config) {
+        config.value = fill.getAttribute("data-fill-example");
+        config.setAttribute("data-example-filled", config.value);
+      }
     }
   });
 

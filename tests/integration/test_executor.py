@@ -133,7 +133,8 @@ def test_success_captures_stdout_stderr_and_return_value(server, tmp_path):
     assert result.error == ""
     assert f"hello from execution {req.execution_id}\n" in result.output
     assert "to stderr\n" in result.output
-    assert result.output.endswith("returned text")
+    assert "returned text" not in result.output  # the return value is the result, not output
+    assert result.result == "returned text"
     assert result.pid not in (0, os.getpid(), server.zygote_pid)
     assert result.started_at <= result.finished_at
     assert 0 <= result.fork_ms < 1000
@@ -176,13 +177,14 @@ def test_unicode_output_and_json_return_value(server, tmp_path):
     result = run_one(server, request("test_exec_unicode", tmp_path))
 
     assert result.status == "succeeded"
-    assert result.output == 'héllo wörld — ☃ 日本語 🚀\n{"emoji": "🚀"}'
+    assert result.output == "héllo wörld — ☃ 日本語 🚀\n"
+    assert result.result == {"emoji": "🚀"}
 
 
 def test_task_process_is_isolated(server, tmp_path):
     result = run_one(server, request("test_exec_describe_process", tmp_path))
 
-    facts = json.loads(result.output)
+    facts = result.result
     assert facts["pid"] == result.pid
     assert facts["pgid"] == result.pid  # its own process group
     assert facts["pdeathsig"] == signal.SIGKILL  # dies with the zygote

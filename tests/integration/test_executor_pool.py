@@ -8,7 +8,6 @@ zygote. Waiting for a process to disappear is a bounded polling loop, never a fi
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import time
@@ -99,7 +98,7 @@ def test_a_pool_process_is_reused_then_replaced_after_max_tasks(pool_server, tmp
     results = [run(pool_server, pool_request("test_pool_count", tmp_path)) for _ in range(5)]
 
     assert all(r.status == "succeeded" and r.exit_code == 0 for r in results), [r.error for r in results]
-    reports = [json.loads(r.output.splitlines()[-1]) for r in results]
+    reports = [r.result for r in results]
     pids = [r.pid for r in results]
     assert [report["pid"] for report in reports] == pids  # the pid recorded is the process that ran it
     first, second = pids[0], pids[3]
@@ -121,7 +120,7 @@ def test_output_and_tracebacks_are_captured_as_in_process_mode(pool_server, tmp_
 
     assert echoed.status == "succeeded" and echoed.error == ""
     assert f"hello from execution {echoed.execution_id}\n" in echoed.output
-    assert "to stderr\n" in echoed.output and echoed.output.endswith("returned text")
+    assert "to stderr\n" in echoed.output and echoed.result == "returned text"
     assert 0 <= echoed.fork_ms < 1000 and echoed.started_at <= echoed.finished_at
     assert (raised.status, raised.exit_code) == ("failed", 1)
     assert "Traceback (most recent call last)" in raised.error
@@ -141,7 +140,7 @@ def test_a_timeout_kills_the_pool_process_and_the_next_attempt_gets_a_new_one(po
     assert timed_out.pid == before.pid  # it ran in the warm process...
     assert wait_until_dead([timed_out.pid]) == []  # ...which was killed for it
     assert after.status == "succeeded" and after.pid != timed_out.pid
-    assert json.loads(after.output.splitlines()[-1])["runs"] == 1
+    assert after.result["runs"] == 1
 
 
 def test_a_timeout_escalates_to_sigkill_when_the_task_ignores_sigterm(pool_server, tmp_path):
@@ -203,7 +202,7 @@ def test_a_process_over_the_memory_cap_is_replaced_after_its_attempt(tmp_path):
     assert len({r.pid for r in small}) == 1  # under the cap: reused
     assert grown.status == "succeeded" and grown.pid == small[0].pid  # the attempt itself succeeds
     assert wait_until_dead([grown.pid]) == []  # then its process is replaced
-    assert after.pid != grown.pid and json.loads(after.output.splitlines()[-1])["runs"] == 1
+    assert after.pid != grown.pid and after.result["runs"] == 1
 
 
 def test_process_mode_is_unchanged_beside_the_pool(pool_server, tmp_path):
@@ -213,7 +212,7 @@ def test_process_mode_is_unchanged_beside_the_pool(pool_server, tmp_path):
     assert all(r.status == "succeeded" for r in pooled + forked)
     assert len({r.pid for r in forked}) == 3  # a fresh process per attempt
     assert not {r.pid for r in forked} & {r.pid for r in pooled}
-    assert [json.loads(r.output.splitlines()[-1])["runs"] for r in forked] == [1, 1, 1]  # no state carried
+    assert [r.result["runs"] for r in forked] == [1, 1, 1]  # no state carried
     assert wait_until_dead([r.pid for r in forked]) == []
 
 

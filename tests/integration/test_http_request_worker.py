@@ -4,6 +4,7 @@ lists), and a loopback server on the far end."""
 
 from __future__ import annotations
 
+import json
 import logging
 
 import pytest
@@ -62,7 +63,8 @@ def test_the_secret_header_reaches_the_server_and_no_record(app, origin, caplog)
     assert f"POST {origin.url('/echo')} -> 200 OK" in row.output
     attempts = db.session.scalars(select(Attempt).where(Attempt.execution_id == row.id)).all()
     recorded = " ".join(attempt.output + attempt.error for attempt in attempts)
-    assert recorded and PARTNER_TOKEN not in row.output + row.error + recorded + caplog.text
+    assert recorded and PARTNER_TOKEN not in row.output + row.error + row.result + recorded + caplog.text
+    assert json.loads(row.result)["status"] == 200  # what the task returned is the result, not output
     assert PARTNER_TOKEN not in str(db.session.get(Job, row.job_id).config)
 
 

@@ -51,10 +51,12 @@ def test_a_task_process_sees_no_secret_in_its_environment_or_context(app, monkey
     row = run_job(app, "test_exec_environment", {"look_for": look_for})
 
     assert row.status == "succeeded", row.error
-    report = json.loads(row.output)
+    report = json.loads(row.result)
     assert report["found"] == []
     assert report["database_url"] is None
-    assert "CRONWELL_TASK_GREETING" in report["names"] and "PATH" in report["names"]  # only secrets go
+    # A task outside the built-ins declares nothing here: it gets the base environment alone.
+    assert "PATH" in report["names"] and "CRONWELL_TASK_GREETING" not in report["names"]
+    assert set(report["names"]) <= {"PATH", "HOME", "LANG", "TZ"}
 
 
 @pytest.mark.parametrize(

@@ -141,7 +141,7 @@ def test_process_jobs_still_fork_a_process_per_attempt(app):
     rows = attempts(ids)
     assert job.isolation == "process"
     assert len({a.pid for a in rows}) == 3 and all(a.status == "succeeded" for a in rows)
-    assert all('"runs": 1' in execution(i).output for i in ids)  # nothing carried between attempts
+    assert all('"runs": 1' in execution(i).result for i in ids)  # nothing carried between attempts
 
 
 def fresh(model, key):

@@ -3,7 +3,7 @@
 When a run ends for good (succeeded; or failed, timed out or dead-lettered after its last attempt),
 its job's `on_success` / `on_failure` task runs as a new execution: trigger `callback`, `parent_id`
 the run, the callback's own task (`callback_task`) with its config plus the parent's outcome under
-`parent`, one attempt, not exclusive, in the job's queue. When a batch's last item ends, the batch is
+`parent` (with what the parent returned as `result`, the callback's `ctx.parent_result`), one attempt, not exclusive, in the job's queue. When a batch's last item ends, the batch is
 marked complete and its `on_complete` task runs the same way (`batch_id` set, no parent execution).
 
 Decision: callbacks are created in the same transaction that records the parent's final outcome (the
@@ -23,6 +23,7 @@ dead-lettered and alerts like any run with no attempts left.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -106,6 +107,7 @@ def after_final(conn: Connection, execution_ids: Iterable[int], *, now: datetime
             "attempts": row.attempts,
             "trigger": row.trigger,
             "finished_at": iso_z(row.finished_at),
+            "result": _decoded(row.result),  # the callback's ctx.parent_result
         }
         new_rows.append(callback_row(_job(row), kind=kind, task=task, config=config, now=now, parent_id=row.id))
     done.callbacks += _create(conn, new_rows, now=now)
@@ -182,6 +184,16 @@ def _create(conn: Connection, rows: list[dict[str, Any]], *, now: datetime) -> l
                 extra={"event": "callback_created", "execution_id": execution_id, "job_id": row["job_id"]},
             )
     return created
+
+
+def _decoded(result: str | None) -> Any:
+    """A stored result (JSON text) as its value; None for none."""
+    if result is None:
+        return None
+    try:
+        return json.loads(result)
+    except ValueError:
+        return None
 
 
 def _job(row: Any) -> SimpleNamespace:

@@ -73,7 +73,7 @@ from app.domain.retry import RetryPolicy
 from app.domain.states import AttemptStatus, WorkerCommandKind, WorkerState
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
 from app.executor.pool_limits import PoolLimits
-from app.services.engine import callbacks, heartbeats, lease_watchdog, recovery, wakeups, worker_commands
+from app.services.engine import callbacks, heartbeats, lease_watchdog, recovery, task_env, wakeups, worker_commands
 from app.services.engine.committer import Committer
 from app.services.engine.dead_letters import dead_letter
 from app.services.engine.runtime import WorkerRuntime
@@ -83,7 +83,8 @@ from app.sql.connections import is_database_trouble
 from app.sql.events import insert_event
 from app.sql.rows import ClaimedExecution, ExpiredLease, Finished, Outcome, Turn
 from app.sql.transport import DBConnection
-from app.tasks.registry import needs_database
+from app.tasks.loading import preload_modules, task_version
+from app.tasks.registry import needs_database, registered_task
 
 if TYPE_CHECKING:
     from flask import Flask
@@ -143,6 +144,7 @@ class Running:
     on_success: str | None = None
     on_failure: str | None = None
     retry: RetryPolicy = RetryPolicy()  # the job's retry kind, backoff, cap and jitter
+    task: str = ""  # the task it runs (a callback's own)
 
 
 @dataclass
@@ -193,7 +195,13 @@ class Worker:
         # Queue names resolve to rows before anything starts: a typo is an error, not an idle worker.
         self.queue_ids = self._resolve_queues(self.queues) if self.queues else None
         self.clock = clock
-        self.executor = executor or ForkServer(kill_grace_seconds=2.0, pool=PoolLimits.from_config(cfg))
+        self.executor = executor or ForkServer(
+            kill_grace_seconds=2.0,
+            pool=PoolLimits.from_config(cfg),
+            preload=preload_modules(cfg.get("CRONWELL_TASK_MODULES")),
+            result_max_bytes=cfg.get("RESULT_MAX_BYTES", 65536),
+            withhold=task_env.declared_names(),
+        )
         self.poll_seconds = poll_seconds if poll_seconds is not None else cfg["WORKER_POLL_SECONDS"]
         self.running: dict[int, Running] = {}  # claimed by this worker: forked, or waiting in _ready
         self._ready: deque[Ready] = deque()  # claimed ahead, not forked yet (see the module docstring)
@@ -306,6 +314,8 @@ class Worker:
                         kill_grace_seconds=self.executor.kill_grace_seconds,
                         preload=self.executor.preload,
                         pool=self.executor.pool,
+                        result_max_bytes=self.executor.result_max_bytes,
+                        withhold=self.executor.withhold,
                     )
                     self.executor.start()
                     continue
@@ -658,6 +668,7 @@ class Worker:
             retry=RetryPolicy(
                 item.retry_kind, item.retry_backoff_seconds, item.retry_max_delay_seconds, item.retry_jitter
             ),
+            task=item.task_to_run,
         )
         self._ready.append(Ready(item, attempt, now, self._now_read_at))
         self._dirty_jobs.add(item.job_id)
@@ -715,6 +726,12 @@ class Worker:
         if needs_database(item.task_to_run):
             context["database_url"] = self._database_url
             context["retention"] = self._retention
+        if item.callback_task:
+            parent = (item.config_override or {}).get("parent")
+            if isinstance(parent, dict) and parent.get("id") is not None:
+                context["parent_execution_id"] = parent["id"]
+                context["parent_result"] = parent.get("result")
+        env, refused = task_env.request_environment(registered_task(item.task_to_run), os.environ, worker_id=self.id)
         self.executor.submit(
             TaskRequest(
                 execution_id=item.id,
@@ -723,6 +740,8 @@ class Worker:
                 context=context,
                 timeout_seconds=self._callback_timeout if item.callback_task else item.timeout_seconds,
                 isolation=item.isolation,  # process: a fork per attempt; pool: a reused process
+                env=env,  # a deployer's task: exactly its declared variables and the base
+                refused=refused,  # a declared variable missing here: fails without running
             ),
             within=self.slots,  # beyond the free slots it waits in the zygote's queue
         )
@@ -796,12 +815,16 @@ class Worker:
             error = self._withdrawing.get(result.execution_id, error)
         elif result.execution_id in self.watchdog.stopped:
             error = f"stopped by the lease watchdog: its lease could not be renewed in time ({error})"
+        spec = registered_task(run.task)
+        secrets = task_env.secret_values(spec, os.environ)  # never stored: scrubbed from all three
         outcome = Outcome(
             status=AttemptStatus(result.status),
             exit_code=result.exit_code,
-            output=result.output,
-            error=error,
+            output=task_env.scrub(result.output, secrets) if secrets else result.output,
+            error=task_env.scrub(error, secrets) if secrets else error,
             pid=result.pid,
+            result=task_env.result_text(result.result, secrets),
+            task_version=task_version(spec) if spec is not None else None,
         )
         retry_at = None
         if result.status not in ("succeeded", "cancelled") and run.attempt < run.max_attempts:

@@ -160,7 +160,17 @@ def task_catalog() -> list[dict]:
     """The registered tasks: name, description and config schema."""
 
     def compute() -> list[dict]:
-        return [{"name": spec.name, "description": spec.description, "schema": spec.schema} for spec in all_tasks()]
+        from app.tasks.describe import example_config
+
+        return [
+            {
+                "name": spec.name,
+                "description": spec.description,
+                "schema": spec.schema,
+                "example": example_config(spec.schema),
+            }
+            for spec in all_tasks()
+        ]
 
     return get_cache().get_or_compute(cache.CATALOG, _ttl(cache.CATALOG), compute)
 

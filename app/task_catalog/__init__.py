@@ -1,0 +1,1 @@
+"""The /tasks page: the task catalog (built-in tasks and the deployer's own), read-only."""
