@@ -15,6 +15,7 @@ _COMMANDS: list[tuple[str, str]] = [
     ("job", "job_cli"),
     ("queue", "queue_cli"),
     ("execution", "execution_cli"),
+    ("task", "task_cli"),
     ("batch", "batch_cli"),
     ("alerts", "alerts_cli"),
     ("channel", "channel_cli"),

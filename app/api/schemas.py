@@ -270,8 +270,18 @@ class AttemptSchema(Schema):
 
 class ExecutionSchema(Schema):
     id = fields.Integer(required=True)
-    job_id = fields.Integer(required=True)
-    job_name = fields.String(allow_none=True)
+    job_id = fields.Integer(
+        required=True, allow_none=True, metadata={"description": "The job it runs for; null for a one-off run."}
+    )
+    job_name = fields.String(allow_none=True, metadata={"description": 'The job\'s name; "one-off" for a one-off run.'})
+    task = fields.String(allow_none=True, metadata={"description": "The task it runs."})
+    one_off = fields.Boolean(metadata={"description": "A one-off run: a task run without a job."})
+    project_id = fields.Integer(allow_none=True)
+    timeout_seconds = fields.Integer(allow_none=True)
+    config_override = fields.Dict(allow_none=True)
+    batch_id = fields.Integer(allow_none=True)
+    parent_id = fields.Integer(allow_none=True)
+    callback_task = fields.String(allow_none=True)
     scheduled_for = fields.String(allow_none=True)
     trigger = fields.String(required=True)
     idempotency_key = fields.String(allow_none=True)
