@@ -158,6 +158,27 @@ def inspect(execution_id, as_json):
         click.echo(text.rstrip("\n") if text else "  (empty)")
 
 
+@execution_cli.command("explain")
+@click.argument("execution_id", type=EXECUTION_ID)
+@json_option
+@handle_errors
+def explain(execution_id, as_json):
+    """Say what became of one execution and why (a one-off run's too: it has no job to explain).
+
+    \b
+    Example:
+      flask execution explain 17
+    """
+    from app.services.read.explain import explain_execution
+
+    document = explain_execution(execution_id, now=utcnow())
+    if as_json:
+        emit_json(document)
+        return
+    click.echo(f"Execution {execution_id} ({document['execution']['job_name']}, {document['execution']['task']}):")
+    click.echo(f"  {document['fate']}: {document['summary']}")
+
+
 def _task_line(execution) -> str | None:
     if execution.callback_task:
         return f"{execution.callback_task} (callback)"

@@ -295,6 +295,17 @@ def _execution(**fields) -> dict:
 
 
 EXECUTION = _execution()
+EXECUTION_EXPLAINED = {
+    "execution": {"id": 346, "job_id": None, "job_name": "one-off", "task": "generate_report", "one_off": True},
+    "now": "2026-05-31T00:05:00Z",
+    "scheduled_for": "2026-05-31T00:00:30Z",
+    "fate": "queue_paused",
+    "summary": "Waiting: queue 'reports' is paused (by web:alice at 2026-05-31T00:00:00Z: deploy).",
+    "dst": None,
+    "execution_id": 346,
+    "status": "pending",
+    "details": {"trigger": "manual", "queue": "reports", "available_at": "2026-05-31T00:00:30Z"},
+}
 ONE_OFF_RUN = {
     "task": "generate_report",
     "config": {"hours": 24},

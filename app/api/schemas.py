@@ -307,6 +307,20 @@ class ExecutionSchema(Schema):
     error = fields.String(allow_none=True)
 
 
+class ExecutionExplainSchema(Schema):
+    """One execution's fate: a code, a sentence and the evidence behind it."""
+
+    execution = fields.Dict(required=True, metadata={"description": "id, job_id, job_name, task, one_off."})
+    now = fields.String(required=True)
+    scheduled_for = fields.String(allow_none=True)
+    fate = fields.String(required=True, metadata={"example": "fired"})
+    summary = fields.String(required=True)
+    dst = fields.String(allow_none=True)
+    execution_id = fields.Integer(allow_none=True)
+    status = fields.String(allow_none=True)
+    details = fields.Dict()
+
+
 class OutputSchema(Schema):
     execution_id = fields.Integer(required=True)
     status = fields.String(required=True)
@@ -344,6 +358,14 @@ class ExecutionQuery(SinceUntilQuery):
         load_default=None,
         validate=validate.Regexp(r"^[a-z0-9][a-z0-9_.-]{0,63}$"),
         metadata={"description": "A queue name."},
+    )
+    task = fields.String(
+        load_default=None,
+        validate=validate.Length(1, 100),
+        metadata={"description": "Only executions running this task (one-off runs, callbacks and jobs' runs)."},
+    )
+    one_off = fields.Boolean(
+        load_default=None, metadata={"description": "true: only one-off runs (no job); false: only jobs' executions."}
     )
 
 
