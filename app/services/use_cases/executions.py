@@ -208,11 +208,13 @@ def cancel_execution(
 def _retry_one_off(original: Execution, *, now: datetime, actor: str) -> Execution:
     """An operator's retry of a one-off run: a new one-off run of the same task, config, queue and
     policies (the open write transaction commits it)."""
+    if original.queue_id is None or original.project_id is None or original.task is None:
+        raise Conflict(f"execution {original.id} has no queue any more (it was deleted); it cannot run again")
     row = one_off_row(
-        task=original.task or "",
+        task=original.task,
         config=dict(original.config_override or {}),
-        project_id=original.project_id or 0,
-        queue_id=original.queue_id or 0,
+        project_id=original.project_id,
+        queue_id=original.queue_id,
         priority=original.priority,
         max_attempts=original.max_attempts,
         timeout_seconds=original.timeout_seconds,
@@ -221,8 +223,6 @@ def _retry_one_off(original: Execution, *, now: datetime, actor: str) -> Executi
         failure_ttl_seconds=original.failure_ttl_seconds,
         now=now,
     )
-    if original.queue_id is None:
-        raise Conflict(f"execution {original.id} has no queue any more (it was deleted); it cannot run again")
     row.update(trigger="retry", retry_of_id=original.id)
     conn = db.session.connection()
     [(new_id, _)] = store_for(conn).insert_one_off_runs(conn, [row])
