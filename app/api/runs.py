@@ -48,14 +48,19 @@ _REQUEST = {
     },
 }
 _CREATED = {
-    "description": "Created: the run (a list of runs: `items` and `created`). A run whose "
-    "idempotency_key names an existing run of the project answers 200 with that run.",
+    "description": "Created: the run (a list of runs: `items` and `created`).",
     "content": {
         "application/json": {
             "schema": {"anyOf": [ExecutionSchema, RunListSchema]},
             "example": ex.ONE_OFF_CREATED,
         }
     },
+}
+
+
+_EXISTING = {
+    "description": "The run this project already has with the request's `idempotency_key` (not created again).",
+    "content": {"application/json": {"schema": ExecutionSchema, "example": ex.ONE_OFF_CREATED}},
 }
 
 
@@ -70,7 +75,7 @@ def _json(document: dict, status: int, location: str | None = None):
 @blp.post("")
 @authenticated(Action.OPERATE)
 @idempotent
-@blp.doc(parameters=[IDEMPOTENCY_HEADER], requestBody=_REQUEST, responses={"201": _CREATED})
+@blp.doc(parameters=[IDEMPOTENCY_HEADER], requestBody=_REQUEST, responses={"201": _CREATED, "200": _EXISTING})
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")

@@ -123,8 +123,7 @@ def load_one_off(data: dict[str, Any], *, now: datetime) -> dict[str, Any]:
     marshmallow's ValidationError keyed by field (the API's names: `in`, `at`, ...)."""
     if not isinstance(data, dict):
         raise ValidationError({"_schema": ["a run must be a JSON object"]})
-    given = {
-        key: value for key, value in data.items() if value != "" and (value is not None or key == "timeout_seconds")
-    }
-    loaded: dict[str, Any] = OneOffRunSchema(now=now).load(given)
+    # As given: null is refused where the field may not be null (the published schema's rule),
+    # and for the timeout it means no limit.
+    loaded: dict[str, Any] = OneOffRunSchema(now=now).load(data)
     return loaded
