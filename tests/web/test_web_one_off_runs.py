@@ -33,3 +33,17 @@ def test_the_detail_page_and_the_dashboard_show_a_one_off_run(app):
     assert 'id="execution-one-off"' in html and "echo" in html and "hi \\u003cthere\\u003e" in html
     dashboard = client.get("/dashboard/")
     assert dashboard.status_code == 200
+
+
+def test_a_dead_lettered_one_off_run_shows_on_the_alerts_page(app):
+    from app.extensions import db
+    from app.services.engine.worker import Worker
+
+    client = signed_in_client(app, role="operator")
+    one_off = one_off_runs.create_run({"task": "always_fail", "max_attempts": 1}, now=utcnow(), actor="test").execution
+    db.session.rollback()
+    Worker(app, worker_id="w-alerts").run(burst=True)
+    page = client.get("/alerts/")
+    assert page.status_code == 200
+    html = page.get_data(as_text=True)
+    assert f"#{one_off.id}" in html and "one-off" in html and "deleted job" not in html
