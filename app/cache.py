@@ -64,7 +64,8 @@ def keys_for_jobs(job_ids) -> list[str]:
     """The keys changes to several jobs make stale, each named once."""
     keys = [SUMMARY, QUEUE_DEPTH, UPCOMING]
     for job_id in job_ids:
-        keys += [job_stats_key(job_id), job_upcoming_key(job_id)]
+        if job_id is not None:  # None: a one-off run's change (it has no job figures)
+            keys += [job_stats_key(job_id), job_upcoming_key(job_id)]
     return keys
 
 

@@ -80,6 +80,22 @@ def insert_pending(
     )
 
 
+def insert_one_off(conn: psycopg.Connection, task: str, count: int, *, now: datetime, max_attempts: int = 1) -> None:
+    """`count` due pending one-off runs of `task` (no job) in the default queue, oldest first."""
+    conn.execute(
+        """INSERT INTO executions (job_id, task, project_id, scheduled_for, trigger, idempotency_key, status, attempts,
+                                   max_attempts, queue_id, priority, exclusive, available_at, config_override,
+                                   timeout_seconds, output, error, created_at, updated_at)
+           SELECT NULL, %(task)s, q.project_id, t, 'manual', 'bench-one-off:' || g, 'pending', 0, %(max)s,
+                  q.id, 0, false, t, '{}'::jsonb, 30, '', '', t, t
+           FROM (SELECT id, project_id FROM queues WHERE name = 'default' ORDER BY id LIMIT 1) AS q,
+                generate_series(1, %(count)s) AS g,
+                LATERAL (SELECT %(now)s::timestamptz - (%(count)s - g) * interval '1 millisecond'
+                                - interval '1 second') AS x(t)""",
+        {"task": task, "count": count, "now": now, "max": max_attempts},
+    )
+
+
 def insert_scheduled_jobs(conn: psycopg.Connection, total: int, due: int, *, now: datetime) -> None:
     """`total` enabled interval jobs (every 60 s), the first `due` of them due now, the rest far ahead."""
     anchor = now - timedelta(seconds=1)

@@ -9,6 +9,7 @@ from flask.cli import AppGroup
 
 from app.clock import utcnow
 from app.domain.states import ExecutionStatus, values
+from app.models.execution import ONE_OFF_LABEL
 from app.services.serialize import decoded_result, execution_to_dict
 from app.services.use_cases import executions as execution_service
 from app.services.use_cases import runs as run_service
@@ -34,20 +35,26 @@ execution_cli = AppGroup("execution", help="List, inspect, retry and cancel exec
 @execution_cli.command("list")
 @click.option("--status", type=click.Choice(values(ExecutionStatus)), help="Only executions in this status.")
 @click.option("--job", "job_id", type=JOB_ID, metavar="JOB_ID", help="Only executions of this job.")
+@click.option("--task", metavar="TASK", help="Only executions running this task (one-off runs included).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 @project_option
 @json_option
 @handle_errors
-def list_executions(status, job_id, limit, project_name, as_json):
+def list_executions(status, job_id, task, limit, project_name, as_json):
     """List executions, newest first (output and error are left out; see `inspect`).
 
     \b
     Examples:
       flask execution list --status failed --limit 25
       flask execution list --job 3 --json
+      flask execution list --task generate_report
     """
     rows = execution_service.list_executions(
-        status=status, job_id=job_id, limit=limit, caller=cli_caller(project_name) if project_name else None
+        status=status,
+        job_id=job_id,
+        task=task,
+        limit=limit,
+        caller=cli_caller(project_name) if project_name else None,
     )
     if as_json:
         emit_json([execution_to_dict(e, include_output=False) for e in rows])
@@ -57,7 +64,7 @@ def list_executions(status, job_id, limit, project_name, as_json):
         [
             [
                 e.id,
-                f"{e.job_id} {e.job.name}",
+                f"{e.job_id} {e.job.name}" if e.job is not None else f"{ONE_OFF_LABEL} ({e.task})",
                 e.status,
                 e.trigger,
                 fmt_utc(e.scheduled_for),
@@ -93,11 +100,12 @@ def inspect(execution_id, as_json):
             }
         )
         return
-    zone = execution.job.timezone
+    job = execution.job
+    zone = job.timezone if job is not None else "UTC"
     print_fields(
         [
             ("execution", execution.id),
-            ("job", f"{execution.job_id} {execution.job.name!r} ({execution.job.task})"),
+            ("job", f"{execution.job_id} {job.name!r} ({job.task})" if job is not None else ONE_OFF_LABEL),
             ("status", execution.status + (f" ({execution.reason})" if execution.reason else "")),
             (
                 "trigger",
@@ -113,8 +121,14 @@ def inspect(execution_id, as_json):
             ("duration", fmt_duration(execution.duration_seconds)),
             ("exit code", execution.exit_code),
             ("key", execution.idempotency_key),
-            ("task", f"{execution.callback_task} (callback)" if execution.callback_task else None),
-            ("override", json.dumps(execution.config_override) if execution.config_override else None),
+            ("task", _task_line(execution)),
+            (
+                "config" if job is None else "override",
+                json.dumps(execution.config_override) if execution.config_override else None,
+            ),
+            ("project", execution.project_row.full_name if execution.project_row is not None else None),
+            ("queue", execution.queue),
+            ("timeout", f"{execution.timeout_seconds}s" if job is None and execution.timeout_seconds else None),
             ("batch", execution.batch_id),
             ("callback of", f"execution {execution.parent_id}" if execution.parent_id else None),
             ("callbacks", ", ".join(f"execution {c.id} ({c.status})" for c in callbacks) or None),
@@ -147,6 +161,33 @@ def inspect(execution_id, as_json):
     click.echo("Result:")
     result = decoded_result(execution.result)
     click.echo(json.dumps(result, indent=2, ensure_ascii=False) if execution.result is not None else "  (none)")
+
+
+@execution_cli.command("explain")
+@click.argument("execution_id", type=EXECUTION_ID)
+@json_option
+@handle_errors
+def explain(execution_id, as_json):
+    """Say what became of one execution and why (a one-off run's too: it has no job to explain).
+
+    \b
+    Example:
+      flask execution explain 17
+    """
+    from app.services.read.explain import explain_execution
+
+    document = explain_execution(execution_id, now=utcnow())
+    if as_json:
+        emit_json(document)
+        return
+    click.echo(f"Execution {execution_id} ({document['execution']['job_name']}, {document['execution']['task']}):")
+    click.echo(f"  {document['fate']}: {document['summary']}")
+
+
+def _task_line(execution) -> str | None:
+    if execution.callback_task:
+        return f"{execution.callback_task} (callback)"
+    return execution.task  # a one-off run's (a job's is on the job line)
 
 
 @execution_cli.command("retry")

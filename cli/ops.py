@@ -134,7 +134,7 @@ def prune_history_cli(dry_run, cli_secret, as_json):
         f"Retention {verb} {result['deleted']} execution(s)" + (" (dry run, nothing deleted)" if dry_run else "")
     )
     if result["by_job"]:
-        print_table(["JOB", "EXECUTIONS"], sorted(result["by_job"].items(), key=lambda item: int(item[0])))
+        print_table(["JOB", "EXECUTIONS"], list(result["by_job"].items()))
     click.echo(
         f"Retention {verb} {result['audit_deleted']} audit event(s) older than AUDIT_RETENTION_DAYS and "
         f"{result['sessions_deleted']} web session(s) older than SESSION_MAX_AGE_HOURS"

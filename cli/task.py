@@ -16,8 +16,9 @@ from flask.cli import AppGroup
 from app.tasks import UnknownTaskError, get_task
 from app.tasks.describe import check_catalog, describe_catalog, describe_task
 from cli.common import emit_json, json_option
+from cli.task_run import run_task
 
-task_cli = AppGroup("task", help="List, show and check the registered tasks.")
+task_cli = AppGroup("task", help="List, show and check the registered tasks, and run one without a job.")
 
 
 def _env_text(task: dict) -> str:
@@ -100,3 +101,7 @@ def check_tasks():
         raise SystemExit(1)
     count = len(describe_catalog(os.environ))
     click.echo(f"ok: {count} tasks, every module imported, every schema valid, every declared variable set")
+
+
+# A one-off run of a task (cli/task_run.py) is a command of the same group.
+task_cli.add_command(run_task)

@@ -35,6 +35,7 @@ RESOURCES = (
     "schedules",
     "executions",
     "batches",
+    "runs",
     "alerts",
     "workers",
     "tasks",

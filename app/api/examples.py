@@ -259,6 +259,8 @@ def _execution(**fields) -> dict:
         "id": 345,
         "job_id": 12,
         "job_name": "nightly report",
+        "task": "generate_report",
+        "one_off": False,
         "scheduled_for": "2026-05-31T00:00:00Z",
         "trigger": "schedule",
         "idempotency_key": "job:12:2026-05-31T00:00:00Z",
@@ -276,6 +278,12 @@ def _execution(**fields) -> dict:
         "duration_seconds": 2.706,
         "exit_code": 0,
         "retry_of_id": None,
+        "config_override": None,
+        "batch_id": None,
+        "parent_id": None,
+        "callback_task": None,
+        "project_id": 1,
+        "timeout_seconds": 300,
         "cancel_requested_at": None,
         "cancel_requested_by": None,
         "created_at": "2026-05-31T00:00:00Z",
@@ -289,6 +297,44 @@ def _execution(**fields) -> dict:
 
 
 EXECUTION = _execution()
+EXECUTION_EXPLAINED = {
+    "execution": {"id": 346, "job_id": None, "job_name": "one-off", "task": "generate_report", "one_off": True},
+    "now": "2026-05-31T00:05:00Z",
+    "scheduled_for": "2026-05-31T00:00:30Z",
+    "fate": "queue_paused",
+    "summary": "Waiting: queue 'reports' is paused (by web:alice at 2026-05-31T00:00:00Z: deploy).",
+    "dst": None,
+    "execution_id": 346,
+    "status": "pending",
+    "details": {"trigger": "manual", "queue": "reports", "available_at": "2026-05-31T00:00:30Z"},
+}
+ONE_OFF_RUN = {
+    "task": "generate_report",
+    "config": {"hours": 24},
+    "in": "30s",
+    "queue": "reports",
+    "idempotency_key": "report-for-user-42-2026-05-31",
+}
+ONE_OFF_CREATED = _execution(
+    id=346,
+    job_id=None,
+    job_name="one-off",
+    one_off=True,
+    trigger="manual",
+    idempotency_key="run:1:report-for-user-42-2026-05-31",
+    status="pending",
+    scheduled_for="2026-05-31T00:00:30Z",
+    available_at="2026-05-31T00:00:30Z",
+    attempts=0,
+    started_at=None,
+    finished_at=None,
+    duration_seconds=None,
+    exit_code=None,
+    config_override={"hours": 24},
+    timeout_seconds=30,
+    output="",
+    updated_at="2026-05-31T00:00:00Z",
+)
 EXECUTION_LISTED = {key: value for key, value in EXECUTION.items() if key not in ("output", "error", "result")}
 _NOT_STARTED = {
     "attempts": 0,

@@ -8,7 +8,15 @@ from sqlalchemy import select
 
 from app.api import examples as ex
 from app.api.conventions import IDEMPOTENCY_HEADER, idempotent, paginate, with_etag
-from app.api.schemas import AttemptSchema, CancelSchema, ExecutionQuery, ExecutionSchema, OutputSchema, page_schema
+from app.api.schemas import (
+    AttemptSchema,
+    CancelSchema,
+    ExecutionExplainSchema,
+    ExecutionQuery,
+    ExecutionSchema,
+    OutputSchema,
+    page_schema,
+)
 from app.api.scope import ID_MAX
 from app.api.security import authenticated, current_caller
 from app.clock import utcnow
@@ -43,7 +51,7 @@ def _list_item(execution: Execution) -> dict:
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 def list_executions(args):
-    """Executions, newest first, by cursor; filter by status, job, queue, since and until.
+    """Executions, newest first, by cursor; filter by status, job, queue, task, one_off, since and until.
 
     Roles: viewer, operator, admin. Errors: 401, 403, 422 (unknown status, bad limit).
     """
@@ -53,7 +61,11 @@ def list_executions(args):
         queue_id = db.session.scalar(scoping.queues(select(Queue.id).where(Queue.name == args["queue"]), caller))
         if queue_id is None:
             return {"items": [], "next": None}
-    query = executions.list_query(status=args.get("status"), job_id=args.get("job"), queue_id=queue_id, caller=caller)
+    query = executions.list_query(
+        status=args.get("status"), job_id=args.get("job"), queue_id=queue_id, task=args.get("task"), caller=caller
+    )
+    if args.get("one_off") is not None:
+        query = query.where(Execution.job_id.is_(None) if args["one_off"] else Execution.job_id.is_not(None))
     if args.get("since") is not None:
         query = query.where(Execution.created_at >= args["since"])
     if args.get("until") is not None:
@@ -110,6 +122,23 @@ def get_output(execution_id):
         "output": execution.output or "",
         "error": execution.error or "",
     }
+
+
+@blp.get("/<int:execution_id>/explain")
+@authenticated(Action.READ)
+@blp.response(200, ExecutionExplainSchema, example=ex.EXECUTION_EXPLAINED)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+def explain_execution(execution_id):
+    """What became of one execution and why: ran, waiting (not yet available, queue paused, no live
+    worker serving its queue), expired, cancelled (by whom)... A one-off run's too.
+
+    Roles: viewer, operator, admin. Errors: 401, 403, 404.
+    """
+    from app.services.read.explain import explain_execution as explain
+
+    return explain(_id(execution_id), now=utcnow(), caller=current_caller())
 
 
 @blp.post("/<int:execution_id>/retry")

@@ -270,8 +270,18 @@ class AttemptSchema(Schema):
 
 class ExecutionSchema(Schema):
     id = fields.Integer(required=True)
-    job_id = fields.Integer(required=True)
-    job_name = fields.String(allow_none=True)
+    job_id = fields.Integer(
+        required=True, allow_none=True, metadata={"description": "The job it runs for; null for a one-off run."}
+    )
+    job_name = fields.String(allow_none=True, metadata={"description": 'The job\'s name; "one-off" for a one-off run.'})
+    task = fields.String(allow_none=True, metadata={"description": "The task it runs."})
+    one_off = fields.Boolean(metadata={"description": "A one-off run: a task run without a job."})
+    project_id = fields.Integer(allow_none=True)
+    timeout_seconds = fields.Integer(allow_none=True)
+    config_override = fields.Dict(allow_none=True)
+    batch_id = fields.Integer(allow_none=True)
+    parent_id = fields.Integer(allow_none=True)
+    callback_task = fields.String(allow_none=True)
     scheduled_for = fields.String(allow_none=True)
     trigger = fields.String(required=True)
     idempotency_key = fields.String(allow_none=True)
@@ -302,6 +312,20 @@ class ExecutionSchema(Schema):
         allow_none=True,
         metadata={"description": "what the task returned (any JSON value; null: nothing, or it did not succeed)"},
     )
+
+
+class ExecutionExplainSchema(Schema):
+    """One execution's fate: a code, a sentence and the evidence behind it."""
+
+    execution = fields.Dict(required=True, metadata={"description": "id, job_id, job_name, task, one_off."})
+    now = fields.String(required=True)
+    scheduled_for = fields.String(allow_none=True)
+    fate = fields.String(required=True, metadata={"example": "fired"})
+    summary = fields.String(required=True)
+    dst = fields.String(allow_none=True)
+    execution_id = fields.Integer(allow_none=True)
+    status = fields.String(allow_none=True)
+    details = fields.Dict()
 
 
 class OutputSchema(Schema):
@@ -341,6 +365,14 @@ class ExecutionQuery(SinceUntilQuery):
         load_default=None,
         validate=validate.Regexp(r"^[a-z0-9][a-z0-9_.-]{0,63}$"),
         metadata={"description": "A queue name."},
+    )
+    task = fields.String(
+        load_default=None,
+        validate=validate.Length(1, 100),
+        metadata={"description": "Only executions running this task (one-off runs, callbacks and jobs' runs)."},
+    )
+    one_off = fields.Boolean(
+        load_default=None, metadata={"description": "true: only one-off runs (no job); false: only jobs' executions."}
     )
 
 

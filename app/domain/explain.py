@@ -127,6 +127,11 @@ def explain_occurrence(at: datetime, evidence: Evidence, *, dst_note: str | None
     return fate
 
 
+def explain_run(run: RunRecord, evidence: Evidence) -> Fate:
+    """The fate of one execution, whatever made it (a one-off run, a manual trigger, an occurrence)."""
+    return _from_run(run, evidence)
+
+
 def explain_window(fires: Sequence[tuple[datetime, str | None]], evidence: Evidence) -> list[Fate]:
     """The fates of each expected occurrence (instant, DST note), in order."""
     return [explain_occurrence(at, evidence, dst_note=note) for at, note in fires]

@@ -19,6 +19,7 @@ class ExecutionFilterForm(Form):
     )
     job = StringField("Job", render_kw={"placeholder": "name or ID", "spellcheck": "false"})
     queue = StringField("Queue", render_kw={"placeholder": "any queue", "spellcheck": "false"})
+    task = StringField("Task", render_kw={"placeholder": "any task", "spellcheck": "false"})
     trigger = SelectField(
         "Trigger",
         validate_choice=False,

@@ -35,6 +35,7 @@ def index():
     filters = ExecutionFilterForm(request.args)
     status = (filters.status.data or "").strip() or None
     job_text = (filters.job.data or "").strip()[:200].replace("\x00", "")
+    task_text = (filters.task.data or "").strip()[:100].replace("\x00", "")
     queue_text = (filters.queue.data or "").strip()
     trigger = (filters.trigger.data or "").strip() or None
     errors: list[str] = []
@@ -79,13 +80,14 @@ def index():
     page = Page(items=[], page=1, per_page=per_page, total=0)
     if not errors:
         wanted = console_lists.ExecutionFilters(
-            status, job_ids, queue.id if queue else None, trigger, created_from, created_to
+            status, job_ids, queue.id if queue else None, trigger, task_text or None, created_from, created_to
         )
         page = paginate(console_lists.executions_query(wanted, caller), page=page_number(), per_page=per_page)
     pairs = (
         ("status", status or ""),
         ("job", job_text),
         ("queue", queue_text),
+        ("task", task_text),
         ("trigger", trigger or ""),
         ("created_from", (filters.created_from.data or "").strip()),
         ("created_to", (filters.created_to.data or "").strip()),

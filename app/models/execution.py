@@ -9,6 +9,7 @@ from sqlalchemy import Boolean, CheckConstraint, ForeignKey, Index, Integer, Str
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
+from app.domain.one_off import LABEL as ONE_OFF_LABEL
 from app.domain.states import TERMINAL, AttemptStatus, ExecutionStatus, Trigger, values
 from app.extensions import Model
 from app.models.types import JSONType, UTCDateTime
@@ -54,7 +55,9 @@ class Execution(Model):
     __tablename__ = "executions"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
+    # NULL for a one-off run (`flask task run`, POST /api/v1/runs): it carries its own `task`,
+    # `project_id` and per-run policies below instead of a job's.
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"))
     # The occurrence this execution stands for (UTC); for manual runs, when it was requested.
     scheduled_for: Mapped[datetime] = mapped_column(UTCDateTime)
     trigger: Mapped[str] = mapped_column(String(16))
@@ -97,11 +100,21 @@ class Execution(Model):
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("executions.id", ondelete="SET NULL"))
     # The task a callback runs instead of its job's task.
     callback_task: Mapped[str | None] = mapped_column(String(100))
+    # A one-off run's task and project (tenancy scopes it by its own project, not a job's), and
+    # the policies its job would have given, fixed when it was created (the settings' defaults
+    # unless the caller chose): NULL on every job's execution.
+    task: Mapped[str | None] = mapped_column(String(100))
+    project_id: Mapped[int | None] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"))
+    timeout_seconds: Mapped[int | None] = mapped_column(Integer)
+    queued_ttl_seconds: Mapped[int | None] = mapped_column(Integer)
+    success_ttl_seconds: Mapped[int | None] = mapped_column(Integer)
+    failure_ttl_seconds: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
-    job = relationship("Job", lazy="joined", innerjoin=True)
+    job = relationship("Job", lazy="joined")
     queue_row = relationship("Queue")
+    project_row = relationship("Project")  # a one-off run's project (a job's execution: None)
     attempt_rows = relationship(
         "Attempt",
         order_by="Attempt.number",
@@ -116,6 +129,8 @@ class Execution(Model):
         # finished_at is set exactly for terminal statuses.
         CheckConstraint(f"(status IN ({_TERMINAL_SQL})) = (finished_at IS NOT NULL)", name="finished_at_iff_terminal"),
         CheckConstraint("attempts >= 0 AND attempts <= max_attempts", name="attempts_within_max"),
+        # A job's execution, or a one-off run of a task in a project.
+        CheckConstraint("job_id IS NOT NULL OR (task IS NOT NULL AND project_id IS NOT NULL)", name="job_or_task"),
         # At most one execution per scheduled occurrence, even with several schedulers racing.
         Index(
             "uq_executions_occurrence",
@@ -201,6 +216,22 @@ class Execution(Model):
             postgresql_where=text("parent_id IS NOT NULL"),
             sqlite_where=text("parent_id IS NOT NULL"),
         ),
+        # One-off runs of a project, newest first (the lists scoped by tenancy), and rows by task
+        # (the lists filtered by task): partial, job rows are in neither (migration 0021).
+        Index(
+            "ix_executions_one_off",
+            "project_id",
+            "id",
+            postgresql_where=text("job_id IS NULL"),
+            sqlite_where=text("job_id IS NULL"),
+        ),
+        Index(
+            "ix_executions_task",
+            "task",
+            "id",
+            postgresql_where=text("task IS NOT NULL"),
+            sqlite_where=text("task IS NOT NULL"),
+        ),
         {"sqlite_autoincrement": True},  # never reuse an id a bookmark or script may still hold
     )
 
@@ -220,6 +251,25 @@ class Execution(Model):
             return self.result
 
     @property
+    def is_one_off(self) -> bool:
+        """A run of a task without a job."""
+        return self.job_id is None
+
+    @property
+    def task_name(self) -> str | None:
+        """The task it runs: a callback's own, a one-off run's, otherwise its job's."""
+        if self.callback_task:
+            return self.callback_task
+        if self.task:
+            return self.task
+        return self.job.task if self.job is not None else None
+
+    @property
+    def job_label(self) -> str:
+        """Its job's name, or "one-off" for a run without a job (as every list shows it)."""
+        return self.job.name if self.job is not None else ONE_OFF_LABEL
+
+    @property
     def is_terminal(self) -> bool:
         return ExecutionStatus(self.status) in TERMINAL
 
@@ -231,6 +281,20 @@ class Execution(Model):
 
     def __repr__(self) -> str:
         return f"<Execution {self.id} job={self.job_id} {self.status}>"
+
+
+def runs_task(name: str):
+    """A WHERE clause: the execution runs task `name` (a callback's own task, a one-off run's,
+    otherwise its job's), for the lists filtered by task."""
+    from sqlalchemy import and_, or_, select
+
+    from app.models.job import Job
+
+    of_jobs = select(Job.id).where(Job.task == name)
+    return or_(
+        Execution.callback_task == name,
+        and_(Execution.callback_task.is_(None), or_(Execution.task == name, Execution.job_id.in_(of_jobs))),
+    )
 
 
 class Attempt(Model):

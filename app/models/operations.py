@@ -19,7 +19,8 @@ class DeadLetter(Model):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     execution_id: Mapped[int] = mapped_column(ForeignKey("executions.id", ondelete="CASCADE"), unique=True)
-    job_id: Mapped[int] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
+    # NULL for a one-off run (no job).
+    job_id: Mapped[int | None] = mapped_column(ForeignKey("jobs.id", ondelete="CASCADE"), index=True)
     reason: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

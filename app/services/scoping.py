@@ -1,7 +1,8 @@
 """Where a caller may look: the filters every list and load of a tenant's object goes through.
 
 A tenant object reaches its organization through its queue: job -> queue -> project ->
-organization (executions and alerts through their job). A caller narrowed to an organization
+organization (executions and alerts through their job; a one-off run, which has no job, and an
+alert that names its project, through their own `project_id`). A caller narrowed to an organization
 (and perhaps a project) sees only what lies there; a superuser or the system with no
 organization chosen sees everything; anyone else sees nothing. Callers that pass no `Caller` at
 all are the engine and older adapters: they are the system.
@@ -13,7 +14,7 @@ from typing import TypeGuard
 
 from sqlalchemy import and_, false, or_, select
 
-from app.models import Alert, Execution, Job, Project, Queue
+from app.models import Alert, DeadLetter, Execution, Job, Project, Queue
 from app.services.caller import Caller
 
 
@@ -65,8 +66,21 @@ def jobs(query, caller: Caller | None):
 
 
 def executions(query, caller: Caller | None):
+    """Executions of the caller's projects: a job's through its job, a one-off run (no job)
+    through its own project."""
     ids = job_ids(caller)
-    return query if ids is None else query.where(Execution.job_id.in_(ids))
+    if ids is None:
+        return query
+    return query.where(or_(Execution.job_id.in_(ids), Execution.project_id.in_(project_ids(caller))))
+
+
+def dead_letters(query, caller: Caller | None):
+    """Dead letters of the caller's projects: through their job, or a one-off run's own project."""
+    ids = job_ids(caller)
+    if ids is None:
+        return query
+    one_off = select(Execution.id).where(Execution.job_id.is_(None), Execution.project_id.in_(project_ids(caller)))
+    return query.where(or_(DeadLetter.job_id.in_(ids), DeadLetter.execution_id.in_(one_off)))
 
 
 def alerts(query, caller: Caller | None):

@@ -35,8 +35,10 @@ def execution_to_dict(
     the tries themselves. Lists leave out output and error with include_output=False."""
     data: dict[str, Any] = {
         "id": execution.id,
-        "job_id": execution.job_id,
-        "job_name": execution.job.name if execution.job is not None else None,
+        "job_id": execution.job_id,  # None: a one-off run
+        "job_name": execution.job_label,  # "one-off" for a run without a job
+        "task": execution.task_name,
+        "one_off": execution.is_one_off,
         "scheduled_for": iso(execution.scheduled_for),
         "trigger": execution.trigger,
         "idempotency_key": execution.idempotency_key,
@@ -59,6 +61,8 @@ def execution_to_dict(
         "parent_id": execution.parent_id,
         "callback_task": execution.callback_task,
         "task_version": execution.task_version,
+        "project_id": execution.project_id if execution.job is None else execution.job.project_id,
+        "timeout_seconds": execution.timeout_seconds if execution.job is None else execution.job.timeout_seconds,
         "cancel_requested_at": iso(execution.cancel_requested_at),
         "cancel_requested_by": execution.cancel_requested_by,
         "created_at": iso(execution.created_at),

@@ -13,5 +13,7 @@ INSERT_DEAD_LETTER = Statement(
 )
 
 
-def insert_dead_letter(conn: DBConnection, *, execution_id: int, job_id: int, reason: str, now: datetime) -> None:
+def insert_dead_letter(
+    conn: DBConnection, *, execution_id: int, job_id: int | None, reason: str, now: datetime
+) -> None:
     execute(conn, INSERT_DEAD_LETTER, {"execution_id": execution_id, "job_id": job_id, "reason": reason, "now": now})

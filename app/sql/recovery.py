@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from app.domain.one_off import job_column_sql
 from app.domain.states import IN_FLIGHT, AttemptStatus, can_transition
 from app.domain.states import ExecutionStatus as S
 from app.sql.queues import release_slots
@@ -30,11 +31,22 @@ EXPIRED_LEASE_COLUMNS = (
     "retry_max_delay_seconds",
     "retry_jitter",
 )
+# The job LEFT JOINed: a one-off run (no job) has its job's columns from app.domain.one_off.
+_JOB_COLUMNS = ", ".join(
+    f"{job_column_sql(column, execution_alias='e', job_alias='j')} AS {label}"
+    for column, label in (
+        ("name", "job_name"),
+        ("retry_backoff_seconds", "retry_backoff_seconds"),
+        ("alert_mode", "alert_mode"),
+        ("retry_kind", "retry_kind"),
+        ("retry_max_delay_seconds", "retry_max_delay_seconds"),
+        ("retry_jitter", "retry_jitter"),
+    )
+)
 _LOCK_EXPIRED = f"""
 SELECT e.id, e.job_id, e.status, e.attempts, e.max_attempts, e.claimed_by, e.cancel_requested_by,
-       j.name AS job_name, j.retry_backoff_seconds, j.alert_mode, j.retry_kind,
-       j.retry_max_delay_seconds, j.retry_jitter
-FROM executions AS e JOIN jobs AS j ON e.job_id = j.id
+       {_JOB_COLUMNS}
+FROM executions AS e LEFT JOIN jobs AS j ON e.job_id = j.id
 WHERE e.status IN ({sql_statuses(IN_FLIGHT)}) AND e.lease_expires_at < :now
 ORDER BY e.lease_expires_at
 LIMIT :limit

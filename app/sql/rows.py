@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 from app.clock import iso_z
 from app.domain.limits import OUTPUT_LIMIT_CHARS
+from app.domain.one_off import job_column_sql
 from app.domain.retry import RetryPolicy
 from app.domain.states import INITIAL, AttemptStatus, ExecutionStatus
 from app.domain.states import ExecutionStatus as S
@@ -126,6 +127,63 @@ def manual_row(
     return row
 
 
+def one_off_key(project_id: int, idempotency_key: str | None) -> str:
+    """The idempotency key of a one-off run: the caller's key within its project (a second run
+    with it is not created: the unique column refuses it), or a fresh one."""
+    if idempotency_key:
+        return f"run:{project_id}:{idempotency_key}"
+    return f"run:{project_id}:{uuid.uuid4().hex}"
+
+
+def one_off_row(
+    *,
+    task: str,
+    config: dict[str, Any],
+    project_id: int,
+    queue_id: int,
+    priority: int,
+    max_attempts: int,
+    timeout_seconds: int | None,
+    queued_ttl_seconds: int | None,
+    success_ttl_seconds: int | None,
+    failure_ttl_seconds: int | None,
+    now: datetime,
+    available_at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> dict[str, Any]:
+    """A one-off run: `task` with `config` (its whole config, stored as the override), no job,
+    runnable now or, with `available_at`, not before then. Not exclusive: it has no overlap
+    policy; its queue's concurrency limit is how to throttle such runs."""
+    at = max(now, available_at) if available_at is not None else now
+    return dict(
+        job_id=None,
+        task=task,
+        project_id=project_id,
+        scheduled_for=at,
+        trigger="manual",
+        idempotency_key=one_off_key(project_id, idempotency_key),
+        status=S.PENDING.value,
+        reason=None,
+        attempts=0,
+        max_attempts=max_attempts,
+        queue_id=queue_id,
+        priority=priority,
+        exclusive=False,
+        available_at=at,
+        retry_of_id=None,
+        config_override=config,
+        timeout_seconds=timeout_seconds,
+        queued_ttl_seconds=queued_ttl_seconds,
+        success_ttl_seconds=success_ttl_seconds,
+        failure_ttl_seconds=failure_ttl_seconds,
+        finished_at=None,
+        output="",
+        error="",
+        created_at=now,
+        updated_at=now,
+    )
+
+
 def batch_item_key(batch_id: int, index: int) -> str:
     return f"batch:{batch_id}:item:{index}"
 
@@ -188,11 +246,11 @@ class ClaimedExecution:
     the backends render their column lists from this declaration."""
 
     id: int = _col("executions", "id")
-    job_id: int = _col("executions", "job_id")
+    job_id: int | None = _col("executions", "job_id")  # None: a one-off run (app/domain/one_off.py)
     job_name: str = _col("jobs", "name")
     task: str = _col("jobs", "task")
     config: dict[str, Any] = _col("jobs", "config")
-    timeout_seconds: int = _col("jobs", "timeout_seconds")
+    timeout_seconds: int | None = _col("jobs", "timeout_seconds")
     job_enabled: bool = _col("jobs", "enabled")
     attempts: int = _col("executions", "attempts")
     max_attempts: int = _col("executions", "max_attempts")
@@ -244,11 +302,18 @@ _by_name = itemgetter(*CLAIMED_FIELDS)  # the row's values in declaration order,
 
 
 def claimed_sql_list(*, execution_alias: str, job_alias: str) -> str:
-    """The claimed shape as a text SELECT / RETURNING list, each column labelled by its field."""
-    alias = {"executions": execution_alias, "jobs": job_alias}
-    return ", ".join(
-        f"{alias[f.metadata['table']]}.{f.metadata['column']} AS {f.name}" for f in fields(ClaimedExecution)
-    )
+    """The claimed shape as a text SELECT / RETURNING list, each column labelled by its field.
+    The job is LEFT JOINed: a one-off run (no job) reads its job columns from itself and
+    app.domain.one_off."""
+
+    def column(f: Any) -> str:
+        if f.metadata["table"] == "jobs":
+            expression = job_column_sql(f.metadata["column"], execution_alias=execution_alias, job_alias=job_alias)
+        else:
+            expression = f"{execution_alias}.{f.metadata['column']}"
+        return f"{expression} AS {f.name}"
+
+    return ", ".join(column(f) for f in fields(ClaimedExecution))
 
 
 def claimed_null_list(type_of: Mapping[str, str], *, given: Mapping[str, str]) -> str:
@@ -311,7 +376,7 @@ class ExpiredLease:
     """An in-flight row whose lease ran out, with what of its job recovery needs."""
 
     id: int
-    job_id: int
+    job_id: int | None  # None: a one-off run
     status: str
     attempts: int
     max_attempts: int

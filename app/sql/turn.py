@@ -141,7 +141,7 @@ def _record(conn: DBConnection, finished: Sequence[Finished], *, worker_id: str,
 # SQLite's alone (json_each, `true`): PostgreSQL's turn is app/sql/turn_postgresql.py.
 _CANDIDATES = f"""
 SELECT {claimed_sql_list(execution_alias="x", job_alias="j")}
-FROM executions AS x JOIN jobs AS j ON j.id = x.job_id
+FROM executions AS x LEFT JOIN jobs AS j ON j.id = x.job_id
 WHERE x.id IN (SELECT e.id FROM executions AS e, queues AS q
                WHERE {CANDIDATE_WHERE}
                ORDER BY {CANDIDATE_ORDER}

@@ -17,6 +17,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from app.domain.one_off import job_column_sql
 from app.domain.states import RECORDABLE, AttemptStatus
 from app.domain.states import ExecutionStatus as S
 from app.sql.candidates import CANDIDATE_ORDER, CANDIDATE_WHERE
@@ -42,10 +43,16 @@ def lease_expires_at_sql(*, now: str, timeout: str, lease_seconds: str, buffer_s
     return f"{now} + make_interval(secs => GREATEST({lease_seconds}, COALESCE({timeout} + {buffer_seconds}, 0)))"
 
 
-# The turn's lease: `j` is the execution's job, the rest are the statement's parameters.
+# The turn's lease: `j` is the execution's job (none for a one-off run, which has its own
+# timeout), the rest are the statement's parameters.
 LEASE_EXPIRES_AT = lease_expires_at_sql(
-    now=":now", timeout="j.timeout_seconds", lease_seconds=":lease_seconds", buffer_seconds=":buffer_seconds"
+    now=":now",
+    timeout=job_column_sql("timeout_seconds", execution_alias="x", job_alias="j"),
+    lease_seconds=":lease_seconds",
+    buffer_seconds=":buffer_seconds",
 )
+# A candidate may start unless its job was disabled; a one-off run has no job to disable.
+_RUNNABLE = "(x.job_id IS NULL OR j.enabled)"
 
 # Pick and lock the batch (lower priority value first, then oldest), skipping rows other
 # workers hold. `q` is each queue as this turn sees it once the runs it records have given back
@@ -119,7 +126,7 @@ WITH result AS (
 ), candidates AS ({CANDIDATES}
 ), wanted AS (
     SELECT c.queue_id, count(*) AS n FROM candidates AS c JOIN executions AS x ON x.id = c.id
-    JOIN jobs AS j ON j.id = x.job_id WHERE j.enabled GROUP BY c.queue_id
+    LEFT JOIN jobs AS j ON j.id = x.job_id WHERE {_RUNNABLE} GROUP BY c.queue_id
 ), slotted AS (
     -- The queues whose slot count this turn reads or changes, locked in id order. A row locked
     -- here is read as its newest committed version (not the statement's snapshot), so turns
@@ -141,19 +148,21 @@ WITH result AS (
     UPDATE queues AS q SET slots_taken = g.base + COALESCE(g.granted, 0)
     FROM grants AS g WHERE q.id = g.queue_id
 ), ranked AS (
-    SELECT c.id, g.granted,
+    SELECT c.id, x.job_id, g.granted,
            row_number() OVER (PARTITION BY c.queue_id ORDER BY x.priority, x.available_at, x.id) AS k
-    FROM candidates AS c JOIN executions AS x ON x.id = c.id JOIN jobs AS j ON j.id = x.job_id
+    FROM candidates AS c JOIN executions AS x ON x.id = c.id LEFT JOIN jobs AS j ON j.id = x.job_id
     LEFT JOIN grants AS g ON g.queue_id = c.queue_id
-    WHERE j.enabled
+    WHERE {_RUNNABLE}
 ), allowed AS (
-    SELECT id, granted IS NOT NULL AS limited FROM ranked WHERE granted IS NULL OR k <= granted
+    SELECT id, job_id, granted IS NOT NULL AS limited FROM ranked WHERE granted IS NULL OR k <= granted
 ), started AS (
+    -- The job is joined through `allowed` (an execution's job never changes), LEFT so that a
+    -- one-off run, which has none, starts too.
     UPDATE executions AS x
     SET status = {sql_status(S.RUNNING)}, claimed_by = :worker_id, started_at = :now, attempts = x.attempts + 1,
         updated_at = :now, lease_expires_at = {LEASE_EXPIRES_AT}, holds_slot = a.limited
-    FROM allowed AS a, jobs AS j
-    WHERE x.id = a.id AND j.id = x.job_id AND j.enabled
+    FROM allowed AS a LEFT JOIN jobs AS j ON j.id = a.job_id
+    WHERE x.id = a.id AND {_RUNNABLE}
     RETURNING {_CLAIMED}
 ), opened AS (
     INSERT INTO attempts (execution_id, number, worker_id, status, started_at, output, error)

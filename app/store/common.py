@@ -93,11 +93,15 @@ def _utc(value: datetime | str) -> datetime:
 
 # Candidates for the result-TTL axis: finished before the most lenient cutoff any job's TTL could
 # give; a dead-lettered row only once every alert about it is resolved (and there is one).
+# A one-off run (no job) has its TTLs on its own row.
 _PAST_TTL = f"""
-SELECT e.id, e.job_id, e.status, e.finished_at, j.success_ttl_seconds, j.failure_ttl_seconds
-FROM executions AS e JOIN jobs AS j ON j.id = e.job_id
+SELECT e.id, e.job_id, e.status, e.finished_at,
+       COALESCE(j.success_ttl_seconds, e.success_ttl_seconds) AS success_ttl_seconds,
+       COALESCE(j.failure_ttl_seconds, e.failure_ttl_seconds) AS failure_ttl_seconds
+FROM executions AS e LEFT JOIN jobs AS j ON j.id = e.job_id
 WHERE e.status IN ({sql_statuses(TERMINAL)})
-  AND (j.success_ttl_seconds >= 0 OR j.failure_ttl_seconds >= 0)
+  AND (j.success_ttl_seconds >= 0 OR j.failure_ttl_seconds >= 0
+       OR (e.job_id IS NULL AND (e.success_ttl_seconds >= 0 OR e.failure_ttl_seconds >= 0)))
   AND e.finished_at <= :oldest_cutoff
   AND ((e.status <> '{S.DEAD_LETTERED.value}'
         AND NOT EXISTS (SELECT 1 FROM dead_letters AS d WHERE d.execution_id = e.id))
@@ -193,6 +197,32 @@ class CommonStore:
         """Create batch items or callbacks (`rows.batch_item_row`, `rows.callback_row`), skipping any
         whose idempotency key exists (a callback recorded twice is created once): the ids created."""
         return [execution_id for execution_id, _ in self.insert_occurrences(conn, rows)]
+
+    def insert_one_off_runs(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[tuple[int, bool]]:
+        """Create one-off runs (`rows.one_off_row`) in one executemany; a row whose idempotency key
+        exists already (an earlier run, or a concurrent request that committed first: ON CONFLICT
+        DO NOTHING waits for it) is not created. Returns, per row in order, (id, created): the
+        existing run's id for a key that was there."""
+        if not rows:
+            return []
+        stmt = self._insert().on_conflict_do_nothing().returning(executions.c.id, executions.c.idempotency_key)
+        created = {row.idempotency_key: row.id for row in conn.execute(stmt, list(rows))}
+        missing = sorted({row["idempotency_key"] for row in rows} - set(created))
+        existing: dict[str, int] = {}
+        for start in range(0, len(missing), 500):
+            chunk = missing[start : start + 500]
+            found = select(executions.c.idempotency_key, executions.c.id).where(executions.c.idempotency_key.in_(chunk))
+            existing.update({key: execution_id for key, execution_id in conn.execute(found)})
+        answers: list[tuple[int, bool]] = []
+        seen: set[str] = set()
+        for row in rows:
+            key = row["idempotency_key"]
+            if key in created:
+                answers.append((created[key], key not in seen))  # a key twice in one list: one run
+            else:
+                answers.append((existing[key], False))
+            seen.add(key)
+        return answers
 
     # --- the scheduler's jobs ---------------------------------------------------------------
 
@@ -670,24 +700,27 @@ class CommonStore:
         dialect-specific interval arithmetic), at most `limit` rows each; nothing is written, and
         one small read is made, while no job has a queued TTL. Returns the rows expired."""
         e, j = executions, jobs
-        ttls = conn.execute(
-            select(j.c.queued_ttl_seconds).distinct().where(j.c.queued_ttl_seconds.is_not(None))
-        ).scalars()
+        waiting = e.c.status.in_(status_values(EXPIRABLE))
+        ttls = set(
+            conn.execute(select(j.c.queued_ttl_seconds).distinct().where(j.c.queued_ttl_seconds.is_not(None))).scalars()
+        )
+        # One-off runs carry their own TTL (no job): those still waiting, on the one-off index.
+        one_off_ttls = set(
+            conn.execute(
+                select(e.c.queued_ttl_seconds)
+                .distinct()
+                .where(e.c.job_id.is_(None), e.c.queued_ttl_seconds.is_not(None), waiting)
+            ).scalars()
+        )
         expired: list[ExpiredRun] = []
-        for ttl in sorted(ttls):
+        for ttl, of_jobs in sorted([(t, True) for t in ttls] + [(t, False) for t in one_off_ttls]):
             reason = f"queued TTL passed: not started within {ttl}s of becoming available"
-            due = (
-                select(e.c.id)
-                .join_from(e, j, e.c.job_id == j.c.id)
-                .where(
-                    e.c.status.in_(status_values(EXPIRABLE)),
-                    e.c.available_at <= now - timedelta(seconds=ttl),
-                    j.c.queued_ttl_seconds == ttl,
-                )
-                .order_by(e.c.available_at, e.c.id)
-                .limit(limit)
-            )
-            ids = list(conn.execute(due).scalars())
+            due = select(e.c.id).where(waiting, e.c.available_at <= now - timedelta(seconds=ttl))
+            if of_jobs:
+                due = due.join_from(e, j, e.c.job_id == j.c.id).where(j.c.queued_ttl_seconds == ttl)
+            else:
+                due = due.where(e.c.job_id.is_(None), e.c.queued_ttl_seconds == ttl)
+            ids = list(conn.execute(due.order_by(e.c.available_at, e.c.id).limit(limit)).scalars())
             if not ids:
                 continue
             stmt = (
@@ -749,14 +782,14 @@ class CommonStore:
 
     # --- retention --------------------------------------------------------------------------
 
-    def prunable_history(self, conn: Connection, *, now: datetime, limit: int) -> dict[int, int]:
+    def prunable_history(self, conn: Connection, *, now: datetime, limit: int) -> dict[int, int | None]:
         """Finished executions beyond their job's retention (count or age) or past its result TTL
         (success_ttl_seconds / failure_ttl_seconds): {id: job_id}. Whichever removes first wins.
 
         Never queued or in-flight rows; never dead-lettered ones or rows with a DeadLetter, except
         through a result TTL once their alerts are resolved.
         """
-        doomed: dict[int, int] = {}
+        doomed: dict[int, int | None] = {}
         for row in conn.execute(text(_OVER_COUNT), {"batch": limit}):
             doomed[row.id] = row.job_id
         min_days = conn.execute(select(func.min(jobs.c.retention_days)).where(jobs.c.retention_days > 0)).scalar()
@@ -777,7 +810,7 @@ class CommonStore:
             doomed.setdefault(execution_id, job_id)
         return doomed
 
-    def _past_result_ttl(self, conn: Connection, *, now: datetime, limit: int) -> list[tuple[int, int]]:
+    def _past_result_ttl(self, conn: Connection, *, now: datetime, limit: int) -> list[tuple[int, int | None]]:
         """The result-TTL axis (app.domain.run_limits.result_expired): finished rows whose job's
         success_ttl_seconds (succeeded) or failure_ttl_seconds (every other end) has passed since
         they finished. A dead-lettered row (or one with a DeadLetter) goes only once its alerts are
@@ -786,6 +819,11 @@ class CommonStore:
         ttls = [
             conn.execute(select(func.min(column)).where(column >= 0)).scalar()
             for column in (jobs.c.success_ttl_seconds, jobs.c.failure_ttl_seconds)
+        ]
+        one_off = executions.c.job_id.is_(None)
+        ttls += [
+            conn.execute(select(func.min(column)).where(one_off, column >= 0)).scalar()
+            for column in (executions.c.success_ttl_seconds, executions.c.failure_ttl_seconds)
         ]
         shortest = min((ttl for ttl in ttls if ttl is not None), default=None)
         if shortest is None:

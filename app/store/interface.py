@@ -44,6 +44,10 @@ class Store(Protocol):
         """Create a manual run (now, or delayed to `available_at`, with an optional config override)
         or an operator retry (of a callback: with its task and parent): its id."""
 
+    def insert_one_off_runs(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[tuple[int, bool]]:
+        """Create one-off runs, a row whose idempotency key exists being the existing run: per row
+        (id, created)."""
+
     def insert_executions(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Create batch items or callbacks, skipping existing idempotency keys: the ids created."""
 
@@ -195,7 +199,7 @@ class Store(Protocol):
         """Executions per status, every status present (only those created since `created_since`)."""
 
     # retention
-    def prunable_history(self, conn: Connection, *, now: datetime, limit: int) -> dict[int, int]:
+    def prunable_history(self, conn: Connection, *, now: datetime, limit: int) -> dict[int, int | None]:
         """Finished executions beyond their job's retention: {id: job_id}."""
 
     def delete_executions(self, conn: Connection, ids: Sequence[int], *, chunk: int = 2000) -> int:

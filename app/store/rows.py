@@ -28,6 +28,8 @@ from app.sql.rows import (
     manual_row,
     occurrence_key,
     occurrence_row,
+    one_off_key,
+    one_off_row,
     truncate,
 )
 
@@ -53,7 +55,7 @@ class ExpiredRun:
     """A waiting row the queued-TTL pass ended `expired`."""
 
     id: int
-    job_id: int
+    job_id: int | None  # None: a one-off run
     reason: str
 
 
@@ -111,6 +113,8 @@ __all__ = [
     "manual_row",
     "occurrence_key",
     "occurrence_row",
+    "one_off_key",
+    "one_off_row",
     "queues",
     "truncate",
 ]

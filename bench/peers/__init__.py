@@ -47,7 +47,7 @@ PINS = (
     "redis==8.1.0",
     "psycopg[binary]==3.3.9",
 )
-ORDER = ("cronwell", "cronwell-pool", "fork", "procrastinate", "rq", "celery")
+ORDER = ("cronwell", "cronwell-one-off", "cronwell-pool", "fork", "procrastinate", "rq", "celery")
 PEERS = ("procrastinate", "rq", "celery")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 

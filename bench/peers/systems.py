@@ -124,12 +124,28 @@ def _result(ctx: Context, facts: measure.RunFacts, first: float | None, last: fl
 # --- Cronwell and the fork limit ----------------------------------------------------------------
 
 
-def run_cronwell(ctx: Context, round_no: int, *, isolation: str = "process", slots: int = 4) -> dict:
+def _prepare_one_off(db, count: int) -> None:
+    """The same work as `_prepare_pg`'s, as one-off runs of the same task (no job)."""
+    from app.clock import utcnow
+    from bench import loaders
+
+    db.reset()
+    with db.connect() as conn:
+        loaders.insert_one_off(conn, "always_succeed", count, now=utcnow())
+        conn.execute("VACUUM ANALYZE executions")
+
+
+def run_cronwell(
+    ctx: Context, round_no: int, *, isolation: str = "process", slots: int = 4, one_off: bool = False
+) -> dict:
     from bench.throughput import _prepare_pg
 
     db = ctx.cronwell_db
-    _prepare_pg(db, ctx.count)
-    worker_id = f"peers-cronwell-{isolation}-{round_no}"
+    if one_off:
+        _prepare_one_off(db, ctx.count)
+    else:
+        _prepare_pg(db, ctx.count)
+    worker_id = f"peers-cronwell-{isolation}{'-one-off' if one_off else ''}-{round_no}"
     spawn = measure.Spawn(
         # The lean worker app `flask worker run` builds (no web stack), not the whole web app.
         [
@@ -153,7 +169,7 @@ def run_cronwell(ctx: Context, round_no: int, *, isolation: str = "process", slo
         def done() -> int:
             return conn.execute("SELECT count(*) FROM executions WHERE status = 'succeeded'").fetchone()[0]
 
-        log = ctx.log_dir / f"cronwell-{isolation}.log"
+        log = ctx.log_dir / f"cronwell-{isolation}{'-one-off' if one_off else ''}.log"
         facts = measure.run([spawn], count=ctx.count, done=done, log=log, server_cpu=PgBackends(conn))
         first, last = conn.execute(
             "SELECT extract(epoch FROM min(started_at)), extract(epoch FROM max(finished_at))"
@@ -165,6 +181,11 @@ def run_cronwell(ctx: Context, round_no: int, *, isolation: str = "process", slo
         report = json.loads(lines[-1])
         result["child_report"] = {k: v for k, v in report.items() if k != "fork_ms"}
     return result
+
+
+def run_cronwell_one_off(ctx: Context, round_no: int) -> dict:
+    """The same worker and task, the work given as one-off runs (no job) instead of a job's runs."""
+    return run_cronwell(ctx, round_no, one_off=True)
 
 
 def run_cronwell_pool(ctx: Context, round_no: int) -> dict:
@@ -290,6 +311,11 @@ def run_celery(ctx: Context, round_no: int) -> dict:
 
 SYSTEMS = {
     "cronwell": ("Cronwell 1 worker x 4 slots", "process per task, durable in PostgreSQL", run_cronwell),
+    "cronwell-one-off": (
+        "Cronwell one-off runs, 1 worker x 4 slots",
+        "process per task, durable in PostgreSQL, no job",
+        run_cronwell_one_off,
+    ),
     "cronwell-pool": (
         f"Cronwell pool, 1 worker x {POOL_SLOTS} slots",
         "reused pool, durable in PostgreSQL",

@@ -50,6 +50,7 @@ def body_for(method: str, rule: str, world: dict) -> dict | None:
         "POST /api/v1/tokens": {"name": f"matrix-{n}", "project": "default/default", "role": "viewer"},
         "POST /api/v1/users/invitations": {"role": "viewer"},
         "POST /api/v1/batches": {"job_id": world["own"]["job_id"], "items": [{}]},
+        "POST /api/v1/runs": {"task": "echo"},
         "POST /api/v1/projects/<string:org>/<string:project>/apply": {"jobs": [], "dry_run": True},
     }
     return bodies.get(f"{method} {rule}")

@@ -21,7 +21,7 @@ from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.models import Attempt, Batch, Execution
 from app.store import ExpiredLease, Finished, Outcome, occurrence_row, store_for
-from app.store.rows import batch_item_row, callback_row
+from app.store.rows import batch_item_row, callback_row, one_off_row
 from tests.factories import make_job, make_queue
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -783,6 +783,90 @@ LEAD_SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
 ]
 SCENARIO += LEAD_SCENARIO
 FINAL["wm"] = ("pending", 0, None, [])
+
+
+# --- one-off runs (no job) --------------------------------------------------------------------
+
+
+def insert_one_off(run: Run, specs: list[tuple[str, str | None]], now: datetime):
+    """One-off runs of `echo` in job a's queue, each (label, idempotency key or None); they go
+    first in any turn (priority -100), so the scenario's other waiting rows stay as they are."""
+    from app.models import Queue
+
+    queue = db.session.get(Queue, run.jobs["a"].queue_id)
+    project_id = queue.project_id
+    db.session.rollback()
+    rows = [
+        one_off_row(
+            task="echo",
+            config={"message": label},
+            project_id=project_id,
+            queue_id=run.jobs["a"].queue_id,
+            priority=-100,
+            max_attempts=2,
+            timeout_seconds=30,
+            queued_ttl_seconds=None,
+            success_ttl_seconds=-1,
+            failure_ttl_seconds=-1,
+            now=now,
+            idempotency_key=key,
+        )
+        for label, key in specs
+    ]
+    answers = run.write(lambda c: run.store.insert_one_off_runs(c, rows))
+    for (label, _), (execution_id, created) in zip(specs, answers):
+        if created:
+            run.ids[label] = execution_id
+    return [(run.label(execution_id), created) for execution_id, created in answers]
+
+
+ONE_OFF_SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
+    (
+        "one-off runs o1, o2 (o2 with a key)",
+        lambda r: insert_one_off(r, [("o1", None), ("o2", "k")], at(hours=13)),
+        [("o1", True), ("o2", True)],
+        True,
+    ),
+    (
+        "the key again: o2, not created",
+        lambda r: insert_one_off(r, [("o2 again", "k")], at(hours=13)),
+        [("o2", False)],
+        True,
+    ),
+    (
+        "turn w13 at +13h starts o1 and o2 (no job to join)",
+        lambda r: turn(r, "w13", at(hours=13), 2),
+        {"recorded": [], "started": [("o1", 1, 0), ("o2", 1, 0)], "cancelled": []},
+        True,
+    ),
+    (
+        "o1 fails with attempts left, o2 succeeds",
+        lambda r: turn(
+            r,
+            "w13",
+            at(hours=13, seconds=1),
+            0,
+            [("o1", 1, "failed", at(hours=13, minutes=1)), ("o2", 1, "succeeded", None)],
+        ),
+        {"recorded": ["o1", "o2"], "started": [], "cancelled": []},
+        True,
+    ),
+    (
+        "its retry starts at +13h1m",
+        lambda r: turn(r, "w13", at(hours=13, minutes=1), 1),
+        {"recorded": [], "started": [("o1", 2, 1)], "cancelled": []},
+        True,
+    ),
+    (
+        "o1 fails on its last attempt",
+        lambda r: turn(r, "w13", at(hours=13, minutes=1, seconds=1), 0, [("o1", 2, "failed", None)]),
+        {"recorded": ["o1"], "started": [], "cancelled": []},
+        True,
+    ),
+]
+SCENARIO += ONE_OFF_SCENARIO
+FINAL["o1"] = ("failed", 2, "w13", ["failed", "failed"])
+FINAL["o2"] = ("succeeded", 1, "w13", ["succeeded"])
 
 
 def new_run() -> Run:

@@ -77,6 +77,7 @@ def test_every_transition_the_store_makes_is_allowed_by_the_table(app):
         ("pending", "cancelled"),
         ("retry_scheduled", "cancelled"),
         ("running", "succeeded"),
+        ("running", "failed"),
         ("running", "timed_out"),
         ("running", "retry_scheduled"),
         ("running", "dead_lettered"),

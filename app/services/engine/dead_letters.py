@@ -19,7 +19,7 @@ def dead_letter(
     conn: DBConnection,
     *,
     execution_id: int,
-    job_id: int,
+    job_id: int | None,
     job_name: str,
     alert_mode: str,
     status: str,
@@ -31,7 +31,8 @@ def dead_letter(
     message = f"job {job_name!r} execution {execution_id} {status}: {reason}"
     grouped = None
     if alert_mode == "web":
-        # One open alert per job: a repeat is counted on it (app/services/engine/alert_grouping.py).
+        # One open alert per job (a one-off run: its own), a repeat counted on it
+        # (app/services/engine/alert_grouping.py).
         grouped = alerts.raise_job_alert(
             conn, kind="dead_letter", job_id=job_id, execution_id=execution_id, message=message, now=now
         )

@@ -106,7 +106,7 @@ def recover_expired_leases(database: Source, *, now: datetime, batch_size: int =
                     report.dead_lettered += 1
                 elif new_status == S.CANCELLED.value:
                     report.cancelled += 1
-                if new_status:
+                if new_status and row.job_id is not None:  # a one-off run has no job figures
                     job_ids.add(row.job_id)
         if len(rows) < batch_size:
             return report

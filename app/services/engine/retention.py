@@ -31,6 +31,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
 from app.database import configure_engine, write_transaction
+from app.domain.one_off import LABEL as ONE_OFF_LABEL
 from app.domain.pacing import DUTY_CYCLE, ROWS_PER_SECOND, Pace, retention_settings
 from app.models import WebSession
 from app.services.audit_trail import prune_audit
@@ -46,6 +47,12 @@ DRY_RUN_LIMIT = BATCH * 20
 # How long one pruning run may keep deleting before it returns (the scheduler's hourly pass runs
 # on its tick); whatever is left goes in the next run.
 MAX_SECONDS = 30.0
+
+
+def _job_order(item: tuple[str, int]) -> tuple[int, str]:
+    """Job ids in numeric order, one-off runs after them."""
+    key = item[0]
+    return (int(key), "") if key.isdigit() else (1 << 62, key)
 
 
 def prune(
@@ -66,9 +73,10 @@ def prune(
     kept); `audit_deleted` and `sessions_deleted` say how many (a dry run counts them)."""
     store = store_for(conn)
     doomed = store.prunable_history(conn, now=now, limit=limit or (DRY_RUN_LIMIT if dry_run else BATCH))
-    by_job: dict[int, int] = {}
+    by_job: dict[str, int] = {}  # per job id; one-off runs (no job) under "one-off"
     for job_id in doomed.values():
-        by_job[job_id] = by_job.get(job_id, 0) + 1
+        key = str(job_id) if job_id is not None else ONE_OFF_LABEL
+        by_job[key] = by_job.get(key, 0) + 1
     if not dry_run and housekeeping:
         from app.models.api import prune_expired_credentials  # lazily: forked tasks call prune too
 
@@ -82,7 +90,7 @@ def prune(
             now=now,
             actor=actor,
             deleted=len(doomed),
-            by_job={str(k): v for k, v in sorted(by_job.items())},
+            by_job=dict(sorted(by_job.items(), key=_job_order)),
         )
     audit_deleted = sessions_deleted = 0
     if housekeeping:
@@ -96,7 +104,7 @@ def prune(
         "deleted": len(doomed),
         "found": len(doomed),
         "dry_run": dry_run,
-        "by_job": {str(k): v for k, v in sorted(by_job.items())},
+        "by_job": dict(sorted(by_job.items(), key=_job_order)),
         "audit_deleted": audit_deleted,
         "sessions_deleted": sessions_deleted,
     }
@@ -174,7 +182,7 @@ def prune_engine(
             sleep(wait)
             total["paused"] += wait
             began = monotonic()
-    total["by_job"] = dict(sorted(total["by_job"].items(), key=lambda item: int(item[0])))
+    total["by_job"] = dict(sorted(total["by_job"].items(), key=_job_order))
     return total
 
 
@@ -191,7 +199,8 @@ def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system"
     if result["deleted"] and not dry_run:
         keys = [cache.SUMMARY, cache.QUEUE_DEPTH]
         for job_id in result["by_job"]:
-            keys += [cache.job_stats_key(int(job_id))]
+            if job_id.isdigit():  # not "one-off": a one-off run has no job figures
+                keys += [cache.job_stats_key(int(job_id))]
         try:
             cache.get_cache().delete(keys)
         except RuntimeError:

@@ -485,7 +485,7 @@ class Scheduler:
                     reason=row.reason,
                 )
             report.expired += len(expired)
-            report.job_ids |= {row.job_id for row in expired}
+            report.job_ids |= {row.job_id for row in expired if row.job_id is not None}
             report.job_ids |= self._disable_finished(conn, now)
 
     def _housekeeping(self, now: datetime, report: TickReport) -> None:

@@ -131,7 +131,7 @@ class Ready:
 @dataclass
 class Running:
     execution_id: int
-    job_id: int
+    job_id: int | None  # None: a one-off run
     job_name: str
     attempt: int
     max_attempts: int
@@ -224,7 +224,7 @@ class Worker:
         self._should_stop: Callable[[], bool] = lambda: False
         self._last_heartbeat: datetime | None = None
         self._last_recovery: datetime | None = None
-        self._dirty_jobs: set[int] = set()
+        self._dirty_jobs: set[int | None] = set()
         # Results whose write failed (database unreachable): recorded on the next try, so a task
         # that finished during an outage is not later abandoned and run again.
         self._unrecorded: list[TaskResult] = []

@@ -22,6 +22,7 @@ from sqlalchemy import and_, case, false, func, or_, select
 from app.domain.states import TERMINAL, ExecutionStatus, values
 from app.extensions import db
 from app.models import Execution, Job, Queue
+from app.models.execution import runs_task
 from app.services import scoping
 from app.services.caller import Caller
 
@@ -169,6 +170,7 @@ class ExecutionFilters:
     job_ids: tuple[int, ...] | None = None  # None: any job
     queue_id: int | None = None
     trigger: str | None = None
+    task: str | None = None  # the task it runs (a one-off run's, a callback's or its job's)
     created_from: datetime | None = None
     created_to: datetime | None = None  # exclusive
 
@@ -188,7 +190,8 @@ _JOB_NAME = select(Job.name).where(Job.id == Execution.job_id).correlate(Executi
 LIST_COLUMNS = (
     Execution.id,
     Execution.job_id,
-    _JOB_NAME.label("job_name"),
+    _JOB_NAME.label("job_name"),  # None for a one-off run (shown as "one-off")
+    Execution.task,
     Execution.status,
     Execution.reason,
     Execution.available_at,
@@ -215,6 +218,8 @@ def executions_query(filters: ExecutionFilters, caller: Caller | None = None):
         query = query.where(Execution.queue_id == filters.queue_id)
     if filters.trigger:
         query = query.where(Execution.trigger == filters.trigger)
+    if filters.task:
+        query = query.where(runs_task(filters.task))
     window = []
     if filters.created_from is not None:
         window.append(Execution.created_at >= filters.created_from)

@@ -88,10 +88,7 @@ def summary_counts(caller: Caller | None = None) -> dict:
 
 
 def _dead_letter_count(caller: Caller | None) -> int:
-    query = select(func.count()).select_from(DeadLetter)
-    visible = scoping.job_ids(caller)
-    if visible is not None:
-        query = query.where(DeadLetter.job_id.in_(visible))
+    query = scoping.dead_letters(select(func.count()).select_from(DeadLetter), caller)
     return db.session.scalar(query) or 0
 
 

@@ -13,7 +13,16 @@ from typing import Any
 from sqlalchemy import or_, select
 
 from app.clock import iso_z
-from app.domain.explain import EventRecord, Evidence, Fate, QueueState, RunRecord, Span, explain_occurrence
+from app.domain.explain import (
+    EventRecord,
+    Evidence,
+    Fate,
+    QueueState,
+    RunRecord,
+    Span,
+    explain_occurrence,
+    explain_run,
+)
 from app.domain.states import WorkerState
 from app.extensions import db
 from app.models import Event, Execution, Heartbeat, Job
@@ -209,3 +218,71 @@ def _evidence(job: Job, start: datetime, end: datetime, now: datetime) -> Eviden
             live_workers=live,
         ),
     )
+
+
+def explain_execution(execution_id: int, *, now: datetime, caller: Caller | None = None) -> dict[str, Any]:
+    """What became of one execution and why (`flask execution explain`): for a one-off run, which
+    has no job and so no occurrences to explain, the same answer as a job's run gets: ran, waiting
+    (not yet available, queue paused, no live worker serving its queue), expired, cancelled..."""
+    execution = db.session.scalar(scoping.executions(select(Execution).where(Execution.id == execution_id), caller))
+    if execution is None:
+        raise NotFound(f"execution {execution_id} does not exist")
+    events = db.session.scalars(select(Event).where(Event.execution_id == execution.id).order_by(Event.id)).all()
+    beats = db.session.scalars(select(Heartbeat).where(Heartbeat.kind == "scheduler")).all()
+    queue = execution.queue_row
+    live = 0
+    if queue is not None:
+        live = sum(
+            1
+            for view in list_workers(now)
+            if view.state is WorkerState.RUNNING and ("*" in view.queues or queue.name in view.queues)
+        )
+    run = RunRecord(
+        id=execution.id,
+        scheduled_for=execution.scheduled_for,
+        trigger=execution.trigger,
+        status=execution.status,
+        reason=execution.reason,
+        created_at=execution.created_at,
+        available_at=execution.available_at,
+        finished_at=execution.finished_at,
+        cancel_requested_by=execution.cancel_requested_by,
+    )
+    evidence = Evidence(
+        now=now,
+        job_created_at=execution.created_at,
+        next_run_at=None,
+        runs=[run],
+        events=[
+            EventRecord(
+                id=e.id,
+                type=e.type,
+                at=e.created_at,
+                actor=e.actor,
+                payload=e.payload or {},
+                execution_id=e.execution_id,
+            )
+            for e in events
+        ],
+        scheduler_spans=[Span(b.id, b.started_at, b.last_seen) for b in beats],
+        queue=QueueState(
+            name=queue.name if queue is not None else "(deleted)",
+            paused=bool(queue is not None and queue.paused),
+            paused_at=queue.paused_at if queue is not None else None,
+            paused_by=queue.paused_by if queue is not None else None,
+            paused_reason=queue.paused_reason if queue is not None else None,
+            live_workers=live,
+        ),
+    )
+    fate = explain_run(run, evidence)
+    return {
+        "execution": {
+            "id": execution.id,
+            "job_id": execution.job_id,
+            "job_name": execution.job_label,
+            "task": execution.task_name,
+            "one_off": execution.is_one_off,
+        },
+        "now": iso_z(now),
+        **fate.to_json(),
+    }

@@ -86,7 +86,7 @@ def verify(*, now: datetime, lease_slack: timedelta = timedelta(seconds=5)) -> L
         .order_by(Event.id)
     ):
         if event.type == "history_pruned":
-            pruned_jobs |= {int(job_id) for job_id in event.payload.get("by_job", {})}
+            pruned_jobs |= {int(job_id) for job_id in event.payload.get("by_job", {}) if job_id.isdigit()}
         elif event.job_id is not None:
             events_by_job[event.job_id].append(event)
     for job in db.session.scalars(select(Job).order_by(Job.id)):

@@ -45,9 +45,7 @@ def status_report(now: datetime, executions_by_status: dict | None = None, calle
     jobs_total, jobs_enabled = db.session.execute(
         scoping.jobs(select(func.count(), func.count().filter(Job.enabled)).select_from(Job), caller)
     ).one()
-    dead_letters = select(func.count()).select_from(DeadLetter)
-    if scoping.job_ids(caller) is not None:
-        dead_letters = dead_letters.where(DeadLetter.job_id.in_(scoping.job_ids(caller)))
+    dead_letters = scoping.dead_letters(select(func.count()).select_from(DeadLetter), caller)
     return {
         "now": iso(now),
         "readiness": readiness(now),

@@ -20,7 +20,7 @@ from sqlalchemy import select
 from app.clock import iso_z
 from app.domain.states import WorkerState
 from app.extensions import db
-from app.models import Heartbeat
+from app.models import Execution, Heartbeat
 from app.services import scoping
 from app.services.caller import Caller
 from app.services.engine import worker_commands
@@ -104,12 +104,28 @@ def _view(beat: Heartbeat, now: datetime, stale_after: int, pending: str | None)
 
 
 def _visible(views: list[WorkerView], caller: Caller | None) -> list[WorkerView]:
-    """The views with only the running executions of jobs the caller may see."""
+    """The views with only the running executions the caller may see (its jobs' runs, and the
+    one-off runs of its projects)."""
     jobs = scoping.job_ids(caller)
     if jobs is None:
         return views
     mine = set(db.session.scalars(jobs))
-    return [replace(view, executions=[item for item in view.executions if item.job_id in mine]) for view in views]
+    one_off_ids = {item.id for view in views for item in view.executions if item.job_id is None}
+    visible = set()
+    if one_off_ids:
+        query = scoping.executions(select(Execution.id).where(Execution.id.in_(one_off_ids)), caller)
+        visible = set(db.session.scalars(query))
+    return [
+        replace(
+            view,
+            executions=[
+                item
+                for item in view.executions
+                if (item.job_id in mine if item.job_id is not None else item.id in visible)
+            ],
+        )
+        for view in views
+    ]
 
 
 def list_workers(now: datetime, caller: Caller | None = None) -> list[WorkerView]:

@@ -30,10 +30,7 @@ def list_alerts(*, include_resolved: bool = False, limit: int = 200, caller: Cal
 
 
 def list_dead_letters(*, limit: int = 200, caller: Caller | None = None) -> list[DeadLetter]:
-    query = select(DeadLetter).order_by(DeadLetter.id.desc()).limit(limit)
-    jobs = scoping.job_ids(caller)
-    if jobs is not None:
-        query = query.where(DeadLetter.job_id.in_(jobs))
+    query = scoping.dead_letters(select(DeadLetter).order_by(DeadLetter.id.desc()).limit(limit), caller)
     return list(db.session.scalars(query))
 
 

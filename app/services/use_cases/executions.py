@@ -18,12 +18,14 @@ from app.domain.permissions import Action
 from app.domain.states import CANCELLABLE, RETRYABLE, RUNNING_CANCELLABLE, ExecutionStatus, values
 from app.extensions import db
 from app.models import Execution, Job
+from app.models.execution import ONE_OFF_LABEL, runs_task
 from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.engine import callbacks, wakeups
 from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.services.events import record_event
 from app.store import store_for
+from app.store.rows import one_off_row
 
 
 def get_execution(execution_id: int, *, with_attempts: bool = False, caller: Caller | None = None) -> Execution:
@@ -37,7 +39,12 @@ def get_execution(execution_id: int, *, with_attempts: bool = False, caller: Cal
 
 
 def list_query(
-    *, status: str | None = None, job_id: int | None = None, queue_id: int | None = None, caller: Caller | None = None
+    *,
+    status: str | None = None,
+    job_id: int | None = None,
+    queue_id: int | None = None,
+    task: str | None = None,
+    caller: Caller | None = None,
 ):
     """The executions query, newest first, for lists and pagination."""
     if status is not None and status not in values(ExecutionStatus):
@@ -50,15 +57,22 @@ def list_query(
         query = query.where(Execution.job_id == job_id)
     if queue_id is not None:
         query = query.where(Execution.queue_id == queue_id)
+    if task:
+        query = query.where(runs_task(task))
     return scoping.executions(query, caller)
 
 
 def list_executions(
-    *, status: str | None = None, job_id: int | None = None, limit: int = 50, caller: Caller | None = None
+    *,
+    status: str | None = None,
+    job_id: int | None = None,
+    task: str | None = None,
+    limit: int = 50,
+    caller: Caller | None = None,
 ) -> list[Execution]:
     if job_id is not None and db.session.scalar(scoping.jobs(select(Job.id).where(Job.id == job_id), caller)) is None:
         raise NotFound(f"job {job_id} does not exist")
-    return list(db.session.scalars(list_query(status=status, job_id=job_id, caller=caller).limit(limit)))
+    return list(db.session.scalars(list_query(status=status, job_id=job_id, task=task, caller=caller).limit(limit)))
 
 
 def retry_execution(execution_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> Execution:
@@ -73,6 +87,8 @@ def retry_execution(execution_id: int, *, now: datetime, actor: str, caller: Cal
             "or cancelled executions can be retried"
         )
     job = original.job
+    if job is None:
+        return _retry_one_off(original, now=now, actor=actor)
     if not job.enabled:
         raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before retrying its executions")
     conn = db.session.connection()
@@ -189,7 +205,42 @@ def cancel_execution(
     return get_execution(execution_id)
 
 
+def _retry_one_off(original: Execution, *, now: datetime, actor: str) -> Execution:
+    """An operator's retry of a one-off run: a new one-off run of the same task, config, queue and
+    policies (the open write transaction commits it)."""
+    if original.queue_id is None or original.project_id is None or original.task is None:
+        raise Conflict(f"execution {original.id} has no queue any more (it was deleted); it cannot run again")
+    row = one_off_row(
+        task=original.task,
+        config=dict(original.config_override or {}),
+        project_id=original.project_id,
+        queue_id=original.queue_id,
+        priority=original.priority,
+        max_attempts=original.max_attempts,
+        timeout_seconds=original.timeout_seconds,
+        queued_ttl_seconds=original.queued_ttl_seconds,
+        success_ttl_seconds=original.success_ttl_seconds,
+        failure_ttl_seconds=original.failure_ttl_seconds,
+        now=now,
+    )
+    row.update(trigger="retry", retry_of_id=original.id)
+    conn = db.session.connection()
+    [(new_id, _)] = store_for(conn).insert_one_off_runs(conn, [row])
+    record_event("execution_retried", now=now, actor=actor, execution_id=new_id, retry_of=original.id)
+    audit_trail.record_change(
+        actor, "retried", "execution", original.id, now=now, extra={"retry_execution_id": new_id}, **_about(original)
+    )
+    cache.invalidate_on_commit(db.session, cache.keys_for_job_change(None))
+    wakeups.notify_on_commit(db.session, work=True)
+    db.session.commit()
+    return get_execution(new_id)
+
+
 def _about(execution: Execution) -> dict:
-    """`record_change` keywords for an execution: its job's name and id, and its project."""
+    """`record_change` keywords for an execution: its job's name and id, and its project (a
+    one-off run's own)."""
+    if execution.job is None and execution.job_id is None:
+        label = f"{ONE_OFF_LABEL} {execution.task} #{execution.id}"
+        return {"label": label, "job_id": None, "project_id": execution.project_id}
     about = audit_trail.about_job(execution.job) if execution.job is not None else {"job_id": execution.job_id}
     return {**about, "label": f"{about.get('label') or 'job ' + str(execution.job_id)} #{execution.id}"}
