@@ -36,6 +36,7 @@ RESOURCES = (
     "executions",
     "batches",
     "alerts",
+    "notifications",
     "workers",
     "audit",
     "users",

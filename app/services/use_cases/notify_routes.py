@@ -34,7 +34,9 @@ def _require(caller: Caller | None, action: Action) -> None:
         caller.require(action)
 
 
-def _project(project: str | None, caller: Caller | None) -> Project:
+def _project(project: str | None, caller: Caller | None, project_id: int | None = None) -> Project:
+    if project_id is not None:
+        return tenancy.get_project(project_id, caller)
     return tenancy.find_project(project, caller) if project else tenancy.working_project(caller)
 
 
@@ -108,9 +110,12 @@ def clean_route(data: dict[str, Any], project_id: int) -> dict[str, Any]:
     return {"events": list(events), "channel_ids": channel_ids}
 
 
-def project_routing(project: str | None = None, caller: Caller | None = None) -> dict[str, Any]:
-    """The project's default routing (the built-in one when none is set)."""
-    target = _project(project, caller)
+def project_routing(
+    project: str | None = None, caller: Caller | None = None, *, project_id: int | None = None
+) -> dict[str, Any]:
+    """The project's default routing (the built-in one when none is set); the project named
+    ORG/PROJECT, or by id, or the caller's working project."""
+    target = _project(project, caller, project_id)
     route = notify_routing.effective_route(None, _as_route(_route_row(target.id, None)))
     return {"project": target.full_name, "project_id": target.id, **_route_dict(route, target.id)}
 
@@ -166,16 +171,22 @@ def _store(
 
 
 def set_project_routing(
-    data: dict[str, Any], *, now: datetime, actor: str, project: str | None = None, caller: Caller | None = None
+    data: dict[str, Any],
+    *,
+    now: datetime,
+    actor: str,
+    project: str | None = None,
+    caller: Caller | None = None,
+    project_id: int | None = None,
 ) -> dict[str, Any]:
     """Set the project's default routing."""
     _require(caller, Action.ADMINISTER)
-    target = _project(project, caller)
+    target = _project(project, caller, project_id)
     cleaned = clean_route(data, target.id)
     begin_write(db.session)
     _store(target.id, None, cleaned, now=now, actor=actor, who=caller or actor)
     db.session.commit()
-    return project_routing(target.full_name, caller)
+    return project_routing(caller=caller, project_id=target.id)
 
 
 def set_job_routing(
