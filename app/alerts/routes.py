@@ -85,6 +85,7 @@ def _resolve(ids: list[int], missing: Sequence[str] = ()):
 
 # Alert channel pages (app/alerts/channels.py) register on this blueprint.
 from app.alerts import channels as _channels  # noqa: E402, F401
+from app.alerts import notify_pages as _notify_pages  # noqa: E402, F401
 
 
 @bp.post("/jobs/<id:job_id>/mute")

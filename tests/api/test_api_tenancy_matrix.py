@@ -70,7 +70,13 @@ def operations(app) -> list[tuple[str, str, object]]:
     # object (a job's notification override) before the object's own.
     return sorted(
         found,
-        key=lambda op: (op[0] == "DELETE", "cancel" in op[1], -op[1].count("/") if op[0] == "DELETE" else 0, op[1], op[0]),
+        key=lambda op: (
+            op[0] == "DELETE",
+            "cancel" in op[1],
+            -op[1].count("/") if op[0] == "DELETE" else 0,
+            op[1],
+            op[0],
+        ),
     )
 
 

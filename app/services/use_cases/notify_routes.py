@@ -240,3 +240,8 @@ def channel_settings_dict(channel: AlertChannel) -> dict[str, Any]:
         "quiet": quiet,
         "quiet_timezone": channel.quiet_timezone or "UTC",
     }
+
+
+def channel_names(project_id: int) -> list[str]:
+    """The names of the project's channels, for the routing forms."""
+    return [c.name for c in _channels_of(project_id)]
