@@ -33,26 +33,15 @@ def _project_from_request():
     return tenancy.working_project(caller)
 
 
-@bp.route("/routing", methods=["GET", "POST"])
+@bp.get("/routing")
 @requires(Action.READ)
 def routing():
     """The project's default routing: which events its jobs notify, and to which channels."""
+    return _routing_page(_project_from_request())
+
+
+def _routing_page(project, errors: dict[str, str] | None = None, status: int = 200):
     caller = current_caller()
-    project = _project_from_request()
-    errors: dict[str, str] = {}
-    status = 200
-    if request.method == "POST":
-        try:
-            notify_routes.set_project_routing(
-                _route_form(), now=utcnow(), actor=current_actor(), caller=caller, project_id=project.id
-            )
-        except ValidationFailed as exc:
-            errors, status = exc.errors, 400
-        except ServiceError as exc:
-            errors, status = {"form": str(exc)}, 403
-        else:
-            flash(f"Notification routing of {project.full_name} saved.", "success")
-            return redirect(url_for("alerts.routing", project_id=project.id), code=303)
     return render_template(
         "alerts/routing.html",
         project=project,
@@ -60,8 +49,25 @@ def routing():
         route=notify_routes.project_routing(caller=caller, project_id=project.id),
         channel_names=notify_routes.channel_names(project.id),
         events=EVENTS,
-        errors=errors,
+        errors=errors or {},
     ), status
+
+
+@bp.post("/routing/save")
+@requires(Action.ADMINISTER)
+def save_routing():
+    """Save the project's default routing; what is refused is shown on the page."""
+    project = _project_from_request()
+    try:
+        notify_routes.set_project_routing(
+            _route_form(), now=utcnow(), actor=current_actor(), caller=current_caller(), project_id=project.id
+        )
+    except ValidationFailed as exc:
+        return _routing_page(project, exc.errors, 400)
+    except ServiceError as exc:
+        return _routing_page(project, {"form": str(exc)}, 403)
+    flash(f"Notification routing of {project.full_name} saved.", "success")
+    return redirect(url_for("alerts.routing", project_id=project.id), code=303)
 
 
 @bp.post("/jobs/<id:job_id>/notify")

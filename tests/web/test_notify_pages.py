@@ -33,16 +33,16 @@ def test_an_admin_sets_the_project_routing_and_a_viewer_reads_it(app):
     page = admin.get("/alerts/routing").get_data(as_text=True)
     assert 'data-source="default"' in page and "dead_letter" in page
     saved = admin.post(
-        "/alerts/routing", {"events": ["failure", "recovery"], "channels": ["pager"]}, follow_redirects=True
+        "/alerts/routing/save", {"events": ["failure", "recovery"], "channels": ["pager"]}, follow_redirects=True
     )
     body = saved.get_data(as_text=True)
     assert saved.status_code == 200 and "Notification routing of default/default saved." in body
     assert routing_of()["channels"] == ["pager"]
-    refused = admin.post("/alerts/routing", {"events": ["explode"]})
+    refused = admin.post("/alerts/routing/save", {"events": ["explode"]})
     assert refused.status_code == 400 and "unknown event(s) explode" in refused.get_data(as_text=True)
     viewer = signed_in_client(app, role="viewer")
     assert "failure, recovery" in viewer.get("/alerts/routing").get_data(as_text=True)
-    assert viewer.post("/alerts/routing", {"events": ["failure"]}).status_code == 403
+    assert viewer.post("/alerts/routing/save", {"events": ["failure"]}).status_code == 403
     assert routing_of()["events"] == ["failure", "recovery"]
 
 
