@@ -31,7 +31,7 @@ TITLES = {
     "auto_paused": "Job paused after repeated failures",
     "queue_backlog": "Queue is backing up",
     "worker_lost": "Worker lost",
-    "recovered": "Job is working again",
+    "recovery": "Job is working again",
     "success": "Job succeeded",
     "test": "Cronwell test message",
 }
