@@ -25,6 +25,9 @@ DELIVERY_STATUSES = ("pending", "delivered", "failed")
 ALERT_KINDS = ("dead_letter", "overdue", "consecutive_failures", "auto_paused", "queue_backlog", "worker_lost")
 # What a channel may be limited to: the alert kinds and the notices of finished runs.
 RECEIVABLE_KINDS = (*ALERT_KINDS, "failure", "recovery", "success")
+# A URL target written `env:NAME` is read from the delivering process's environment at each send:
+# the database never holds it.
+ENV_PREFIX = "env:"
 # One message per job and event per this many seconds on a channel, unless a channel says otherwise.
 DEFAULT_GROUP_SECONDS = 600
 
@@ -39,7 +42,8 @@ class AlertChannel(Model):
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(100))
     kind: Mapped[str] = mapped_column(String(10))
-    # The webhook, Slack or Teams URL (shown masked after creation), or the email address.
+    # The webhook, Slack or Teams URL (shown masked after creation) or `env:NAME` (the URL is the
+    # variable NAME of the delivering process), or the email address.
     target: Mapped[str] = mapped_column(String(500))
     # The webhook's signing key (HMAC-SHA256); never shown again after creation.
     secret: Mapped[str | None] = mapped_column(String(200))
@@ -74,7 +78,9 @@ class AlertChannel(Model):
     def shown_target(self) -> str:
         """The target as pages and lists show it: a URL masked (it is a credential), an email
         address as it is."""
-        return masked_url(self.target) if self.kind in URL_CHANNEL_KINDS else self.target
+        if self.kind not in URL_CHANNEL_KINDS or self.target.startswith(ENV_PREFIX):
+            return self.target  # an address, or the name of a variable (not the secret itself)
+        return masked_url(self.target)
 
     def receives(self, alert_kind: str) -> bool:
         """Whether this channel's routing takes alerts of `alert_kind` (tests always go through)."""

@@ -25,15 +25,17 @@ import hashlib
 import hmac
 import json
 import logging
+import os
 import smtplib
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
 from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import Row, and_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -43,6 +45,8 @@ from app.clock import iso_z, utcnow
 from app.database import write_transaction
 from app.domain import channel_messages, notify_routing
 from app.models import Alert, AlertChannel, AlertDelivery, Job, Queue
+from app.models.alerting import ENV_PREFIX
+from app.sensitive import is_own_secret
 from app.services.engine import routing
 
 log = logging.getLogger("cronwell.deliveries")
@@ -239,11 +243,32 @@ def send_email(address: str, payload: dict[str, Any], *, settings: dict[str, Any
         return Outcome(False, None, str(exc)[:500])
 
 
+def resolve_target(target: str, environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """A channel's URL: as stored, or for `env:NAME` the value of NAME in this process's
+    environment (never one of Cronwell's own credentials). Returns (url, None) or (None, why)."""
+    if not target.startswith(ENV_PREFIX):
+        return target, None
+    name = target[len(ENV_PREFIX) :]
+    if is_own_secret(name):
+        return None, f"refused: {name} holds Cronwell's own credentials"
+    value = (os.environ if environ is None else environ).get(name, "").strip()
+    if not value:
+        return None, f"environment variable {name} is not set"
+    if urlsplit(value).scheme not in ("http", "https"):
+        return None, f"environment variable {name} does not hold an http:// or https:// URL"
+    return value, None
+
+
 def send_one(
     kind: str, target: str, secret: str | None, payload: dict[str, Any], *, now: datetime, settings: dict[str, Any]
 ) -> Outcome:
     """Send one delivery's payload to a channel of `kind`, in that kind's shape."""
     timeout = float(settings.get("ALERT_DELIVERY_TIMEOUT_SECONDS", 10))
+    if kind != "email":
+        url, refused = resolve_target(target)
+        if url is None:
+            return Outcome(False, None, refused)
+        target = url
     if kind == "webhook":
         return send_webhook(target, secret, payload, now=now, timeout=timeout)
     if kind == "email":

@@ -19,7 +19,8 @@ from app.database import begin_write
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import AlertChannel, AlertDelivery
-from app.models.alerting import CHANNEL_KINDS, RECEIVABLE_KINDS, URL_CHANNEL_KINDS
+from app.models.alerting import CHANNEL_KINDS, ENV_PREFIX, RECEIVABLE_KINDS, URL_CHANNEL_KINDS
+from app.sensitive import is_own_secret
 from app.services import audit_log, scoping
 from app.services.audit import record_event
 from app.services.caller import Caller
@@ -28,6 +29,7 @@ from app.services.use_cases import notify_routes, tenancy
 
 NAME_MAX, TARGET_MAX, SECRET_MAX = 100, 500, 200
 URL_KINDS = URL_CHANNEL_KINDS  # shown in full only in the answer to the channel's creation
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
@@ -82,6 +84,12 @@ def check_channel(data: dict) -> dict:
         errors["kind"] = f"must be one of {', '.join(CHANNEL_KINDS)}"
     if not target or len(target) > TARGET_MAX or "\x00" in target:
         errors["target"] = f"is required (at most {TARGET_MAX} characters)"
+    elif kind in URL_KINDS and target.startswith(ENV_PREFIX):
+        name = target[len(ENV_PREFIX) :]
+        if not _ENV_NAME.match(name):
+            errors["target"] = "env:NAME needs an environment variable name (letters, digits, _)"
+        elif is_own_secret(name):
+            errors["target"] = f"{name} holds Cronwell's own credentials and cannot be a channel's URL"
     elif kind in URL_KINDS:
         parts = urlsplit(target)
         if parts.scheme not in ("http", "https") or not parts.netloc or not target.isprintable():
