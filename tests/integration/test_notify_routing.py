@@ -259,3 +259,16 @@ def test_a_failure_notice_by_email_through_a_loopback_smtp_server(app):
     }
     assert "Job: backup" in parts["text/plain"] and "Count: 2" in parts["text/plain"]
     assert "disk &lt;full&gt;" in parts["text/html"]
+
+
+def test_a_muted_jobs_failures_are_recorded_but_not_sent(app, receiver):
+    from app.services.use_cases import alert_mutes
+
+    webhook(receiver)
+    notify_routes.set_project_routing({"events": "failure,recovery"}, now=NOW, actor="test")
+    job = make_job("noisy", now=NOW)
+    alert_mutes.mute(job.id, hours=1, now=NOW, actor="test")
+    evaluate(app, NOW)
+    failed = run(job, "failed", NOW + timedelta(seconds=10))
+    assert evaluate(app, NOW + timedelta(seconds=20)).notices == [f"failure:execution:{failed.id}"]
+    assert deliver(app, NOW + timedelta(seconds=21))["delivered"] == 0 and receiver.requests == []

@@ -12,6 +12,8 @@ worker committed late is still seen) and, in finish order:
   dead-letter alert, with ALERT_RESOLVE_ON_SUCCESS);
 - any other success raises a `success` notice only where routing asks for successes.
 
+A muted job's notices (`alert_mutes`) are recorded but sent nowhere.
+
 A notice's dedup key ("failure:execution:41") makes each run noticed once, however many passes
 or schedulers read it. Each new notice goes to the channels its job's route names
 (app/domain/notify_routing.py), grouped: a channel's open delivery of the same job and event
@@ -33,7 +35,7 @@ from sqlalchemy.engine import Connection
 from app.clock import iso_z
 from app.domain import notify_routing
 from app.domain.notify_routing import ChannelRules
-from app.models import Alert, AlertDelivery, Execution, Job, JobNotifyState, Notice, NoticeCursor
+from app.models import Alert, AlertDelivery, AlertMute, Execution, Job, JobNotifyState, Notice, NoticeCursor
 from app.services.engine import alert_grouping, routing
 
 alerts_t, deliveries_t, executions_t, jobs_t = (
@@ -43,6 +45,7 @@ alerts_t, deliveries_t, executions_t, jobs_t = (
     Job.__table__,
 )
 notices_t, state_t, cursors_t = Notice.__table__, JobNotifyState.__table__, NoticeCursor.__table__
+mutes_t = AlertMute.__table__
 FAILED = ("failed", "timed_out", "dead_lettered")
 CURSOR = "executions"
 # How far back each pass re-reads: a worker's commit can land a little after the finish time it
@@ -68,6 +71,8 @@ def notice_pass(conn: Connection, *, now: datetime, settings: dict[str, Any]) ->
     """One pass over the runs finished since the last (module docstring)."""
     report = NoticeReport()
     tables = routing.load(conn)
+    # A muted job's notices are recorded (so its recoveries are still found) but not sent.
+    tables.muted = set(conn.execute(select(mutes_t.c.job_id).where(mutes_t.c.until > now)).scalars())
     cursor = conn.execute(select(cursors_t.c.scanned_until).where(cursors_t.c.name == CURSOR)).scalar()
     since = (cursor or now) - LOOKBACK
     failing = dict(
@@ -230,7 +235,8 @@ def _raise(
         "at": iso_z(run.finished_at),
         **details,
     }
-    for channel in notify_routing.routed_channels(route, event, tables.channels.get(run.project_id, [])):
+    channels = [] if run.job_id in tables.muted else tables.channels.get(run.project_id, [])
+    for channel in notify_routing.routed_channels(route, event, channels):
         if queue_delivery(conn, channel, notice, now=now):
             report.queued += 1
         else:

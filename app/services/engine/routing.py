@@ -26,6 +26,7 @@ class RoutingTables:
     project_routes: dict[int, Route] = field(default_factory=dict)
     job_routes: dict[int, Route] = field(default_factory=dict)
     channels: dict[int, list[ChannelRules]] = field(default_factory=lambda: defaultdict(list))
+    muted: set[int] = field(default_factory=set)  # jobs whose alerts and notices are muted now
 
     def route_for(self, job_id: int | None, project_id: int | None) -> Route:
         """The route a job's events follow (a job of no project: the built-in default)."""
