@@ -198,7 +198,8 @@ def test_channel(channel_id, as_json):
 @json_option
 @handle_errors
 def deliveries(channel_id, limit, as_json):
-    """The delivery log: each alert sent to each channel, with tries, status and last error.
+    """The delivery log: each alert or notice sent to each channel (`failure x20`: one message for
+    twenty grouped notices), with tries, status and last error.
 
     \b
     Examples:
@@ -216,7 +217,7 @@ def deliveries(channel_id, limit, as_json):
                 d.id,
                 d.channel_id,
                 d.alert_id,
-                d.kind,
+                d.kind if (d.grouped or 1) == 1 else f"{d.kind} x{d.grouped}",
                 d.status,
                 d.attempts,
                 d.response_status,

@@ -35,6 +35,7 @@ from cli.common import (
 )
 from cli.job_fields import job_arguments, job_data, job_options, schedule_given
 from cli.job_files import COMMANDS as job_files_commands
+from cli.notify import job_set_notify
 from cli.org import cli_caller, project_option
 
 job_cli = AppGroup("job", help="Create, change, inspect, run and remove jobs.")
@@ -466,3 +467,6 @@ def backfill(job_id, from_text, to_text, dry_run, max_runs, overlap, as_json):
 # Jobs as code (cli/job_files.py): apply, export and schema belong to the same `job` group.
 for _command in job_files_commands:
     job_cli.add_command(_command)
+
+# What the job notifies, and where (cli/notify.py).
+job_cli.add_command(job_set_notify)

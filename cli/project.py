@@ -12,6 +12,7 @@ from app.clock import utcnow
 from app.services.caller import Caller
 from app.services.use_cases import tenancy
 from cli.common import emit_json, fmt_utc, handle_errors, json_option, mutating, print_table
+from cli.notify import project_set_notify
 
 project_cli = AppGroup("project", help="Create and list projects (ORG/PROJECT).")
 
@@ -59,3 +60,6 @@ def list_projects(organization, as_json):
         ["ID", "PROJECT", "DESCRIPTION", "CREATED"],
         [[p.id, p.full_name, p.description, fmt_utc(p.created_at)] for p in projects],
     )
+
+
+project_cli.add_command(project_set_notify)

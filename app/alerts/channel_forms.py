@@ -7,7 +7,7 @@ from flask_wtf import FlaskForm
 from wtforms import SelectField, StringField
 from wtforms.fields.choices import SelectChoice  # type: ignore[attr-defined]  # new in WTForms 3.3; types-WTForms describes 3.2
 
-from app.models.alerting import ALERT_KINDS, CHANNEL_KINDS
+from app.models.alerting import CHANNEL_KINDS, RECEIVABLE_KINDS
 
 
 class ChannelForm(FlaskForm):
@@ -26,7 +26,7 @@ class ChannelForm(FlaskForm):
     kinds = StringField(
         "Alert kinds",
         render_kw={"placeholder": "all"},
-        description=f"Comma-separated; empty: every kind ({', '.join(ALERT_KINDS)}).",
+        description=f"Comma-separated; empty: every kind ({', '.join(RECEIVABLE_KINDS)}).",
     )
     secret = StringField(
         "Signing secret", render_kw={"autocomplete": "off"}, description="Webhooks only; empty: a generated one."

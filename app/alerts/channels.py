@@ -6,12 +6,15 @@ user, a test message an operator, creating and deleting a channel an admin.
 
 from __future__ import annotations
 
-from flask import flash, redirect, render_template, request, url_for
+from flask import current_app, flash, redirect, render_template, request, url_for
 
 from app.alerts.blueprint import bp
 from app.alerts.channel_forms import ChannelForm
 from app.clock import utcnow
 from app.domain.permissions import Action
+from app.extensions import db
+from app.models import AlertDelivery
+from app.services.engine import deliveries
 from app.services.errors import ServiceError, ValidationFailed
 from app.services.use_cases import alert_channels
 from app.web.access import current_actor, current_caller, requires
@@ -80,12 +83,22 @@ def channel_detail(channel_id: int):
 @bp.post("/channels/<id:channel_id>/test")
 @requires(Action.OPERATE)
 def test_channel(channel_id: int):
-    """Send test: queue a test message; the delivery loop sends it within a second or two."""
+    """Send test: send a test message now and show the result (a failed one is retried like
+    any delivery, and stays in the log below)."""
+    now = utcnow()
     try:
-        delivery = alert_channels.send_test(channel_id, now=utcnow(), actor=current_actor(), caller=current_caller())
-        flash(f"Test message queued (delivery #{delivery.id}); its result appears in the log below.", "success")
+        delivery = alert_channels.send_test(channel_id, now=now, actor=current_actor(), caller=current_caller())
     except ServiceError as exc:
         flash(str(exc), "error")
+        return redirect(url_for("alerts.channel_detail", channel_id=channel_id), code=303)
+    deliveries.send_now(db.engine, delivery.id, now=now, settings=current_app.config)
+    db.session.rollback()  # the send was recorded on another connection
+    sent = db.session.get(AlertDelivery, delivery.id)
+    if sent is not None and sent.status == "delivered":
+        flash(f"Test message delivered (delivery #{sent.id}, answer {sent.response_status}).", "success")
+    elif sent is not None:
+        reason = sent.last_error or f"answer {sent.response_status}"
+        flash(f"Test message not delivered (delivery #{sent.id}): {reason}; it will be retried.", "error")
     return redirect(url_for("alerts.channel_detail", channel_id=channel_id), code=303)
 
 

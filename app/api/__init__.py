@@ -37,6 +37,7 @@ RESOURCES = (
     "batches",
     "runs",
     "alerts",
+    "notifications",
     "workers",
     "tasks",
     "audit",

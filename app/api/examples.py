@@ -468,6 +468,56 @@ ALERT = {
     "resolved_by": None,
 }
 RESOLVED_ALERT = {**ALERT, "resolved_at": NOW, "resolved_by": "api:alice"}
+NOTIFY_BODY = {"events": ["failure", "dead_letter", "overdue", "recovery"], "channels": ["ops-slack"]}
+PROJECT_NOTIFY = {
+    "project": "default/default",
+    "project_id": 1,
+    "events": ["failure", "dead_letter", "overdue", "recovery"],
+    "channels": ["ops-slack"],
+    "source": "project",
+}
+JOB_NOTIFY = {
+    "job_id": 12,
+    "job": "nightly report",
+    "override": {"events": ["failure", "recovery", "success"], "channels": None, "source": "job"},
+    "effective": {"events": ["failure", "recovery", "success"], "channels": ["ops-slack"], "source": "job"},
+}
+JOB_NOTIFY_FOLLOWING = {
+    **JOB_NOTIFY,
+    "override": None,
+    "effective": {
+        "events": ["failure", "dead_letter", "overdue", "recovery"],
+        "channels": ["ops-slack"],
+        "source": "project",
+    },
+}
+CHANNEL = {
+    "id": 3,
+    "project_id": 1,
+    "name": "ops-slack",
+    "kind": "slack",
+    "target": "https://hooks.slack.com/…XXXX",
+    "kinds": [],
+    "enabled": True,
+    "group_minutes": 10,
+    "quiet": "22:00-07:00",
+    "quiet_timezone": "Europe/Paris",
+    "created_at": "2026-05-01T07:00:00Z",
+}
+TEST_DELIVERY = {
+    "id": 88,
+    "channel_id": 3,
+    "alert_id": None,
+    "kind": "test",
+    "grouped": 1,
+    "status": "delivered",
+    "attempts": 1,
+    "response_status": 200,
+    "last_error": None,
+    "next_attempt_at": NOW,
+    "created_at": NOW,
+    "delivered_at": NOW,
+}
 WORKER = {
     "id": "worker-sched-2-4242",
     "host": "sched-2",

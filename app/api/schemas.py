@@ -391,6 +391,77 @@ class AlertSchema(Schema):
     resolved_by = fields.String(allow_none=True)
 
 
+NOTIFY_EVENTS = ["failure", "dead_letter", "overdue", "recovery", "success"]
+
+
+class NotifyRouteSchema(Schema):
+    events = fields.List(fields.String(validate=validate.OneOf(NOTIFY_EVENTS)), required=True)
+    channels = fields.List(
+        fields.String(),
+        allow_none=True,
+        required=True,
+        metadata={"description": "Channel names; null: every channel of the project (a job: its project's)."},
+    )
+    source = fields.String(required=True, validate=validate.OneOf(["job", "project", "default"]))
+
+
+class NotifyRouteBody(StrictSchema):
+    events = fields.List(
+        fields.String(validate=validate.Length(max=20)),
+        required=True,
+        validate=validate.Length(max=5),
+        metadata={"description": f"Some of {', '.join(NOTIFY_EVENTS)} (empty: notify nothing)."},
+    )
+    channels = fields.List(
+        fields.String(validate=validate.Length(max=100)),
+        allow_none=True,
+        load_default=None,
+        validate=validate.Length(max=100),
+        metadata={"description": "Channel names of the project; null or absent: every channel."},
+    )
+
+
+class ProjectNotifySchema(NotifyRouteSchema):
+    project = fields.String(required=True)
+    project_id = fields.Integer(required=True)
+
+
+class JobNotifySchema(Schema):
+    job_id = fields.Integer(required=True)
+    job = fields.String(required=True)
+    override = fields.Nested(NotifyRouteSchema, allow_none=True, required=True)
+    effective = fields.Nested(NotifyRouteSchema, required=True)
+
+
+class ChannelSchema(Schema):
+    id = fields.Integer(required=True)
+    project_id = fields.Integer(required=True)
+    name = fields.String(required=True)
+    kind = fields.String(required=True)
+    target = fields.String(required=True, metadata={"description": "A URL masked; an email address as it is."})
+    kinds = fields.List(fields.String(), required=True)
+    enabled = fields.Boolean(required=True)
+    group_minutes = fields.Integer(required=True)
+    quiet = fields.String(allow_none=True, required=True, metadata={"example": "22:00-07:00"})
+    quiet_timezone = fields.String(required=True)
+    created_at = fields.String(required=True)
+
+
+class DeliverySchema(Schema):
+    id = fields.Integer(required=True)
+    channel_id = fields.Integer(required=True)
+    alert_id = fields.Integer(allow_none=True, required=True)
+    kind = fields.String(required=True)
+    grouped = fields.Integer(required=True)
+    status = fields.String(required=True, validate=validate.OneOf(["pending", "delivered", "failed"]))
+    attempts = fields.Integer(required=True)
+    response_status = fields.Integer(allow_none=True, required=True)
+    last_error = fields.String(allow_none=True, required=True)
+    next_attempt_at = fields.String(allow_none=True, required=True)
+    created_at = fields.String(required=True)
+    delivered_at = fields.String(allow_none=True, required=True)
+
+
 class AlertQuery(SinceUntilQuery):
     include_resolved = fields.Boolean(load_default=False)
 

@@ -1,5 +1,6 @@
 """What each kind of alert channel receives: the message shapes of Slack, Microsoft Teams and email
-for an alert (or a channel's test message), and how a channel URL is shown.
+for an alert, a notice (a failure, recovery or success, perhaps grouped) or a channel's test
+message, and how a channel URL is shown.
 
 Pure: a delivery's stored payload (`deliveries.alert_payload`, or a test message) in, a document
 out. No I/O, no Flask, no SQLAlchemy.
@@ -30,7 +31,7 @@ TITLES = {
     "auto_paused": "Job paused after repeated failures",
     "queue_backlog": "Queue is backing up",
     "worker_lost": "Worker lost",
-    "recovered": "Job is working again",
+    "recovery": "Job is working again",
     "success": "Job succeeded",
     "test": "Cronwell test message",
 }
@@ -46,6 +47,7 @@ class Notice:
     excerpt: str
     when: str | None
     links: tuple[tuple[str, str], ...]  # (label, absolute URL)
+    count: int = 1  # how many notices one grouped message tells of
 
 
 def notice_from_payload(payload: dict[str, Any], base_url: str | None) -> Notice:
@@ -54,6 +56,8 @@ def notice_from_payload(payload: dict[str, Any], base_url: str | None) -> Notice
         return Notice(
             TITLES["test"], "test", None, str(payload.get("message", ""))[:EXCERPT_CHARS], payload.get("created_at"), ()
         )
+    if payload.get("type") == "notice":
+        return _notice_facts(payload.get("notice") or {}, base_url)
     alert = payload.get("alert") or {}
     kind = str(alert.get("kind") or "alert")
     job = alert.get("job_name") or (f"job {alert['job_id']}" if alert.get("job_id") else None)
@@ -64,6 +68,28 @@ def notice_from_payload(payload: dict[str, Any], base_url: str | None) -> Notice
         excerpt=str(alert.get("message") or "")[:EXCERPT_CHARS],
         when=alert.get("created_at"),
         links=_links(alert, base_url),
+    )
+
+
+PLURALS = {"failure": "failures", "recovery": "recoveries", "success": "successes"}
+
+
+def _notice_facts(notice: dict[str, Any], base_url: str | None) -> Notice:
+    """The facts of a notice (a failure, recovery or success; grouped: how many since when)."""
+    event = str(notice.get("event") or "notice")
+    job = notice.get("job_name") or (f"job {notice['job_id']}" if notice.get("job_id") else None)
+    count = int(notice.get("count") or 1)
+    excerpt = str(notice.get("message") or "")
+    if count > 1:
+        excerpt = f"{count} {PLURALS.get(event, event)} since {notice.get('first_at')}; the latest: {excerpt}"
+    return Notice(
+        title=TITLES.get(event, event.capitalize()) + (f": {job}" if job else ""),
+        kind=event,
+        job=job,
+        excerpt=excerpt[:EXCERPT_CHARS],
+        when=notice.get("created_at"),
+        links=_links(notice, base_url),
+        count=count,
     )
 
 
@@ -90,6 +116,8 @@ def slack_message(notice: Notice) -> dict[str, Any]:
     header = notice.title if len(notice.title) <= SLACK_HEADER_CHARS else notice.title[: SLACK_HEADER_CHARS - 1] + "…"
     blocks: list[dict[str, Any]] = [{"type": "header", "text": {"type": "plain_text", "text": header}}]
     fields = [{"type": "mrkdwn", "text": f"*Status*\n{_slack_escape(notice.kind)}"}]
+    if notice.count > 1:
+        fields.append({"type": "mrkdwn", "text": f"*Count*\n{notice.count}"})
     if notice.job:
         fields.insert(0, {"type": "mrkdwn", "text": f"*Job*\n{_slack_escape(notice.job)}"})
     blocks.append({"type": "section", "fields": fields})
@@ -114,6 +142,8 @@ def slack_message(notice: Notice) -> dict[str, Any]:
 def teams_message(notice: Notice) -> dict[str, Any]:
     """A message with one Adaptive Card attachment."""
     facts = [{"title": "Status", "value": notice.kind}]
+    if notice.count > 1:
+        facts.append({"title": "Count", "value": str(notice.count)})
     if notice.job:
         facts.insert(0, {"title": "Job", "value": notice.job})
     if notice.when:
@@ -147,6 +177,8 @@ def email_parts(notice: Notice) -> tuple[str, str, str]:
     if notice.job:
         lines.append(f"Job: {notice.job}")
     lines.append(f"Status: {notice.kind}")
+    if notice.count > 1:
+        lines.append(f"Count: {notice.count}")
     if notice.when:
         lines.append(f"When: {notice.when}")
     if notice.excerpt:
@@ -157,7 +189,12 @@ def email_parts(notice: Notice) -> tuple[str, str, str]:
     esc = html.escape
     rows = "".join(
         f"<tr><th align='left'>{esc(name)}</th><td>{esc(value)}</td></tr>"
-        for name, value in (("Job", notice.job), ("Status", notice.kind), ("When", notice.when))
+        for name, value in (
+            ("Job", notice.job),
+            ("Status", notice.kind),
+            ("Count", str(notice.count) if notice.count > 1 else None),
+            ("When", notice.when),
+        )
         if value
     )
     excerpt = f"<pre>{esc(notice.excerpt)}</pre>" if notice.excerpt else ""

@@ -19,12 +19,12 @@ from app.scheduling.timezones import parse_instant, resolve_timezone
 from app.services.errors import ServiceError, ValidationFailed
 from app.services.read import dashboard, execution_rows
 from app.services.read import explain as explain_read
-from app.services.use_cases import alert_mutes, executions
+from app.services.use_cases import alert_mutes, executions, notify_routes
 from app.services.use_cases import backfill as backfill_service
 from app.services.use_cases import batches as batch_service
 from app.services.use_cases import jobs as job_service
 from app.services.use_cases import runs as run_service
-from app.web.access import current_actor, current_caller, requires
+from app.web.access import can_view_private, current_actor, current_caller, requires
 from app.web.pagination import page_number, paginate
 
 bp = Blueprint("jobs", __name__, url_prefix="/jobs")
@@ -78,6 +78,9 @@ def _detail_page(job, *, run_form: RunForm | None = None, batch_form: BatchForm 
         run_form=run_form or RunForm(formdata=None),
         batch_form=batch_form or BatchForm(formdata=None),
         catalog=dashboard.task_catalog(),
+        # What the job notifies, and where: for people of its organization, not the public page.
+        notify=notify_routes.job_routing(job.id, current_caller()) if can_view_private() else None,
+        notify_channels=notify_routes.channel_names(job.project_id) if can_view_private() else [],
     ), status
 
 

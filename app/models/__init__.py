@@ -11,6 +11,7 @@ from app.models.audit import AuditEvent
 from app.models.batch import Batch
 from app.models.execution import Attempt, Execution
 from app.models.job import Job
+from app.models.notifications import JobNotifyState, Notice, NoticeCursor, NotificationRoute
 from app.models.operations import Alert, DeadLetter, Event, Heartbeat, WorkerCommand
 from app.models.queue import Project, Queue
 from app.models.tenancy import Membership, Organization
@@ -32,7 +33,11 @@ __all__ = [
     "Heartbeat",
     "IdempotencyKey",
     "Job",
+    "JobNotifyState",
     "Membership",
+    "Notice",
+    "NoticeCursor",
+    "NotificationRoute",
     "Organization",
     "Project",
     "Queue",

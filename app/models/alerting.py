@@ -23,6 +23,13 @@ URL_CHANNEL_KINDS = ("webhook", "slack", "teams")
 DELIVERY_STATUSES = ("pending", "delivered", "failed")
 # The alert kinds a channel may be routed (dead letters from workers; the rest from the alert pass).
 ALERT_KINDS = ("dead_letter", "overdue", "consecutive_failures", "auto_paused", "queue_backlog", "worker_lost")
+# What a channel may be limited to: the alert kinds and the notices of finished runs.
+RECEIVABLE_KINDS = (*ALERT_KINDS, "failure", "recovery", "success")
+# A URL target written `env:NAME` is read from the delivering process's environment at each send:
+# the database never holds it.
+ENV_PREFIX = "env:"
+# One message per job and event per this many seconds on a channel, unless a channel says otherwise.
+DEFAULT_GROUP_SECONDS = 600
 
 
 class AlertChannel(Model):
@@ -35,13 +42,24 @@ class AlertChannel(Model):
     project_id: Mapped[int] = mapped_column(ForeignKey("projects.id", ondelete="CASCADE"), index=True)
     name: Mapped[str] = mapped_column(String(100))
     kind: Mapped[str] = mapped_column(String(10))
-    # The webhook, Slack or Teams URL (shown masked after creation), or the email address.
+    # The webhook, Slack or Teams URL (shown masked after creation) or `env:NAME` (the URL is the
+    # variable NAME of the delivering process), or the email address.
     target: Mapped[str] = mapped_column(String(500))
     # The webhook's signing key (HMAC-SHA256); never shown again after creation.
     secret: Mapped[str | None] = mapped_column(String(200))
     # Routing: the alert kinds this channel receives; an empty list means every kind.
     kinds: Mapped[list] = mapped_column(JSONType, default=list)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
+    # Grouping: notices of one job and event within this many seconds become one message that
+    # counts them (0: a message each).
+    group_seconds: Mapped[int] = mapped_column(
+        Integer, default=DEFAULT_GROUP_SECONDS, server_default=str(DEFAULT_GROUP_SECONDS)
+    )
+    # The quiet window ("22:00" to "07:00" in quiet_timezone, default UTC): messages due inside
+    # it are held until it ends, then sent (grouped).
+    quiet_start: Mapped[str | None] = mapped_column(String(5))
+    quiet_end: Mapped[str | None] = mapped_column(String(5))
+    quiet_timezone: Mapped[str | None] = mapped_column(String(64))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
@@ -51,6 +69,8 @@ class AlertChannel(Model):
         CheckConstraint("kind IN ('webhook', 'email', 'slack', 'teams')", name="kind"),
         CheckConstraint("length(name) > 0", name="name_not_empty"),
         UniqueConstraint("project_id", "name", name="uq_alert_channels_project_name"),
+        CheckConstraint("group_seconds >= 0", name="group_seconds_not_negative"),
+        CheckConstraint("(quiet_start IS NULL) = (quiet_end IS NULL)", name="quiet_pair"),
         {"sqlite_autoincrement": True},
     )
 
@@ -58,7 +78,9 @@ class AlertChannel(Model):
     def shown_target(self) -> str:
         """The target as pages and lists show it: a URL masked (it is a credential), an email
         address as it is."""
-        return masked_url(self.target) if self.kind in URL_CHANNEL_KINDS else self.target
+        if self.kind not in URL_CHANNEL_KINDS or self.target.startswith(ENV_PREFIX):
+            return self.target  # an address, or the name of a variable (not the secret itself)
+        return masked_url(self.target)
 
     def receives(self, alert_kind: str) -> bool:
         """Whether this channel's routing takes alerts of `alert_kind` (tests always go through)."""
@@ -73,6 +95,13 @@ class AlertDelivery(Model):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     channel_id: Mapped[int] = mapped_column(ForeignKey("alert_channels.id", ondelete="CASCADE"), index=True)
     alert_id: Mapped[int | None] = mapped_column(ForeignKey("alerts.id", ondelete="SET NULL"), index=True)
+    # A notice's delivery: the newest notice it carries ("job:3:failure" groups them).
+    notice_id: Mapped[int | None] = mapped_column(ForeignKey("notices.id", ondelete="SET NULL"), index=True)
+    group_key: Mapped[str | None] = mapped_column(String(200))
+    # How many notices this one message tells of.
+    grouped: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    # Whether later notices of its group may still join it: true until the delivery loop takes it.
+    group_open: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     # The alert's kind, or "test" for a channel's send-test message.
     kind: Mapped[str] = mapped_column(String(40))
     # The JSON document sent (fixed when the delivery is created, so a retry sends the same body).
@@ -97,6 +126,15 @@ class AlertDelivery(Model):
             "next_attempt_at",
             postgresql_where=text("status = 'pending'"),
             sqlite_where=text("status = 'pending'"),
+        ),
+        # The notice pass finds a channel's newest delivery of a group.
+        Index(
+            "ix_alert_deliveries_group",
+            "channel_id",
+            "group_key",
+            "id",
+            postgresql_where=text("group_key IS NOT NULL"),
+            sqlite_where=text("group_key IS NOT NULL"),
         ),
         # One delivery per alert per channel, even with several schedulers fanning out at once.
         Index("uq_alert_deliveries_alert_channel", "alert_id", "channel_id", unique=True),

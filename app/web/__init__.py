@@ -29,6 +29,7 @@ def register_web(app: Flask) -> None:
 
 def register_blueprints(app: Flask) -> None:
     from app.alerts import channels as _channel_pages  # noqa: F401 - registers on the alerts blueprint
+    from app.alerts import notify_pages as _notify_pages  # noqa: F401 - registers on the alerts blueprint
     from app.alerts.routes import bp as alerts_bp
     from app.audit.routes import bp as audit_bp
     from app.auth.routes import bp as auth_bp

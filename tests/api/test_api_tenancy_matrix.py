@@ -16,7 +16,7 @@ from app.clock import utcnow
 from app.extensions import db
 from app.models import Project, Queue
 from app.services.caller import Caller
-from app.services.use_cases import batches, tokens
+from app.services.use_cases import alert_channels, batches, tokens
 from tests.factories import make_alert, make_execution, make_heartbeat, make_job, make_user
 from tests.helpers.api import PASSWORD, ApiClient, job_body
 
@@ -52,6 +52,8 @@ def body_for(method: str, rule: str, world: dict) -> dict | None:
         "POST /api/v1/batches": {"job_id": world["own"]["job_id"], "items": [{}]},
         "POST /api/v1/runs": {"task": "echo"},
         "POST /api/v1/projects/<string:org>/<string:project>/apply": {"jobs": [], "dry_run": True},
+        "PUT /api/v1/projects/<int:project_id>/notify": {"events": ["failure", "recovery"]},
+        "PUT /api/v1/jobs/<int:job_id>/notify": {"events": ["failure"], "channels": None},
     }
     return bodies.get(f"{method} {rule}")
 
@@ -65,8 +67,18 @@ def operations(app) -> list[tuple[str, str, object]]:
         for method in sorted(rule.methods - {"HEAD", "OPTIONS"}):
             if f"{method} {rule.rule}" not in SKIPPED:
                 found.append((method, rule.rule, getattr(view, "_cronwell_action", "missing")))
-    # Destructive operations last, so the others find the objects they need.
-    return sorted(found, key=lambda op: (op[0] == "DELETE", "cancel" in op[1], op[1], op[0]))
+    # Destructive operations last, so the others find the objects they need; a deletion inside an
+    # object (a job's notification override) before the object's own.
+    return sorted(
+        found,
+        key=lambda op: (
+            op[0] == "DELETE",
+            "cancel" in op[1],
+            -op[1].count("/") if op[0] == "DELETE" else 0,
+            op[1],
+            op[0],
+        ),
+    )
 
 
 def build_world(caller_user) -> dict:
@@ -92,6 +104,13 @@ def build_world(caller_user) -> dict:
         db.session.add(queue)
         db.session.commit()
         batch = batches.submit_batch(job.id, {"items": [{}]}, now=utcnow(), actor="test")
+        # A webhook on a closed loopback port: a test send fails at once, without leaving the machine.
+        channel = alert_channels.add_channel(
+            {"name": f"{side}-hook", "kind": "webhook", "target": "http://127.0.0.1:9/hook"},
+            now=utcnow(),
+            actor="test",
+            project=None if side == "own" else "acme/main",
+        )
         owner = caller_user if side == "own" else acme_admin
         token = tokens.create_token(
             Caller.cli(),
@@ -107,6 +126,7 @@ def build_world(caller_user) -> dict:
             "alert_id": alert.id,
             "queue_id": queue.id,
             "batch_id": batch.id,
+            "channel_id": channel.id,
             "project_id": queue_project,
             "token_id": token.id,
             "name": "default" if side == "own" else "acme",

@@ -164,3 +164,79 @@ TEAMS = {
     "required": ["type", "attachments"],
     "additionalProperties": False,
 }
+
+# Cronwell's own signed webhook documents, one per `type` (docs/insight.md, "Alert delivery").
+_ISO = {"type": "string", "pattern": r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$"}
+_ID = {"type": "integer", "minimum": 1}
+_MAYBE_ID = {"type": ["integer", "null"]}
+WEBHOOK_ALERT = {
+    "type": "object",
+    "properties": {
+        "type": {"const": "alert"},
+        "alert": {
+            "type": "object",
+            "properties": {
+                "id": _ID,
+                "kind": {"type": "string"},
+                "message": {"type": "string"},
+                "job_id": _MAYBE_ID,
+                "job_name": {"type": ["string", "null"]},
+                "execution_id": _MAYBE_ID,
+                "queue_id": _MAYBE_ID,
+                "project_id": _MAYBE_ID,
+                "created_at": _ISO,
+            },
+            "required": ["id", "kind", "message", "job_id", "execution_id", "project_id", "created_at"],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["type", "alert"],
+    "additionalProperties": False,
+}
+WEBHOOK_NOTICE = {
+    "type": "object",
+    "properties": {
+        "type": {"const": "notice"},
+        "notice": {
+            "type": "object",
+            "properties": {
+                "event": {"enum": ["failure", "recovery", "success"]},
+                "job_id": _ID,
+                "job_name": {"type": "string"},
+                "project_id": _ID,
+                "execution_id": _ID,
+                "message": {"type": "string"},
+                "created_at": _ISO,
+                "first_at": _ISO,
+                "count": {"type": "integer", "minimum": 1},
+                "closed_alert_ids": {"type": "array", "items": _ID},
+            },
+            "required": [
+                "event",
+                "job_id",
+                "job_name",
+                "project_id",
+                "execution_id",
+                "message",
+                "created_at",
+                "first_at",
+                "count",
+            ],
+            "additionalProperties": False,
+        },
+    },
+    "required": ["type", "notice"],
+    "additionalProperties": False,
+}
+WEBHOOK_TEST = {
+    "type": "object",
+    "properties": {
+        "type": {"const": "test"},
+        "message": {"type": "string"},
+        "channel_id": _ID,
+        "created_at": _ISO,
+    },
+    "required": ["type", "message", "channel_id", "created_at"],
+    "additionalProperties": False,
+}
+WEBHOOK = {"alert": WEBHOOK_ALERT, "notice": WEBHOOK_NOTICE, "test": WEBHOOK_TEST}

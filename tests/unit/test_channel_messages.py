@@ -120,3 +120,48 @@ def test_the_email_has_a_text_and_an_escaped_html_part():
 def test_a_channel_url_is_shown_without_its_path(url, shown):
     assert masked_url(url) == shown
     assert "T000" not in masked_url(url) and "secret-part" not in masked_url(url)
+
+
+GROUPED_FAILURES = {
+    "type": "notice",
+    "notice": {
+        "event": "failure",
+        "job_id": 3,
+        "job_name": "nightly <report>",
+        "project_id": 1,
+        "execution_id": 60,
+        "message": "job 'nightly <report>': run #60 failed: boom",
+        "created_at": "2026-06-01T12:09:00Z",
+        "first_at": "2026-06-01T12:00:00Z",
+        "count": 20,
+    },
+}
+RECOVERY = {
+    "type": "notice",
+    "notice": {
+        **GROUPED_FAILURES["notice"],
+        "event": "recovery",
+        "message": "job 'nightly <report>' is working again: run #61 succeeded",
+        "count": 1,
+        "closed_alert_ids": [7],
+    },
+}
+
+
+@pytest.mark.parametrize("payload", [GROUPED_FAILURES, RECOVERY], ids=["grouped-failures", "recovery"])
+def test_notices_match_the_slack_and_teams_schemas_and_say_how_many(payload):
+    notice = notice_from_payload(payload, BASE)
+    slack, teams = slack_message(notice), teams_message(notice)
+    jsonschema.validate(slack, SLACK)
+    jsonschema.validate(teams, TEAMS)
+    subject, text, page = email_parts(notice)
+    if payload is GROUPED_FAILURES:
+        assert notice.title == "Job failed: nightly <report>" and notice.count == 20
+        assert notice.excerpt.startswith("20 failures since 2026-06-01T12:00:00Z; the latest:")
+        assert {"type": "mrkdwn", "text": "*Count*\n20"} in slack["blocks"][1]["fields"]
+        assert {"title": "Count", "value": "20"} in teams["attachments"][0]["content"]["body"][1]["facts"]
+        assert "Count: 20" in text and "nightly &lt;report&gt;" in page
+    else:
+        assert notice.title == "Job is working again: nightly <report>" and notice.count == 1
+        assert "Count" not in text and "working again" in notice.excerpt
+    assert ("Open execution", f"{BASE.rstrip('/')}/executions/60") in notice.links

@@ -94,6 +94,7 @@ MATRIX: dict[str, Row] = {
     "jobs.explain": row("GET", SIGN_IN, OK),
     "alerts.channels": row("GET", SIGN_IN, OK),
     "alerts.channel_detail": row("GET", SIGN_IN, OK),
+    "alerts.routing": row("GET", SIGN_IN, OK),
     # operator pages with forms (an empty POST is refused inline)
     "jobs.create": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
     "jobs.edit": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
@@ -118,6 +119,9 @@ MATRIX: dict[str, Row] = {
     "bulk.jobs_bulk": row("POST", **ACTION),
     "alerts.test_channel": row("POST", **ACTION),
     "alerts.delete_channel": row("POST", **{**ACTION, "admin": True}),
+    "alerts.channel_settings": row("POST", **{**ACTION, "admin": True}),
+    "alerts.job_notify": row("POST", **ACTION),
+    "alerts.save_routing": row("POST", **{**ACTION, "admin": True}),
     "queues.pause": row("POST", **ACTION),
     "queues.resume": row("POST", **ACTION),
     "workers.drain": row("POST", **ACTION),

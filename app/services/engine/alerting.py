@@ -24,6 +24,7 @@ from app.models import Alert, Event, Execution, Heartbeat, Job, Queue
 from app.services import audit_trail
 from app.services.engine import alert_grouping
 from app.services.engine.heartbeats import not_stopped
+from app.services.engine.notices import notice_pass
 from app.services.events import insert_event
 from app.store import store_for
 
@@ -43,6 +44,7 @@ class AlertReport:
     raised: list[str] = field(default_factory=list)  # dedup keys of alerts opened this pass
     resolved: list[str] = field(default_factory=list)
     paused: list[int] = field(default_factory=list)  # jobs auto-paused this pass
+    notices: list[str] = field(default_factory=list)  # dedup keys of notices raised (notices.py)
 
 
 def open_alert(
@@ -106,6 +108,10 @@ def resolve_alert(conn: Connection, *, key: str, now: datetime) -> bool:
 def evaluate_alerts(conn: Connection, *, now: datetime, settings: dict[str, Any]) -> AlertReport:
     """One pass over every alert kind the engine watches."""
     report = AlertReport()
+    # First, so a recovery closes the alerts it ends and says so, before the passes below would.
+    notices = notice_pass(conn, now=now, settings=settings)
+    report.notices = notices.raised
+    report.resolved += notices.closed
     if settings.get("ALERT_RESOLVE_ON_SUCCESS", True):  # a dead letter's alert closes on the next success
         for alert_id in alert_grouping.resolve_after_success(conn, now=now):
             report.resolved.append(f"alert:{alert_id}")

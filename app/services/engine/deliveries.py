@@ -1,8 +1,9 @@
 """Alert delivery: signed webhooks and email, from rows, with retries.
 
 Delivery is an outbox. `fan_out` turns every recent alert into one `alert_deliveries` row per
-channel whose project and kinds route it there (dead letters raised by workers included: the
-pass reads the alerts table, so no code path has to remember to deliver). `send_due` sends
+channel whose project, kinds and notification route send it there (dead letters raised by
+workers included: the pass reads the alerts table, so no code path has to remember to deliver);
+the notice pass (notices.py) queues the deliveries of failures, recoveries and successes, grouped. `send_due` sends
 the pending rows whose time has come and records each try: delivered, or retried after
 ALERT_DELIVERY_BACKOFF_SECONDS x 2^(attempt-1), or failed for good after
 ALERT_DELIVERY_MAX_ATTEMPTS. A row is taken by moving its next_attempt_at past the send's timeout
@@ -24,15 +25,17 @@ import hashlib
 import hmac
 import json
 import logging
+import os
 import smtplib
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from email.message import EmailMessage
 from typing import Any
+from urllib.parse import urlsplit
 
 from sqlalchemy import Row, and_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -40,8 +43,11 @@ from sqlalchemy.engine import Connection, Engine
 
 from app.clock import iso_z, utcnow
 from app.database import write_transaction
-from app.domain import channel_messages
+from app.domain import channel_messages, notify_routing
 from app.models import Alert, AlertChannel, AlertDelivery, Job, Queue
+from app.models.alerting import ENV_PREFIX
+from app.sensitive import is_own_secret
+from app.services.engine import routing
 
 log = logging.getLogger("cronwell.deliveries")
 
@@ -89,7 +95,11 @@ def fan_out(conn: Connection, *, now: datetime) -> int:
 
 
 def missing_deliveries(conn: Connection, *, now: datetime) -> list[dict[str, Any]]:
-    """The delivery rows recent alerts still need (a read: the loop writes only when there are some)."""
+    """The delivery rows recent alerts still need (a read: the loop writes only when there are some).
+
+    Dead letters and overdue jobs follow their job's notification route (notify_routing); the
+    other kinds go to every channel of the alert's project. A channel limited to some kinds
+    receives only those, and a message due in a channel's quiet window waits for its end."""
     channels = conn.execute(select(channels_t).where(channels_t.c.enabled)).fetchall()
     if not channels:
         return []
@@ -122,9 +132,14 @@ def missing_deliveries(conn: Connection, *, now: datetime) -> list[dict[str, Any
             )
         ).all()
     )
+    tables = routing.load(conn)
     rows = []
     for alert in alerts:
         project_id = getattr(alert, "project_id", None) or alert.job_project or alert.queue_project
+        routed = None
+        if alert.kind in notify_routing.ROUTED_ALERT_KINDS and alert.job_id is not None:
+            route = tables.route_for(alert.job_id, project_id)
+            routed = {c.id for c in notify_routing.routed_channels(route, alert.kind, tables.channels[project_id])}
         for channel in channels:
             if (alert.id, channel.id) in done or alert.created_at < channel.created_at:
                 continue
@@ -132,6 +147,9 @@ def missing_deliveries(conn: Connection, *, now: datetime) -> list[dict[str, Any
                 continue  # routing per project; alerts of no project (a lost worker) go to every project
             if channel.kinds and alert.kind not in channel.kinds:
                 continue
+            if routed is not None and channel.id not in routed:
+                continue
+            rules = routing.channel_rules(channel)
             rows.append(
                 dict(
                     channel_id=channel.id,
@@ -140,7 +158,10 @@ def missing_deliveries(conn: Connection, *, now: datetime) -> list[dict[str, Any
                     payload=alert_payload(alert, project_id=project_id, job_name=alert.job_name),
                     status="pending",
                     attempts=0,
-                    next_attempt_at=now,
+                    next_attempt_at=notify_routing.quiet_until(
+                        now, rules.quiet_start, rules.quiet_end, rules.quiet_timezone
+                    )
+                    or now,
                     created_at=now,
                     updated_at=now,
                 )
@@ -222,11 +243,32 @@ def send_email(address: str, payload: dict[str, Any], *, settings: dict[str, Any
         return Outcome(False, None, str(exc)[:500])
 
 
+def resolve_target(target: str, environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """A channel's URL: as stored, or for `env:NAME` the value of NAME in this process's
+    environment (never one of Cronwell's own credentials). Returns (url, None) or (None, why)."""
+    if not target.startswith(ENV_PREFIX):
+        return target, None
+    name = target[len(ENV_PREFIX) :]
+    if is_own_secret(name):
+        return None, f"refused: {name} holds Cronwell's own credentials"
+    value = (os.environ if environ is None else environ).get(name, "").strip()
+    if not value:
+        return None, f"environment variable {name} is not set"
+    if urlsplit(value).scheme not in ("http", "https"):
+        return None, f"environment variable {name} does not hold an http:// or https:// URL"
+    return value, None
+
+
 def send_one(
     kind: str, target: str, secret: str | None, payload: dict[str, Any], *, now: datetime, settings: dict[str, Any]
 ) -> Outcome:
     """Send one delivery's payload to a channel of `kind`, in that kind's shape."""
     timeout = float(settings.get("ALERT_DELIVERY_TIMEOUT_SECONDS", 10))
+    if kind != "email":
+        url, refused = resolve_target(target)
+        if url is None:
+            return Outcome(False, None, refused)
+        target = url
     if kind == "webhook":
         return send_webhook(target, secret, payload, now=now, timeout=timeout)
     if kind == "email":
@@ -256,10 +298,11 @@ def _take_due(
         ids = list(conn.execute(query).scalars())
         if not ids:
             return []
+        # Taken: a notice that comes now starts the next message of its group (notices.py).
         conn.execute(
             update(deliveries_t)
             .where(deliveries_t.c.id.in_(ids))
-            .values(next_attempt_at=now + timedelta(seconds=timeout * 2 + 5))
+            .values(next_attempt_at=now + timedelta(seconds=timeout * 2 + 5), group_open=False)
         )
         return list(
             conn.execute(

@@ -19,15 +19,17 @@ from app.database import begin_write
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import AlertChannel, AlertDelivery
-from app.models.alerting import ALERT_KINDS, CHANNEL_KINDS, URL_CHANNEL_KINDS
+from app.models.alerting import CHANNEL_KINDS, ENV_PREFIX, RECEIVABLE_KINDS, URL_CHANNEL_KINDS
+from app.sensitive import is_own_secret
 from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.errors import NotFound, ValidationFailed
 from app.services.events import record_event
-from app.services.use_cases import tenancy
+from app.services.use_cases import notify_routes, tenancy
 
 NAME_MAX, TARGET_MAX, SECRET_MAX = 100, 500, 200
 URL_KINDS = URL_CHANNEL_KINDS  # shown in full only in the answer to the channel's creation
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 
 
@@ -82,22 +84,40 @@ def check_channel(data: dict) -> dict:
         errors["kind"] = f"must be one of {', '.join(CHANNEL_KINDS)}"
     if not target or len(target) > TARGET_MAX or "\x00" in target:
         errors["target"] = f"is required (at most {TARGET_MAX} characters)"
+    elif kind in URL_KINDS and target.startswith(ENV_PREFIX):
+        name = target[len(ENV_PREFIX) :]
+        if not _ENV_NAME.match(name):
+            errors["target"] = "env:NAME needs an environment variable name (letters, digits, _)"
+        elif is_own_secret(name):
+            errors["target"] = f"{name} holds Cronwell's own credentials and cannot be a channel's URL"
     elif kind in URL_KINDS:
         parts = urlsplit(target)
         if parts.scheme not in ("http", "https") or not parts.netloc or not target.isprintable():
             errors["target"] = f"a {kind} channel needs an http:// or https:// URL"
     elif kind == "email" and not _EMAIL.match(target):
         errors["target"] = "must be an email address"
-    unknown = [k for k in kinds if k not in ALERT_KINDS]
-    if unknown:
-        errors["kinds"] = f"unknown alert kind(s) {', '.join(unknown)}; known: {', '.join(ALERT_KINDS)}"
     if secret is not None and (len(str(secret)) > SECRET_MAX or "\x00" in str(secret)):
         errors["secret"] = f"must be at most {SECRET_MAX} characters"
+    unknown = [k for k in kinds if k not in RECEIVABLE_KINDS]
+    if unknown:
+        errors["kinds"] = f"unknown kind(s) {', '.join(unknown)}; known: {', '.join(RECEIVABLE_KINDS)}"
+    settings: dict = {}
+    try:
+        settings = notify_routes.clean_channel_settings(data)
+    except ValidationFailed as exc:
+        errors.update(exc.errors)
     if errors:
         raise ValidationFailed(errors)
     if kind == "webhook" and not secret:
         secret = secrets.token_urlsafe(32)
-    return {"name": name, "kind": kind, "target": target, "secret": secret or None, "kinds": list(dict.fromkeys(kinds))}
+    cleaned = {
+        "name": name,
+        "kind": kind,
+        "target": target,
+        "secret": secret or None,
+        "kinds": list(dict.fromkeys(kinds)),
+    }
+    return {**cleaned, **settings}
 
 
 def add_channel(
@@ -122,6 +142,27 @@ def add_channel(
     )
     audit_trail.record_change(
         caller or actor, "created", "channel", channel.id, None, _audited(channel), now=now, **_about(channel)
+    )
+    db.session.commit()
+    return channel
+
+
+def update_channel(
+    channel_id: int, data: dict, *, now: datetime, actor: str, caller: Caller | None = None
+) -> AlertChannel:
+    """Change a channel's grouping (`group_minutes`), quiet window (`quiet`, "22:00-07:00" or
+    "off") and its time zone (`quiet_timezone`); the fields not given stay."""
+    _require(caller, Action.ADMINISTER)
+    values = notify_routes.clean_channel_settings(data)
+    begin_write(db.session)
+    channel = get_channel(channel_id, caller)
+    before = _audited(channel)
+    for key, value in values.items():
+        setattr(channel, key, value)
+    channel.updated_at = now
+    db.session.flush()
+    audit_trail.record_change(
+        caller or actor, "changed", "channel", channel.id, before, _audited(channel), now=now, **_about(channel)
     )
     db.session.commit()
     return channel
@@ -223,6 +264,7 @@ def channel_to_dict(channel: AlertChannel, *, show_secret: bool = False) -> dict
         "target": channel.target if show_secret else shown_target(channel),
         "kinds": list(channel.kinds or []),
         "enabled": channel.enabled,
+        **notify_routes.channel_settings_dict(channel),
         "created_at": iso_z(channel.created_at),
         **({"secret": channel.secret} if show_secret else {}),
     }
@@ -234,6 +276,7 @@ def delivery_to_dict(delivery: AlertDelivery) -> dict:
         "channel_id": delivery.channel_id,
         "alert_id": delivery.alert_id,
         "kind": delivery.kind,
+        "grouped": delivery.grouped,
         "status": delivery.status,
         "attempts": delivery.attempts,
         "response_status": delivery.response_status,

@@ -1,0 +1,157 @@
+"""/api/v1/.../notify and /api/v1/channels: what a project's jobs and one job notify, and where;
+a project's channels and their send test.
+
+Routing: GET answers the routing in effect; PUT sets it (a project's default needs an admin, a
+job's override an operator); DELETE drops a job's override. Channels are listed with their URL
+masked; a test sends at once and answers the delivery (delivered, or retrying with the error).
+"""
+
+from __future__ import annotations
+
+from flask import current_app
+from flask_smorest import Blueprint
+
+from app.api import examples as ex
+from app.api.schemas import ChannelSchema, DeliverySchema, JobNotifySchema, NotifyRouteBody, ProjectNotifySchema
+from app.api.scope import ID_MAX
+from app.api.security import authenticated, current_caller
+from app.clock import utcnow
+from app.domain.permissions import Action
+from app.extensions import db
+from app.models import AlertDelivery
+from app.services.engine import deliveries
+from app.services.errors import NotFound
+from app.services.use_cases import alert_channels, notify_routes
+
+blp = Blueprint(
+    "api_notifications",
+    __name__,
+    url_prefix="/api/v1",
+    description="Notification routing (per project and per job) and channels.",
+)
+
+
+def _check(value: int, what: str) -> None:
+    if not 0 < value <= ID_MAX:
+        raise NotFound(f"{what} {value} does not exist")
+
+
+@blp.get("/projects/<int:project_id>/notify")
+@authenticated(Action.READ)
+@blp.response(200, ProjectNotifySchema, example=ex.PROJECT_NOTIFY)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+def get_project_notify(project_id):
+    """What the project's jobs notify, and where (the built-in default until someone sets it).
+
+    Roles: viewer, operator, admin. Errors: 401, 403, 404.
+    """
+    _check(project_id, "project")
+    return notify_routes.project_routing(caller=current_caller(), project_id=project_id)
+
+
+@blp.put("/projects/<int:project_id>/notify")
+@authenticated(Action.ADMINISTER)
+@blp.arguments(NotifyRouteBody, example=ex.NOTIFY_BODY)
+@blp.response(200, ProjectNotifySchema, example=ex.PROJECT_NOTIFY)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+def set_project_notify(body, project_id):
+    """Set the project's default: the events its jobs notify and the channels (null: every one).
+
+    Roles: admin. Errors: 401, 403, 404, 422 (an unknown event or channel).
+    """
+    _check(project_id, "project")
+    caller = current_caller()
+    return notify_routes.set_project_routing(
+        body, now=utcnow(), actor=caller.actor, caller=caller, project_id=project_id
+    )
+
+
+@blp.get("/jobs/<int:job_id>/notify")
+@authenticated(Action.READ)
+@blp.response(200, JobNotifySchema, example=ex.JOB_NOTIFY)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+def get_job_notify(job_id):
+    """The job's override (null: it follows its project) and the routing in effect.
+
+    Roles: viewer, operator, admin. Errors: 401, 403, 404.
+    """
+    _check(job_id, "job")
+    return notify_routes.job_routing(job_id, current_caller())
+
+
+@blp.put("/jobs/<int:job_id>/notify")
+@authenticated(Action.OPERATE)
+@blp.arguments(NotifyRouteBody, example=ex.NOTIFY_BODY)
+@blp.response(200, JobNotifySchema, example=ex.JOB_NOTIFY)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+def set_job_notify(body, job_id):
+    """Override the project's default for this job (channels null: the project's choice).
+
+    Roles: operator, admin. Errors: 401, 403, 404, 422 (an unknown event or channel).
+    """
+    _check(job_id, "job")
+    caller = current_caller()
+    return notify_routes.set_job_routing(job_id, body, now=utcnow(), actor=caller.actor, caller=caller)
+
+
+@blp.delete("/jobs/<int:job_id>/notify")
+@authenticated(Action.OPERATE)
+@blp.response(200, JobNotifySchema, example=ex.JOB_NOTIFY_FOLLOWING)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+def drop_job_notify(job_id):
+    """Drop the job's override: it notifies as its project does.
+
+    Roles: operator, admin. Errors: 401, 403, 404.
+    """
+    _check(job_id, "job")
+    caller = current_caller()
+    return notify_routes.set_job_routing(job_id, None, now=utcnow(), actor=caller.actor, caller=caller)
+
+
+@blp.get("/channels")
+@authenticated(Action.READ)
+@blp.response(200, ChannelSchema(many=True), example=[ex.CHANNEL])
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+def list_channels():
+    """The channels of the projects you may see (URLs masked), with grouping and quiet window.
+
+    Roles: viewer, operator, admin. Errors: 401, 403.
+    """
+    return [alert_channels.channel_to_dict(c) for c in alert_channels.list_channels(current_caller())]
+
+
+@blp.post("/channels/<int:channel_id>/test")
+@authenticated(Action.OPERATE)
+@blp.response(200, DeliverySchema, example=ex.TEST_DELIVERY)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+def test_channel(channel_id):
+    """Send a test message now and answer its delivery: delivered, or retrying with the error
+    (a failed test is retried like any delivery).
+
+    Roles: operator, admin. Errors: 401, 403, 404.
+    """
+    _check(channel_id, "alert channel")
+    caller = current_caller()
+    now = utcnow()
+    delivery = alert_channels.send_test(channel_id, now=now, actor=caller.actor, caller=caller)
+    deliveries.send_now(db.engine, delivery.id, now=now, settings=current_app.config)
+    db.session.rollback()  # the send was recorded on another connection
+    sent = db.session.get(AlertDelivery, delivery.id)
+    if sent is None:  # its channel was deleted meanwhile
+        raise NotFound(f"alert channel {channel_id} does not exist")
+    return alert_channels.delivery_to_dict(sent)
