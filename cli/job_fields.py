@@ -31,6 +31,8 @@ def _param_type(field: fields.Field) -> click.ParamType | None:
         return click.INT  # an optional number (`--timeout-seconds none`) is text the schema reads
     if field.kind == "choice":
         return click.Choice(field.choices)
+    if field.kind == "flag":
+        return click.BOOL  # `--unique true|false`
     return None
 
 

@@ -297,6 +297,16 @@ class ExecutionSchema(Schema):
     error = fields.String(allow_none=True)
 
 
+class TriggeredSchema(ExecutionSchema):
+    deduplicated = fields.Boolean(
+        required=True,
+        metadata={
+            "description": "true when the job is unique and this is the run that already held its key "
+            "(pending or running): nothing was created (200 instead of 201)."
+        },
+    )
+
+
 class OutputSchema(Schema):
     execution_id = fields.Integer(required=True)
     status = fields.String(required=True)

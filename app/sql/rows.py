@@ -44,6 +44,15 @@ def occurrence_key(job_id: int, scheduled_for: datetime) -> str:
     return f"job:{job_id}:at:{iso_z(scheduled_for, 'microseconds')}"
 
 
+def unique_key_of(job: JobColumns) -> str | None:
+    """The key a unique job's runs hold while they wait or run: the job itself, or its named key
+    within its project (jobs naming one key share it); None for a job that is not unique."""
+    if not getattr(job, "unique", False):
+        return None
+    named = getattr(job, "unique_key", None)
+    return f"key:{getattr(job, 'project_id', None)}:{named}" if named else f"job:{job.id}"
+
+
 class JobColumns(Protocol):
     """What the row builders read of a job: a `Job`, a jobs row or a record of its columns."""
 
@@ -81,6 +90,7 @@ def _new_row(
         finished_at=now if S(status) is S.MISSED else None,
         output="",
         error="",
+        unique_key=None,
         created_at=now,
         updated_at=now,
     )
@@ -99,6 +109,7 @@ def occurrence_row(
         now=now,
     )
     row["reason"] = reason
+    row["unique_key"] = unique_key_of(job)
     return row
 
 
@@ -123,6 +134,8 @@ def manual_row(
     row["config_override"] = config_override
     if callback_task is not None:
         row.update(callback_task=callback_task, parent_id=parent_id, max_attempts=1, exclusive=False)
+    else:
+        row["unique_key"] = unique_key_of(job)
     return row
 
 
