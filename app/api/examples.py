@@ -127,6 +127,8 @@ QUEUE = {
     "project": "default/default",
     "description": "Nightly reports; two at a time.",
     "concurrency_limit": 2,
+    "rate_limit": None,
+    "rate_window": None,
     "priority": 0,
     "paused": False,
     "paused_by": None,

@@ -14,6 +14,7 @@ from sqlalchemy import or_, select
 
 from app.clock import iso_z
 from app.domain.explain import EventRecord, Evidence, Fate, QueueState, RunRecord, Span, explain_occurrence
+from app.domain.rate_limits import allowance, parse_rate_limit
 from app.domain.states import WorkerState
 from app.extensions import db
 from app.models import Event, Execution, Heartbeat, Job
@@ -207,5 +208,16 @@ def _evidence(job: Job, start: datetime, end: datetime, now: datetime) -> Eviden
             paused_by=queue.paused_by,
             paused_reason=queue.paused_reason,
             live_workers=live,
+            rate_limit=queue.rate_limit,
+            rate_room=_room(queue.rate_limit, queue.rate_starts, now),
         ),
+        job_rate_limit=job.rate_limit,
+        job_rate_room=_room(job.rate_limit, job.rate_starts, now),
     )
+
+
+def _room(rate_limit: str | None, rate_starts: list | None, now: datetime) -> int | None:
+    """How many more starts a rate limit allows at `now`; None without one."""
+    if not rate_limit:
+        return None
+    return allowance(parse_rate_limit(rate_limit), [float(at) for at in rate_starts or []], now.timestamp())
