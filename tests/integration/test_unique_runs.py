@@ -127,3 +127,37 @@ def test_twenty_triggers_racing_from_four_processes_create_one_run(pg_app, pg_ur
     db.session.rollback()
     assert db.session.execute(text("SELECT count(*) FROM executions")).scalar() == 1
     assert len(events("deduplicated")) == 19
+
+
+def test_flask_job_add_and_queue_add_take_the_new_fields(app):
+    runner = app.test_cli_runner()
+    added = runner.invoke(
+        args=[
+            "job",
+            "add",
+            "export",
+            "always_succeed",
+            "interval",
+            "--every",
+            "1h",
+            "--unique",
+            "true",
+            "--unique-key",
+            "orders",
+            "--rate-limit",
+            "10/minute",
+            "--json",
+        ]
+    )
+    assert added.exit_code == 0, added.output
+    job = json.loads(added.output)
+    assert (job["unique"], job["unique_key"], job["rate_limit"]) == (True, "orders", "10/minute")
+    refused = runner.invoke(
+        args=["job", "add", "x", "always_succeed", "interval", "--every", "1h", "--rate-limit", "9/day"]
+    )
+    assert refused.exit_code == 1 and "rate_limit: must be N/second, N/minute or N/hour" in refused.output
+    queue = runner.invoke(args=["queue", "add", "partner", "--rate-limit", "5/second", "--json"])
+    assert queue.exit_code == 0, queue.output
+    assert json.loads(queue.output)["rate_window"] == {"limit": "5/second", "starts_in_window": 0, "room": 5}
+    cleared = runner.invoke(args=["queue", "edit", "partner", "--rate-limit", "none", "--json"])
+    assert json.loads(cleared.output)["rate_limit"] is None
