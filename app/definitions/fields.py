@@ -31,6 +31,7 @@ ADAPTER_KEYS = frozenset(
         "cli_help",  # CLI help when it should differ from the description
         "cli_edit_help",  # help of the option on `job edit` for an argument of `job add`
         "metavar",  # CLI metavar
+        "cli_file",  # the CLI option names a file whose content (JSON or YAML) is the value
         "form",  # shown in the web form
         "form_widget",  # "text" (default), "textarea", "select", "checkbox"
         "form_attrs",  # extra HTML attributes of the control

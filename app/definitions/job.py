@@ -37,6 +37,7 @@ from app.definitions.fields import (
     printable,
     shown,
 )
+from app.definitions.workflow import WorkflowSteps
 from app.domain import run_limits
 from app.domain.retry import RetryKind
 from app.domain.states import AlertMode, Isolation, MisfirePolicy, OverlapPolicy, ScheduleType
@@ -491,6 +492,19 @@ class JobSchema(Schema):
             "empty: no limit. A run beyond it waits, it does not fail.",
             metavar="N/PERIOD",
             form_attrs={"placeholder": "no limit", "autocomplete": "off"},
+        ),
+    )
+    steps = WorkflowSteps(
+        metadata=shown(
+            "Workflow steps (JSON list)",
+            "A workflow's steps: each with name, task, config, after (the steps it waits for), and optionally "
+            "max_attempts, timeout_seconds and queue. Checked at once: cycles, unknown steps, unknown tasks and "
+            "bad configs are refused naming the step. Stored and checked only for now: the runner that starts "
+            "the steps is not built yet, so the job still runs its own task.",
+            metavar="FILE",
+            cli_file=True,
+            form_widget="textarea",
+            form_attrs={"rows": 4, "spellcheck": "false"},
         ),
     )
     rate_starts = fields.List(

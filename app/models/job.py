@@ -108,6 +108,8 @@ class Job(Model):
     # holds the last N start instants (epoch seconds, newest first), kept by the worker's claim.
     rate_limit: Mapped[str | None] = mapped_column(String(32))
     rate_starts: Mapped[list | None] = mapped_column(JSONType)
+    # A workflow's steps (app/definitions/workflow.py); NULL: not a workflow.
+    steps: Mapped[list | None] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

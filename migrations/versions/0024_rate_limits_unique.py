@@ -8,6 +8,7 @@ Create Date: 2026-12-06 01:00:00
   is named) is pending, retrying or running, another trigger returns that run instead of adding one.
 - `executions.unique_key` with the partial unique index `uq_executions_unique_key` over the
   waiting and in-flight statuses: the database, not a read-then-write, keeps it to one such run.
+- `jobs.steps`: a workflow's steps (JSON), checked by the job definition.
 - `rate_limit` (`N/second|minute|hour`) on jobs and queues, and `rate_starts`, the instants of the
   last N starts (epoch seconds, newest first) that the worker's claim keeps under the row's lock.
 """
@@ -32,6 +33,7 @@ def upgrade():
         batch.add_column(sa.Column("unique_key", sa.String(length=200), nullable=True))
         batch.add_column(sa.Column("rate_limit", sa.String(length=32), nullable=True))
         batch.add_column(sa.Column("rate_starts", _JSON, nullable=True))
+        batch.add_column(sa.Column("steps", _JSON, nullable=True))
     with op.batch_alter_table("queues") as batch:
         batch.add_column(sa.Column("rate_limit", sa.String(length=32), nullable=True))
         batch.add_column(sa.Column("rate_starts", _JSON, nullable=True))
@@ -55,6 +57,7 @@ def downgrade():
         batch.drop_column("rate_starts")
         batch.drop_column("rate_limit")
     with op.batch_alter_table("jobs") as batch:
+        batch.drop_column("steps")
         batch.drop_column("rate_starts")
         batch.drop_column("rate_limit")
         batch.drop_column("unique_key")
