@@ -204,6 +204,10 @@ class OptionalText(Text):
         text = super()._deserialize(value, attr, data, **kwargs)
         return None if not text or text.lower() == "none" else text
 
+    def _validate(self, value: Any) -> None:
+        if value is not None:  # blank or `none` loaded as None: nothing to check
+            super()._validate(value)
+
 
 class RateLimitText(OptionalText):
     """A rate limit, `N/second|minute|hour` (`10/minute`), stored in that canonical spelling; or none."""
