@@ -133,24 +133,27 @@ WITH result AS (
     ORDER BY q.id
     FOR UPDATE
 ), paced_jobs AS (
-    -- Rate-limited jobs of the candidates, locked in id order and read fresh like the queues.
-    -- The scalar subquery on `slotted` is evaluated before the first job row is locked, so
-    -- every turn locks queues first, then jobs: no two turns wait on each other in a cycle.
+    -- Rate-limited jobs of the candidates, locked and read fresh like the queues. SKIP LOCKED:
+    -- a job row someone else holds (an edit, a disable, a scheduler tick, another turn) is not
+    -- waited for, so a turn never waits on a job while it holds the candidates' rows; that
+    -- job's candidates simply wait for a later turn. The scalar subquery on `slotted` is
+    -- evaluated before the first job row is locked, so queue locks always come first.
     SELECT j.id, j.rate_limit, j.rate_starts FROM jobs AS j
     WHERE j.rate_limit IS NOT NULL AND j.enabled
       AND j.id IN (SELECT x.job_id FROM candidates AS c JOIN executions AS x ON x.id = c.id)
       AND (SELECT count(*) FROM slotted) >= 0
     ORDER BY j.id
-    FOR UPDATE
+    FOR UPDATE SKIP LOCKED
 ), paced AS (
-    -- Candidates of enabled jobs within their job's rate limit (the first `room` of each job).
+    -- Candidates of enabled jobs within their job's rate limit (the first `room` of each job);
+    -- a rate-limited job this turn could not lock starts nothing now.
     SELECT e.id, e.queue_id FROM (
-        SELECT c.id, c.queue_id, x.job_id,
+        SELECT c.id, c.queue_id, x.job_id, j.rate_limit,
                row_number() OVER (PARTITION BY x.job_id ORDER BY x.priority, x.available_at, x.id) AS k
         FROM candidates AS c JOIN executions AS x ON x.id = c.id JOIN jobs AS j ON j.id = x.job_id
         WHERE j.enabled) AS e
     LEFT JOIN paced_jobs AS p ON p.id = e.job_id
-    WHERE p.id IS NULL OR e.k <= {room_sql("p")}
+    WHERE e.rate_limit IS NULL OR (p.id IS NOT NULL AND e.k <= {room_sql("p")})
 ), wanted AS (
     SELECT queue_id, count(*) AS n FROM paced GROUP BY queue_id
 ), grants AS (

@@ -142,3 +142,22 @@ def test_a_run_that_waits_for_its_window_is_never_failed(app, clock):
     clock.advance(seconds=1)
     drain(app, clock)
     assert statuses(job.id) == ["succeeded"] * 3
+
+
+@pytest.mark.postgres
+@pytest.mark.timeout(60)
+def test_a_turn_never_waits_for_a_rate_limited_job_someone_else_holds(pg_app, clock):
+    """A job row locked by an edit or a scheduler tick is skipped, not waited for (the turn holds
+    its candidates' rows meanwhile, and the holder may want them next): its runs wait a turn."""
+    job = make_job(now=clock(), every="1d", overlap_policy="allow", rate_limit="5/second")
+    trigger(job, 2, clock)
+    db.session.rollback()
+    with db.engine.connect() as holder:
+        holder.begin()
+        holder.execute(text("SET lock_timeout = '5s'"))
+        holder.execute(text("SELECT id FROM jobs WHERE id = :id FOR UPDATE"), {"id": job.id})
+        drain(pg_app, clock)  # a turn that waited for the job's lock would hang here until the timeout
+        assert statuses(job.id) == ["pending", "pending"]
+        holder.rollback()
+    drain(pg_app, clock)
+    assert statuses(job.id) == ["succeeded", "succeeded"]
