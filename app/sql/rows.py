@@ -109,7 +109,8 @@ def occurrence_row(
         now=now,
     )
     row["reason"] = reason
-    row["unique_key"] = unique_key_of(job)
+    # A backfill is an operator's explicit list of past occurrences: each is created, as asked.
+    row["unique_key"] = unique_key_of(job) if trigger in ("schedule", "catch_up") else None
     return row
 
 
