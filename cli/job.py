@@ -275,7 +275,13 @@ def trigger(job_id, run_in, run_at, config_override, as_json):
     data = {"in": run_in, "at": run_at, "config_override": config_override}
     execution = run_service.trigger_run(job_id, data, now=now, actor=ACTOR)
     if as_json:
-        emit_json(execution_to_dict(execution))
+        emit_json({**execution_to_dict(execution), "deduplicated": execution.deduplicated})
+        return
+    if execution.deduplicated:
+        click.echo(
+            f"Deduplicated: job {execution.job_id} {execution.job.name!r} is unique and execution "
+            f"{execution.id} is already {execution.status}; nothing new was queued"
+        )
         return
     when = "" if execution.available_at <= now else f", scheduled for {fmt_utc(execution.available_at)}"
     click.echo(

@@ -9,6 +9,7 @@ schedule is `--schedule-value JSON` or the text of its type's input (`--every`, 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -31,6 +32,10 @@ def _param_type(field: fields.Field) -> click.ParamType | None:
         return click.INT  # an optional number (`--timeout-seconds none`) is text the schema reads
     if field.kind == "choice":
         return click.Choice(field.choices)
+    if field.kind == "flag":
+        return click.BOOL  # `--unique true|false`
+    if field.metadata.get("cli_file"):
+        return click.File("r")  # `--steps FILE`: its text is the value (JSON or YAML)
     return None
 
 
@@ -87,6 +92,20 @@ def job_options(*, edit: bool) -> Callable:
     return _decorate(params)
 
 
+def _file_value(handle) -> Any:
+    """A file option's content: JSON, or YAML (a superset) when it is not JSON."""
+    text = handle.read()
+    try:
+        return json.loads(text)
+    except ValueError:
+        import yaml
+
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise click.UsageError(f"{handle.name}: neither JSON nor YAML: {exc}") from None
+
+
 def schedule_given(options: dict[str, Any]) -> bool:
     """Whether any schedule option (`--schedule-value` or a type's input) was given."""
     return any(options.get(key) is not None for key in ("schedule_value", *_input_options()))
@@ -97,7 +116,7 @@ def job_data(options: dict[str, Any], *, schedule_type: str | None) -> dict[str,
     (for `schedule_type`) when `schedule_type` is given (`job add`: always; `job edit`: when a
     schedule option was)."""
     data = {
-        name: options[name]
+        name: _file_value(options[name]) if field.metadata.get("cli_file") else options[name]
         for name, field in cli_fields()
         if field.kind != "schedule" and options.get(name) is not None
     }

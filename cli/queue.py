@@ -38,25 +38,36 @@ def _limit_text(queue) -> str:
     return str(queue.concurrency_limit) if queue.concurrency_limit is not None else "none"
 
 
+RATE_HELP = "At most N starts per period across all workers: N/second, N/minute or N/hour (10/minute)."
+
+
 @queue_cli.command("add")
 @click.argument("name")
 @click.option("--concurrency-limit", type=LIMIT, metavar="N", help="At most N running at once, across all workers.")
+@click.option("--rate-limit", metavar="N/PERIOD", help=RATE_HELP)
 @click.option("--priority", type=PRIORITY, metavar="N", help="Default priority of its jobs (lower runs first).")
 @click.option("--description", metavar="TEXT")
 @project_option
 @json_option
 @mutating
 @handle_errors
-def add_queue(name, concurrency_limit, priority, description, project_name, as_json):
+def add_queue(name, concurrency_limit, rate_limit, priority, description, project_name, as_json):
     """Create queue NAME.
 
     \b
     Examples:
       flask queue add reports --concurrency-limit 2 --description "nightly reports"
       flask queue add urgent --priority -10 --json
+      flask queue add partner-api --rate-limit 10/minute
     """
     queue = queue_service.add_queue(
-        {"name": name, "concurrency_limit": concurrency_limit, "priority": priority, "description": description},
+        {
+            "name": name,
+            "concurrency_limit": concurrency_limit,
+            "rate_limit": rate_limit,
+            "priority": priority,
+            "description": description,
+        },
         now=utcnow(),
         actor=ACTOR,
         caller=cli_caller(project_name),
@@ -68,13 +79,14 @@ def add_queue(name, concurrency_limit, priority, description, project_name, as_j
 @click.argument("name")
 @click.option("--concurrency-limit", type=LIMIT, metavar="N", help="At most N running at once, across all workers.")
 @click.option("--no-limit", is_flag=True, help="Remove the concurrency limit.")
+@click.option("--rate-limit", metavar="N/PERIOD", help=RATE_HELP + " `none` removes it.")
 @click.option("--priority", type=PRIORITY, metavar="N", help="Default priority of jobs created in it.")
 @click.option("--description", metavar="TEXT")
 @project_option
 @json_option
 @mutating
 @handle_errors
-def edit_queue(name, concurrency_limit, no_limit, priority, description, project_name, as_json):
+def edit_queue(name, concurrency_limit, no_limit, rate_limit, priority, description, project_name, as_json):
     """Change queue NAME's limit, priority or description.
 
     \b
@@ -84,7 +96,7 @@ def edit_queue(name, concurrency_limit, no_limit, priority, description, project
     """
     if no_limit and concurrency_limit is not None:
         raise click.UsageError("give --concurrency-limit N or --no-limit, not both")
-    data = {"priority": priority, "description": description, "no_limit": no_limit}
+    data = {"priority": priority, "description": description, "no_limit": no_limit, "rate_limit": rate_limit}
     if concurrency_limit is not None:
         data["concurrency_limit"] = concurrency_limit
     queue = queue_service.edit_queue(name, data, now=utcnow(), actor=ACTOR, caller=cli_caller(project_name))

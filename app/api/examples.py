@@ -127,6 +127,8 @@ QUEUE = {
     "project": "default/default",
     "description": "Nightly reports; two at a time.",
     "concurrency_limit": 2,
+    "rate_limit": None,
+    "rate_window": None,
     "priority": 0,
     "paused": False,
     "paused_by": None,
@@ -162,6 +164,7 @@ _JOB_SERVER_FIELDS = {
     "runs_created": 41,
     "disabled_reason": None,
     "managed_by": None,
+    "rate_starts": None,
     "created_at": "2026-04-21T16:45:10Z",
     "updated_at": "2026-05-30T11:02:00Z",
 }

@@ -28,6 +28,7 @@ from app.api.schemas import (
     PageQuery,
     PreviewQuery,
     PreviewSchema,
+    TriggeredSchema,
     page_schema,
 )
 from app.api.scope import ID_MAX
@@ -236,7 +237,13 @@ def disable_job(job_id):
         },
     },
 )
-@blp.response(201, ExecutionSchema, example=ex.TRIGGERED)
+@blp.response(201, TriggeredSchema, example={**ex.TRIGGERED, "deduplicated": False})
+@blp.alt_response(
+    200,
+    schema=TriggeredSchema,
+    description="Deduplicated: the unique job's run that holds its key.",
+    example={**ex.TRIGGERED, "deduplicated": True},
+)
 @blp.alt_response(401, response="UNAUTHORIZED")
 @blp.alt_response(403, response="FORBIDDEN")
 @blp.alt_response(404, response="NOT_FOUND")
@@ -245,7 +252,8 @@ def disable_job(job_id):
 def trigger_job(job_id):
     """Run the job now, after a delay (`in`: 30s, 5m...) or at an instant (`at`), optionally with a
     config override checked against the task's schema; 201 with the execution. Send an
-    Idempotency-Key so that a retried request never creates a second run.
+    Idempotency-Key so that a retried request never creates a second run. A unique job whose
+    key a pending or running run holds answers 200 with that run and `deduplicated: true`.
 
     Roles: operator, admin. Errors: 401, 403, 404, 409 (job disabled), 422 (bad delay, instant or override).
     """
@@ -254,8 +262,12 @@ def trigger_job(job_id):
     if not isinstance(data, dict):
         raise ApiError(422, "the body must be a JSON object", errors={"_schema": "must be a JSON object"})
     execution = runs.trigger_run(_id(job_id), data, now=utcnow(), actor=caller.actor, caller=caller)
-    document = execution_to_dict(execution)
-    return document, 201, {"Location": url_for("api_executions.get_execution", execution_id=execution.id)}
+    document = {**execution_to_dict(execution), "deduplicated": execution.deduplicated}
+    return (
+        document,
+        200 if execution.deduplicated else 201,
+        {"Location": url_for("api_executions.get_execution", execution_id=execution.id)},
+    )
 
 
 @blp.get("/<int:job_id>/preview")

@@ -111,6 +111,8 @@ def edit_queue(body, queue_id):
     raw = json_object_body()
     check_if_match(_document(queue, with_stats=False))
     data = dict(body)
+    if "rate_limit" in raw and raw["rate_limit"] is None:
+        data["rate_limit"] = "none"
     if "concurrency_limit" in raw and raw["concurrency_limit"] is None:
         data.pop("concurrency_limit", None)
         data["no_limit"] = True

@@ -211,12 +211,20 @@ class QueueStatsSchema(Schema):
     lateness_p95_seconds = fields.Float(allow_none=True)
 
 
+class RateWindowSchema(Schema):
+    limit = fields.String(required=True, metadata={"example": "10/minute"})
+    starts_in_window = fields.Integer(required=True, metadata={"description": "Starts within the last period."})
+    room = fields.Integer(required=True, metadata={"description": "How many more may start now."})
+
+
 class QueueSchema(Schema):
     id = fields.Integer(required=True)
     name = fields.String(required=True)
     project = fields.String(required=True)
     description = fields.String()
     concurrency_limit = fields.Integer(allow_none=True)
+    rate_limit = fields.String(allow_none=True, metadata={"description": "At most N starts per period: 10/minute."})
+    rate_window = fields.Nested(RateWindowSchema, allow_none=True)
     priority = fields.Integer()
     paused = fields.Boolean()
     paused_by = fields.String(allow_none=True)
@@ -237,12 +245,16 @@ class QueueCreateSchema(StrictSchema):
     concurrency_limit = fields.Integer(
         strict=True, load_default=None, allow_none=True, validate=validate.Range(1, 100000)
     )
+    rate_limit = fields.String(
+        load_default=None, allow_none=True, metadata={"description": "N/second, N/minute or N/hour; null: none."}
+    )
     priority = fields.Integer(strict=True, load_default=None, validate=validate.Range(-1000, 1000))
 
 
 class QueueEditSchema(StrictSchema):
     description = fields.String(validate=validate.Length(0, QUEUE_DESCRIPTION_MAX))
     concurrency_limit = fields.Integer(strict=True, allow_none=True, validate=validate.Range(1, 100000))
+    rate_limit = fields.String(allow_none=True, metadata={"description": "N/second, N/minute or N/hour; null: none."})
     priority = fields.Integer(strict=True, validate=validate.Range(-1000, 1000))
 
 
@@ -326,6 +338,16 @@ class ExecutionExplainSchema(Schema):
     execution_id = fields.Integer(allow_none=True)
     status = fields.String(allow_none=True)
     details = fields.Dict()
+
+
+class TriggeredSchema(ExecutionSchema):
+    deduplicated = fields.Boolean(
+        required=True,
+        metadata={
+            "description": "true when the job is unique and this is the run that already held its key "
+            "(pending or running): nothing was created (200 instead of 201)."
+        },
+    )
 
 
 class OutputSchema(Schema):

@@ -18,6 +18,7 @@ from typing import Any, cast
 from marshmallow import ValidationError, fields, validate
 
 from app.clock import iso_z
+from app.domain.rate_limits import RateLimitError, parse_rate_limit
 from app.domain.states import values
 from app.tasks import UnknownTaskError, get_task
 
@@ -30,6 +31,7 @@ ADAPTER_KEYS = frozenset(
         "cli_help",  # CLI help when it should differ from the description
         "cli_edit_help",  # help of the option on `job edit` for an argument of `job add`
         "metavar",  # CLI metavar
+        "cli_file",  # the CLI option names a file whose content (JSON or YAML) is the value
         "form",  # shown in the web form
         "form_widget",  # "text" (default), "textarea", "select", "checkbox"
         "form_attrs",  # extra HTML attributes of the control
@@ -186,6 +188,38 @@ class OptionalTaskName(TaskName):
         if not value.strip():
             return None
         return super()._deserialize(value.strip(), attr, data, **kwargs)
+
+
+class OptionalText(Text):
+    """Text, or none: blank, `none` or null loads as None."""
+
+    optional = True
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(allow_none=True, **kwargs)
+
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> str | None:  # type: ignore[override]  # a field that allows none loads None; marshmallow types the result without it
+        if value is None:
+            return None
+        text = super()._deserialize(value, attr, data, **kwargs)
+        return None if not text or text.lower() == "none" else text
+
+    def _validate(self, value: Any) -> None:
+        if value is not None:  # blank or `none` loaded as None: nothing to check
+            super()._validate(value)
+
+
+class RateLimitText(OptionalText):
+    """A rate limit, `N/second|minute|hour` (`10/minute`), stored in that canonical spelling; or none."""
+
+    def _deserialize(self, value: Any, attr: str | None, data: Mapping[str, Any] | None, **kwargs: Any) -> str | None:  # type: ignore[override]  # a field that allows none loads None; marshmallow types the result without it
+        text = super()._deserialize(value, attr, data, **kwargs)
+        if text is None:
+            return None
+        try:
+            return str(parse_rate_limit(text))
+        except RateLimitError as exc:
+            raise ValidationError(str(exc)) from None
 
 
 def _has_nul(value: Any) -> bool:

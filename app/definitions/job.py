@@ -26,7 +26,9 @@ from app.definitions.fields import (
     JsonObject,
     OptionalInstant,
     OptionalTaskName,
+    OptionalText,
     OptionalWholeNumber,
+    RateLimitText,
     ScheduleValue,
     TaskName,
     Text,
@@ -35,6 +37,7 @@ from app.definitions.fields import (
     printable,
     shown,
 )
+from app.definitions.workflow import WorkflowSteps
 from app.domain import run_limits
 from app.domain.retry import RetryKind
 from app.domain.states import AlertMode, Isolation, MisfirePolicy, OverlapPolicy, ScheduleType
@@ -461,6 +464,57 @@ class JobSchema(Schema):
             "A consecutive_failures alert after this many failed runs in a row (0: never).",
         ),
     )
+    # Throughput controls: uniqueness and a rate limit (docs/job-policies.md).
+    unique = Flag(
+        load_default=False,
+        metadata=shown(
+            "Unique",
+            "While a run of this job's unique key is pending or running, a trigger (or a scheduled "
+            "occurrence) returns that run instead of adding one, reported as deduplicated.",
+            metavar="true|false",
+            form_help="Never two waiting or running runs of this job (or of its unique key).",
+        ),
+    )
+    unique_key = OptionalText(
+        validate=[TextLength(max=150), printable],
+        metadata=shown(
+            "Unique key",
+            "The key unique runs hold (jobs of one project naming the same key share it); empty: the job itself.",
+            metavar="KEY",
+            form_attrs={"placeholder": "the job itself"},
+        ),
+    )
+    rate_limit = RateLimitText(
+        validate=TextLength(max=32),
+        metadata=shown(
+            "Rate limit",
+            "At most N starts per period across all workers: N/second, N/minute or N/hour (e.g. 10/minute); "
+            "empty: no limit. A run beyond it waits, it does not fail.",
+            metavar="N/PERIOD",
+            form_attrs={"placeholder": "no limit", "autocomplete": "off"},
+        ),
+    )
+    steps = WorkflowSteps(
+        metadata=shown(
+            "Workflow steps (JSON list)",
+            "A workflow's steps: each with name, task, config, after (the steps it waits for), and optionally "
+            "max_attempts, timeout_seconds and queue. Checked at once: cycles, unknown steps, unknown tasks and "
+            "bad configs are refused naming the step. Stored and checked only for now: the runner that starts "
+            "the steps is not built yet, so the job still runs its own task.",
+            metavar="FILE",
+            cli_file=True,
+            form_widget="textarea",
+            form_attrs={"rows": 4, "spellcheck": "false"},
+        ),
+    )
+    rate_starts = fields.List(
+        fields.Float(),
+        dump_only=True,
+        allow_none=True,
+        metadata={
+            "description": "The last starts the rate limit counts (epoch seconds, newest first), kept by the claim."
+        },
+    )
     managed_by = fields.String(
         dump_only=True,
         allow_none=True,
@@ -546,6 +600,8 @@ class JobSchema(Schema):
                 problem = run_limits.window_problem(start_at, end_at, one_time_at=run_at)
             if problem is not None:
                 errors[problem[0]] = problem[1]
+        if "unique_key" in data and merged.get("unique_key") and not merged.get("unique"):
+            errors["unique_key"] = "a unique key needs unique: true"
         if errors:
             raise ValidationError(errors)
 

@@ -27,7 +27,7 @@ from typing import Any
 from marshmallow import RAISE, Schema, ValidationError, fields, validate
 
 from app.clock import iso_z
-from app.definitions.fields import NONE_WORDS
+from app.definitions.fields import NONE_WORDS, RateLimitText
 from app.definitions.job import DESCRIPTION_MAX, QUEUE_PATTERN, JobSchema, field_messages
 
 FORMATS = {".yaml": "yaml", ".yml": "yaml", ".toml": "toml", ".json": "json"}
@@ -71,6 +71,9 @@ class QueueDeclarationSchema(Schema):
         allow_none=True,
         validate=validate.Range(1, 100_000),
         metadata={"description": "Running executions across all workers; null: no limit."},
+    )
+    rate_limit = RateLimitText(
+        metadata={"description": "At most N starts per period across all workers (N/second|minute|hour); null: none."}
     )
     priority = fields.Integer(
         validate=validate.Range(-1000, 1000),

@@ -14,8 +14,9 @@ Fates:
 - `expired`: waited longer than the job's queued TTL;
 - `cancelled`: cancelled (by whom);
 - `disabled`: not created because the job was disabled then (by whom, when, why);
-- `queue_paused`, `no_worker`, `waiting`: created but not started: its queue is paused, no live
-  worker serves its queue, or it waits for a slot or its (jittered) start time;
+- `queue_paused`, `rate_limited`, `no_worker`, `waiting`: created but not started: its queue is
+  paused, its queue's or job's rate limit is reached, no live worker serves its queue, or it waits
+  for a slot or its (jittered) start time;
 - `not_created_yet`: due, but no scheduler has reached it (scheduler down or behind);
 - `not_due`: in the future;
 - `before_job`: before the job existed;
@@ -80,6 +81,9 @@ class QueueState:
     paused_by: str | None = None
     paused_reason: str | None = None
     live_workers: int = 0
+    # The queue's rate limit (`10/minute`) and how many more it lets start now; None: no limit.
+    rate_limit: str | None = None
+    rate_room: int | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,9 @@ class Evidence:
     events: Sequence[EventRecord]
     scheduler_spans: Sequence[Span]
     queue: QueueState
+    # The job's rate limit and how many more it lets start now; None: no limit.
+    job_rate_limit: str | None = None
+    job_rate_room: int | None = None
 
 
 @dataclass
@@ -224,6 +231,20 @@ def _waiting(run: RunRecord, evidence: Evidence, details: dict[str, Any], base: 
             details=details,
             **base,
         )
+    for owner, limit, room in (
+        (f"queue {queue.name!r}", queue.rate_limit, queue.rate_room),
+        ("the job", evidence.job_rate_limit, evidence.job_rate_room),
+    ):
+        if limit and room == 0:
+            details["rate_limit"] = limit
+            return Fate(
+                run.scheduled_for,
+                "rate_limited",
+                f"Waiting: rate limit {limit} reached ({owner}); execution #{run.id} starts when an "
+                "earlier start leaves the window.",
+                details=details,
+                **base,
+            )
     if queue.live_workers == 0:
         return Fate(
             run.scheduled_for,

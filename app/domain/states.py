@@ -107,6 +107,9 @@ QUEUED_CANCELLABLE = CANCELLABLE - {S.RUNNING}
 # Cancelled by asking the owning worker (cancel_requested_at), which kills the task and records it.
 RUNNING_CANCELLABLE = CANCELLABLE - QUEUED_CANCELLABLE
 IN_FLIGHT = frozenset(S) - TERMINAL - CLAIMABLE  # holding a lease: running (and legacy claimed)
+# A unique key is held while its run waits or runs (every status that is not terminal): another
+# trigger with the key then returns that run instead of adding one (uq_executions_unique_key).
+UNIQUE_HELD = CLAIMABLE | IN_FLIGHT
 # What a worker records an outcome from (the attempt's status, or a retry).
 RECORDABLE = guard_for(S.SUCCEEDED, S.FAILED, S.TIMED_OUT, S.RETRY_SCHEDULED)
 # Operator retry: a new row.

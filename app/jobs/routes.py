@@ -247,7 +247,9 @@ def trigger(job_id: int):
         db_rollback()
         flash(str(exc), "error")
         return _see_job(job_id)
-    if execution.available_at > now:
+    if execution.deduplicated:
+        flash(f"Deduplicated: this job is unique and execution #{execution.id} is already {execution.status}.", "info")
+    elif execution.available_at > now:
         flash(
             f"Execution #{execution.id} scheduled for {_when(execution.available_at)}; cancel it from its page.",
             "success",

@@ -10,7 +10,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
 from app.domain.one_off import LABEL as ONE_OFF_LABEL
-from app.domain.states import TERMINAL, AttemptStatus, ExecutionStatus, Trigger, values
+from app.domain.states import TERMINAL, UNIQUE_HELD, AttemptStatus, ExecutionStatus, Trigger, values
 from app.extensions import Model
 from app.models.types import JSONType, UTCDateTime
 
@@ -23,6 +23,10 @@ _ATTEMPT_SQL = ", ".join(repr(v) for v in values(AttemptStatus))
 # never bloats the index the claim query walks.
 _CLAIMABLE_WHERE = text("status IN ('pending', 'retry_scheduled')")
 _IN_FLIGHT_WHERE = text("status IN ('claimed', 'running')")
+# Where a unique key is held: at most one such row per key (the trigger's ON CONFLICT names it).
+UNIQUE_HELD_WHERE = "unique_key IS NOT NULL AND status IN ({})".format(
+    ", ".join(repr(s.value) for s in sorted(UNIQUE_HELD, key=lambda s: s.value))
+)
 
 
 # The foreign keys that point at executions.id. On PostgreSQL triggers enforce them instead
@@ -109,10 +113,15 @@ class Execution(Model):
     queued_ttl_seconds: Mapped[int | None] = mapped_column(Integer)
     success_ttl_seconds: Mapped[int | None] = mapped_column(Integer)
     failure_ttl_seconds: Mapped[int | None] = mapped_column(Integer)
+    # The job's unique key (`job:<id>`, or `key:<project>:<name>`) when the job is unique; NULL otherwise.
+    unique_key: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
-    job = relationship("Job", lazy="joined")
+    # Not a column: set on the run a trigger returned instead of creating one (its unique key was held).
+    deduplicated = False
+
+    job = relationship("Job", lazy="joined")  # outer: a one-off run has no job
     queue_row = relationship("Queue")
     project_row = relationship("Project")  # a one-off run's project (a job's execution: None)
     attempt_rows = relationship(
@@ -147,6 +156,14 @@ class Execution(Model):
             unique=True,
             postgresql_where=text("exclusive AND status IN ('claimed', 'running')"),
             sqlite_where=text("exclusive AND status IN ('claimed', 'running')"),
+        ),
+        # At most one waiting or running execution per unique key (jobs with `unique`).
+        Index(
+            "uq_executions_unique_key",
+            "unique_key",
+            unique=True,
+            postgresql_where=text(UNIQUE_HELD_WHERE),
+            sqlite_where=text(UNIQUE_HELD_WHERE),
         ),
         Index(
             "ix_executions_claimable",

@@ -100,6 +100,16 @@ class Job(Model):
     # The job file (or API source) that owns the job: `flask job apply` sets it, `--prune` deletes
     # only jobs of the source it applies; NULL for a job made by hand (app/services/use_cases/job_files.py).
     managed_by: Mapped[str | None] = mapped_column(String(300))
+    # While a run of its unique key (`unique_key`, or the job itself) waits or runs, a trigger
+    # returns that run instead of adding one (`deduplicated`).
+    unique: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
+    unique_key: Mapped[str | None] = mapped_column(String(200))
+    # At most N starts per period (`10/minute`), across all workers; NULL: no limit. `rate_starts`
+    # holds the last N start instants (epoch seconds, newest first), kept by the worker's claim.
+    rate_limit: Mapped[str | None] = mapped_column(String(32))
+    rate_starts: Mapped[list | None] = mapped_column(JSONType)
+    # A workflow's steps (app/definitions/workflow.py); NULL: not a workflow.
+    steps: Mapped[list | None] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

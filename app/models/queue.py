@@ -15,7 +15,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
 from app.extensions import Model
-from app.models.types import UTCDateTime
+from app.models.types import JSONType, UTCDateTime
 
 DEFAULT_PROJECT = "default"
 DEFAULT_QUEUE = "default"
@@ -65,6 +65,11 @@ class Queue(Model):
     # PostgreSQL claim in the same statement that starts work (ADR 0008). Unlimited queues never
     # write it, so the busiest queue's row is not a point of contention.
     slots_taken: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
+    # At most N starts per period (`10/minute`) across all workers; NULL: no limit. `rate_starts`
+    # holds the last N start instants (epoch seconds, newest first), kept by the worker's claim
+    # under this row's lock like `slots_taken`.
+    rate_limit: Mapped[str | None] = mapped_column(String(32))
+    rate_starts: Mapped[list | None] = mapped_column(JSONType)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

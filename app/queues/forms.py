@@ -26,6 +26,12 @@ class QueueForm(FlaskForm):
         description=f"At most this many running at once across all workers ({LIMIT_RANGE[0]}-{LIMIT_RANGE[1]}); "
         "empty means no limit.",
     )
+    rate_limit = StringField(
+        "Rate limit",
+        render_kw={"placeholder": "no limit", "autocomplete": "off"},
+        description="At most N starts per period across all workers: N/second, N/minute or N/hour "
+        "(e.g. 10/minute); empty means no limit. Runs beyond it wait.",
+    )
     priority = StringField(
         "Priority",
         render_kw=_NUMBER,
@@ -48,6 +54,8 @@ class QueueForm(FlaskForm):
                 data["concurrency_limit"] = limit
             elif not creating:
                 data["no_limit"] = True
+        if self.rate_limit.raw_data:
+            data["rate_limit"] = (self.rate_limit.data or "").strip() or "none"
         return data
 
     def attach_errors(self, errors: dict[str, str]) -> None:
@@ -64,6 +72,7 @@ def initial_values(queue) -> dict:
     return {
         "name": queue.name,
         "concurrency_limit": "" if queue.concurrency_limit is None else str(queue.concurrency_limit),
+        "rate_limit": queue.rate_limit or "",
         "priority": str(queue.priority),
         "description": queue.description or "",
     }

@@ -15,7 +15,7 @@ from app.clock import utcnow
 from app.domain.permissions import Action
 from app.queues.forms import NEW_QUEUE, ConfirmForm, PauseForm, QueueForm, initial_values
 from app.services.errors import ServiceError, ValidationFailed
-from app.services.read.queue_stats import queue_stats
+from app.services.read.queue_stats import queue_stats, rate_window
 from app.services.use_cases import queues as queue_service
 from app.web.access import current_actor, current_caller, is_htmx, requires
 
@@ -52,7 +52,12 @@ def detail(queue_name: str):
 
 def _stats_context(queue) -> dict:
     now = utcnow()
-    return {"queue": queue, "stats": queue_stats(now, [queue]).get(queue.id), "poll_seconds": POLL_SECONDS}
+    return {
+        "queue": queue,
+        "stats": queue_stats(now, [queue]).get(queue.id),
+        "rate": rate_window(queue.rate_limit, queue.rate_starts, now),
+        "poll_seconds": POLL_SECONDS,
+    }
 
 
 def _detail_page(queue, *, pause_form: PauseForm | None = None, edit_form: QueueForm | None = None, status=200):

@@ -45,6 +45,15 @@ def occurrence_key(job_id: int, scheduled_for: datetime) -> str:
     return f"job:{job_id}:at:{iso_z(scheduled_for, 'microseconds')}"
 
 
+def unique_key_of(job: JobColumns) -> str | None:
+    """The key a unique job's runs hold while they wait or run: the job itself, or its named key
+    within its project (jobs naming one key share it); None for a job that is not unique."""
+    if not getattr(job, "unique", False):
+        return None
+    named = getattr(job, "unique_key", None)
+    return f"key:{getattr(job, 'project_id', None)}:{named}" if named else f"job:{job.id}"
+
+
 class JobColumns(Protocol):
     """What the row builders read of a job: a `Job`, a jobs row or a record of its columns."""
 
@@ -82,6 +91,7 @@ def _new_row(
         finished_at=now if S(status) is S.MISSED else None,
         output="",
         error="",
+        unique_key=None,
         created_at=now,
         updated_at=now,
     )
@@ -100,6 +110,8 @@ def occurrence_row(
         now=now,
     )
     row["reason"] = reason
+    # A backfill is an operator's explicit list of past occurrences: each is created, as asked.
+    row["unique_key"] = unique_key_of(job) if trigger in ("schedule", "catch_up") else None
     return row
 
 
@@ -124,6 +136,8 @@ def manual_row(
     row["config_override"] = config_override
     if callback_task is not None:
         row.update(callback_task=callback_task, parent_id=parent_id, max_attempts=1, exclusive=False)
+    else:
+        row["unique_key"] = unique_key_of(job)
     return row
 
 

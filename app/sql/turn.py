@@ -26,6 +26,7 @@ from app.domain.states import ExecutionStatus as S
 from app.sql import turn_postgresql
 from app.sql.candidates import CANDIDATE_ORDER, CANDIDATE_WHERE
 from app.sql.queues import release_slots
+from app.sql.rate_limits import Pacer
 from app.sql.rows import (
     CLAIMED_FIELDS,
     DISABLED_BEFORE_RUN,
@@ -221,6 +222,11 @@ def _turn_on_sqlite(
     candidates = [ClaimedExecution.from_mapping(row) for row in _mappings(read)]
     limited = {item.queue_id for item in candidates}
     free = dict(execute(conn, FREE_SLOTS, {"ids": sorted(limited)}).rows) if limited else {}
+    # Rate limits of the candidates' queues and jobs, counted exactly under the write lock.
+    pacer = Pacer(
+        conn, queue_ids=[i.queue_id for i in candidates if i.queue_id], job_ids=[i.job_id for i in candidates if i.job_id is not None],
+        now=now,
+    )
     started: list[tuple[ClaimedExecution, int]] = []
     cancelled: list[ClaimedExecution] = []
     for item in candidates:
@@ -230,19 +236,23 @@ def _turn_on_sqlite(
                 cancelled.append(item)
             continue
         holds_slot = item.queue_id in free
+        if holds_slot and free[item.queue_id] <= 0:
+            continue  # its queue is full: it stays pending
+        if not pacer.take(queue_id=item.queue_id, job_id=item.job_id):
+            continue  # its queue's or its job's rate limit is reached: it stays pending
         if holds_slot:
-            if free[item.queue_id] <= 0:
-                continue  # its queue is full: it stays pending
             free[item.queue_id] -= 1
         lease = now + lease_duration(item.timeout_seconds, lease_seconds, buffer_seconds)
         start = {"id": item.id, "worker_id": worker_id, "now": now, "lease_expires_at": lease, "holds_slot": holds_slot}
         number = execute(conn, START, start).scalar()
         if number is None:
+            pacer.give_back(queue_id=item.queue_id, job_id=item.job_id)
             continue  # no longer claimable
         if holds_slot:
             execute(conn, TAKE_SLOT, {"id": item.queue_id})
         execute(conn, OPEN_ATTEMPT, {"id": item.id, "number": number, "worker_id": worker_id, "now": now})
         started.append((replace(item, lease_expires_at=lease), number))
+    pacer.save(conn)
     started.sort(key=lambda pair: pair[0].id)
     return Turn(recorded, started, cancelled)
 

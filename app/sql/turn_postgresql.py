@@ -21,6 +21,7 @@ from app.domain.one_off import job_column_sql
 from app.domain.states import RECORDABLE, AttemptStatus
 from app.domain.states import ExecutionStatus as S
 from app.sql.candidates import CANDIDATE_ORDER, CANDIDATE_WHERE
+from app.sql.rate_limits import recorded_sql, room_sql
 from app.sql.rows import (
     DISABLED_BEFORE_RUN,
     ClaimedExecution,
@@ -81,10 +82,15 @@ _NO_CLAIMED = claimed_null_list(
 #   released    the slots of limited queues the recorded runs give back
 #   candidates  due rows this worker may run (queue not paused, a slot free as far as the
 #               snapshot and `released` know), locked, skipping rows other workers hold
+#   paced_jobs, paced
+#               job rate limits: the rate-limited jobs of the candidates are locked (after their
+#               queues) and only as many of each job's candidates go on as its window allows
+#               (app/sql/rate_limits.py); the rest stay pending, as for a full queue
 #   wanted, slotted, grants, counted
 #               the concurrency limit (ADR 0008): slots given back by `recorded` and slots wanted
 #               by the candidates of limited queues are settled under the queue rows' locks, and
-#               `granted` says how many of each limited queue's candidates may start
+#               `granted` says how many of each limited queue's candidates may start; a queue's
+#               rate limit is settled the same way and `granted` is the smaller of the two
 #   ranked, allowed
 #               the candidates that may start: all of unlimited queues, the first `granted` of
 #               limited ones (the rest stay pending, unlocked at commit)
@@ -92,6 +98,7 @@ _NO_CLAIMED = claimed_null_list(
 #               stamped, attempts + 1, holds_slot when the queue is limited (claim and start are
 #               one step: no session ever sees them claimed)
 #   opened      their Attempt rows
+#   job_counted the starts recorded in the rate-limited jobs' windows (queues': `counted`)
 #   cancelled   candidates whose job was disabled after the row was queued
 # All parts see the database as it was when the statement began: a run recorded here does not
 # yet free its job for `candidates`, so the worker claims again at once when it had results and
@@ -124,37 +131,66 @@ WITH result AS (
 ), released AS (
     SELECT queue_id, count(*) AS n FROM recorded WHERE holds_slot GROUP BY queue_id
 ), candidates AS ({CANDIDATES}
-), wanted AS (
-    SELECT c.queue_id, count(*) AS n FROM candidates AS c JOIN executions AS x ON x.id = c.id
-    LEFT JOIN jobs AS j ON j.id = x.job_id WHERE {_RUNNABLE} GROUP BY c.queue_id
 ), slotted AS (
-    -- The queues whose slot count this turn reads or changes, locked in id order. A row locked
-    -- here is read as its newest committed version (not the statement's snapshot), so turns
-    -- racing on one limited queue each see the slots the others took.
-    SELECT q.id, q.concurrency_limit, q.slots_taken FROM queues AS q
+    -- The queues whose slot count or rate window this turn reads or changes, locked in id order.
+    -- A row locked here is read as its newest committed version (not the statement's snapshot),
+    -- so turns racing on one limited queue each see the slots (and starts) the others took.
+    SELECT q.id, q.concurrency_limit, q.slots_taken, q.rate_limit, q.rate_starts FROM queues AS q
     WHERE q.id IN (SELECT queue_id FROM released
-                   UNION SELECT w.queue_id FROM wanted AS w JOIN queues AS l ON l.id = w.queue_id
-                         WHERE l.concurrency_limit IS NOT NULL)
+                   UNION SELECT c.queue_id FROM candidates AS c JOIN queues AS l ON l.id = c.queue_id
+                         WHERE l.concurrency_limit IS NOT NULL OR l.rate_limit IS NOT NULL)
     ORDER BY q.id
     FOR UPDATE
+), paced_jobs AS (
+    -- Rate-limited jobs of the candidates, locked and read fresh like the queues. SKIP LOCKED:
+    -- a job row someone else holds (an edit, a disable, a scheduler tick, another turn) is not
+    -- waited for, so a turn never waits on a job while it holds the candidates' rows; that
+    -- job's candidates simply wait for a later turn. The scalar subquery on `slotted` is
+    -- evaluated before the first job row is locked, so queue locks always come first.
+    SELECT j.id, j.rate_limit, j.rate_starts FROM jobs AS j
+    WHERE j.rate_limit IS NOT NULL AND j.enabled
+      AND j.id IN (SELECT x.job_id FROM candidates AS c JOIN executions AS x ON x.id = c.id)
+      AND (SELECT count(*) FROM slotted) >= 0
+    ORDER BY j.id
+    FOR UPDATE SKIP LOCKED
+), paced AS (
+    -- Candidates that may run (a one-off run, or a run of an enabled job) within their job's rate
+    -- limit (the first `room` of each job); a rate-limited job this turn could not lock starts
+    -- nothing now. A one-off run has no job, so no job's limit (its queue's still applies).
+    SELECT e.id, e.queue_id, e.job_id FROM (
+        SELECT c.id, c.queue_id, x.job_id, j.rate_limit,
+               row_number() OVER (PARTITION BY x.job_id ORDER BY x.priority, x.available_at, x.id) AS k
+        FROM candidates AS c JOIN executions AS x ON x.id = c.id LEFT JOIN jobs AS j ON j.id = x.job_id
+        WHERE {_RUNNABLE}) AS e
+    LEFT JOIN paced_jobs AS p ON p.id = e.job_id
+    WHERE e.rate_limit IS NULL OR (p.id IS NOT NULL AND e.k <= {room_sql("p")})
+), wanted AS (
+    SELECT queue_id, count(*) AS n FROM paced GROUP BY queue_id
 ), grants AS (
-    SELECT s.id AS queue_id, s.concurrency_limit,
+    -- LEAST (and GREATEST) ignore NULLs: a queue with only one of the two limits is bounded by
+    -- that one (the other's term is NULL); a queue with neither is not limited (NULL).
+    SELECT s.id AS queue_id, s.concurrency_limit, s.rate_limit, s.rate_starts,
            GREATEST(0, s.slots_taken - COALESCE(r.n, 0)) AS base,
-           CASE WHEN s.concurrency_limit IS NULL THEN NULL
-                ELSE LEAST(COALESCE(w.n, 0), GREATEST(0, s.concurrency_limit - GREATEST(0, s.slots_taken - COALESCE(r.n, 0))))
+           CASE WHEN s.concurrency_limit IS NULL AND s.rate_limit IS NULL THEN NULL
+                ELSE LEAST(COALESCE(w.n, 0),
+                           CASE WHEN s.concurrency_limit IS NOT NULL
+                                THEN GREATEST(0, s.concurrency_limit - GREATEST(0, s.slots_taken - COALESCE(r.n, 0))) END,
+                           {room_sql("s")})
            END AS granted
     FROM slotted AS s LEFT JOIN released AS r ON r.queue_id = s.id LEFT JOIN wanted AS w ON w.queue_id = s.id
 ), counted AS (
-    UPDATE queues AS q SET slots_taken = g.base + COALESCE(g.granted, 0)
+    UPDATE queues AS q
+    SET slots_taken = g.base + CASE WHEN g.concurrency_limit IS NULL THEN 0 ELSE COALESCE(g.granted, 0) END,
+        rate_starts = CASE WHEN g.rate_limit IS NULL OR COALESCE(g.granted, 0) = 0 THEN g.rate_starts
+                           ELSE {recorded_sql("g", "g.granted")} END
     FROM grants AS g WHERE q.id = g.queue_id
 ), ranked AS (
-    SELECT c.id, x.job_id, g.granted,
+    SELECT c.id, c.job_id, g.granted, g.concurrency_limit IS NOT NULL AS limited,
            row_number() OVER (PARTITION BY c.queue_id ORDER BY x.priority, x.available_at, x.id) AS k
-    FROM candidates AS c JOIN executions AS x ON x.id = c.id LEFT JOIN jobs AS j ON j.id = x.job_id
+    FROM paced AS c JOIN executions AS x ON x.id = c.id
     LEFT JOIN grants AS g ON g.queue_id = c.queue_id
-    WHERE {_RUNNABLE}
 ), allowed AS (
-    SELECT id, job_id, granted IS NOT NULL AS limited FROM ranked WHERE granted IS NULL OR k <= granted
+    SELECT id, job_id, COALESCE(limited, false) AS limited FROM ranked WHERE granted IS NULL OR k <= granted
 ), started AS (
     -- The job is joined through `allowed` (an execution's job never changes), LEFT so that a
     -- one-off run, which has none, starts too.
@@ -167,6 +203,12 @@ WITH result AS (
 ), opened AS (
     INSERT INTO attempts (execution_id, number, worker_id, status, started_at, output, error)
     SELECT id, attempts, :worker_id, {sql_status(AttemptStatus.RUNNING)}, :now, '', '' FROM started
+), job_counted AS (
+    UPDATE jobs AS j SET rate_starts = {recorded_sql("p", "n.started")}
+    FROM paced_jobs AS p,
+         (SELECT x.job_id, count(*) AS started FROM allowed AS a JOIN executions AS x ON x.id = a.id
+          GROUP BY x.job_id) AS n
+    WHERE j.id = p.id AND n.job_id = p.id
 ), cancelled AS (
     UPDATE executions AS x
     SET status = {sql_status(S.CANCELLED)}, reason = :disabled_reason, finished_at = :now, updated_at = :now,

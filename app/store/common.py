@@ -30,9 +30,11 @@ from app.domain.states import (
     QUEUED_CANCELLABLE,
     RUNNING_CANCELLABLE,
     TERMINAL,
+    UNIQUE_HELD,
     sources_of,
 )
 from app.domain.states import ExecutionStatus as S
+from app.models.execution import UNIQUE_HELD_WHERE
 from app.models.types import UTCDateTime
 from app.sql import control, follow_ups, leases, turn, waiting
 from app.sql import queues as sql_queues
@@ -180,7 +182,7 @@ class CommonStore:
     ) -> int:
         """Create a manual (or operator retry) execution, runnable now or from `available_at` (a
         delayed ad-hoc run), with an optional config override (a retried callback: its task and
-        parent too); returns its id."""
+        parent too); returns its id (for a unique job whose key is held: the holder's id)."""
         row = manual_row(
             job,
             now=now,
@@ -191,7 +193,79 @@ class CommonStore:
             callback_task=callback_task,
             parent_id=parent_id,
         )
-        return int(conn.execute(insert(executions).values(**row).returning(executions.c.id)).scalar_one())
+        return self.insert_unique(conn, row)[0]
+
+    def insert_manual_once(
+        self,
+        conn: Connection,
+        job: JobColumns,
+        *,
+        now: datetime,
+        available_at: datetime | None = None,
+        config_override: dict[str, Any] | None = None,
+    ) -> tuple[int, bool]:
+        """A manual run like `insert_manual`, saying whether it was deduplicated: (id, False) for a
+        new run, (holder id, True) when a unique job's key is held by a waiting or running run."""
+        row = manual_row(job, now=now, available_at=available_at, config_override=config_override)
+        return self.insert_unique(conn, row)
+
+    def insert_unique(self, conn: Connection, row: dict[str, Any]) -> tuple[int, bool]:
+        """Insert one execution row; when it carries a unique key that a waiting or running run
+        holds, insert nothing and return (that run's id, True).
+
+        The partial unique index uq_executions_unique_key decides, not a read before the write:
+        `ON CONFLICT (unique_key) WHERE ... DO NOTHING` waits for a concurrent insert of the key
+        to commit (PostgreSQL) or runs under the write lock (SQLite), and the holder is read
+        after it. A holder that ended in between (its key is free again) means the insert is
+        tried again."""
+        key = row.get("unique_key")
+        if key is None:
+            return int(conn.execute(insert(executions).values(**row).returning(executions.c.id)).scalar_one()), False
+        stmt = (
+            self._insert()
+            .values(**row)
+            .on_conflict_do_nothing(index_elements=["unique_key"], index_where=text(UNIQUE_HELD_WHERE))
+            .returning(executions.c.id)
+        )
+        holder_of = (
+            select(executions.c.id)
+            .where(executions.c.unique_key == key, executions.c.status.in_(status_values(UNIQUE_HELD)))
+            .limit(1)
+        )
+        for _ in range(10):
+            created = conn.execute(stmt).scalar()
+            if created is not None:
+                return int(created), False
+            holder = conn.execute(holder_of).scalar()
+            if holder is not None:
+                return int(holder), True
+        raise RuntimeError(f"unique key {key!r}: neither inserted nor held after 10 tries")
+
+    def deduplicate_occurrences(
+        self, conn: Connection, rows: Sequence[dict[str, Any]], *, now: datetime
+    ) -> list[tuple[dict[str, Any], int]]:
+        """After `insert_occurrences`: the runnable occurrences of unique jobs that were not
+        created because a waiting or running run held their key. Each is recorded as a `missed`
+        row that names the holder (so the occurrence is accounted for, as an overlap skip is);
+        returns (row, holder id) for each. An occurrence another scheduler created is left alone."""
+        unique = [row for row in rows if row.get("unique_key") and row["status"] == S.PENDING.value]
+        if not unique:
+            return []
+        keys = [row["idempotency_key"] for row in unique]
+        there = set(
+            conn.execute(select(executions.c.idempotency_key).where(executions.c.idempotency_key.in_(keys))).scalars()
+        )
+        deduplicated = []
+        for row in unique:
+            if row["idempotency_key"] in there:
+                continue
+            holder, held = self.insert_unique(conn, row)
+            if held:
+                reason = f"deduplicated: execution {holder} holds the unique key"
+                missed = {**row, "status": S.MISSED.value, "finished_at": now, "reason": reason}
+                self.insert_occurrences(conn, [missed])
+                deduplicated.append((row, holder))
+        return deduplicated
 
     def insert_executions(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[int]:
         """Create batch items or callbacks (`rows.batch_item_row`, `rows.callback_row`), skipping any

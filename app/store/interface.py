@@ -42,7 +42,27 @@ class Store(Protocol):
         parent_id: int | None = None,
     ) -> int:
         """Create a manual run (now, or delayed to `available_at`, with an optional config override)
-        or an operator retry (of a callback: with its task and parent): its id."""
+        or an operator retry (of a callback: with its task and parent): its id (a unique job's
+        held key: the holder's id)."""
+
+    def insert_manual_once(
+        self,
+        conn: Connection,
+        job: JobColumns,
+        *,
+        now: datetime,
+        available_at: datetime | None = None,
+        config_override: dict[str, Any] | None = None,
+    ) -> tuple[int, bool]:
+        """A manual run: (its id, False), or (the holder's id, True) when its unique key is held."""
+
+    def insert_unique(self, conn: Connection, row: dict[str, Any]) -> tuple[int, bool]:
+        """Insert one execution row unless a waiting or running run holds its unique key."""
+
+    def deduplicate_occurrences(
+        self, conn: Connection, rows: Sequence[dict[str, Any]], *, now: datetime
+    ) -> list[tuple[dict[str, Any], int]]:
+        """Record the occurrences of unique jobs whose key was held as missed: (row, holder id)."""
 
     def insert_one_off_runs(self, conn: Connection, rows: Sequence[dict[str, Any]]) -> list[tuple[int, bool]]:
         """Create one-off runs, a row whose idempotency key exists being the existing run: per row

@@ -67,3 +67,64 @@ def race_schedulers(env: Mapping[str, str], count: int, report_dir: Path, *, wit
     codes = [process.exitcode for process in processes]
     assert codes == [0] * count, f"scheduler processes exited with {codes}"
     return [json.loads(path.read_text()) for path in paths]
+
+
+def trigger_together(env: dict, job_id: int, threads: int, barrier, report_path: str) -> None:
+    """Spawn target: `threads` threads, each on its own database connection, wait on the shared
+    barrier (with every other process's threads) and trigger `job_id` once; write what each got."""
+    import threading
+
+    from app import create_app
+    from app.clock import utcnow
+    from app.extensions import db
+    from app.services.use_cases import runs
+
+    app = create_app(env=env)
+    answers: list[dict] = []
+    errors: list[str] = []
+
+    def one() -> None:
+        with app.app_context():
+            try:
+                db.session.connection()  # connect before the barrier: the race is the insert
+                barrier.wait(BARRIER_TIMEOUT)
+                execution = runs.trigger_run(job_id, {}, now=utcnow(), actor="racer")
+                answers.append({"id": execution.id, "deduplicated": execution.deduplicated})
+            except Exception as exc:  # reported to the test, which fails on it
+                errors.append(repr(exc))
+            finally:
+                db.session.remove()
+
+    workers = [threading.Thread(target=one) for _ in range(threads)]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join()
+    Path(report_path).write_text(json.dumps({"answers": answers, "errors": errors}))
+
+
+def race_triggers(env: Mapping[str, str], job_id: int, *, processes: int, threads: int, report_dir: Path) -> list[dict]:
+    """Trigger `job_id` from `processes` x `threads` connections at the same instant; every answer."""
+    context = multiprocessing.get_context("spawn")
+    barrier = context.Barrier(processes * threads)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    paths = [report_dir / f"trigger-{n}.json" for n in range(processes)]
+    children = [
+        context.Process(target=trigger_together, args=(dict(env), job_id, threads, barrier, str(path)))
+        for path in paths
+    ]
+    for child in children:
+        child.start()
+    try:
+        for child in children:
+            child.join(120)
+    finally:
+        for child in children:
+            if child.is_alive():
+                child.kill()
+                child.join(5)
+    assert [child.exitcode for child in children] == [0] * processes
+    reports = [json.loads(path.read_text()) for path in paths]
+    errors = [error for report in reports for error in report["errors"]]
+    assert not errors, errors
+    return [answer for report in reports for answer in report["answers"]]

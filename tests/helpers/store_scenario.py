@@ -21,7 +21,7 @@ from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.models import Attempt, Batch, Execution
 from app.store import ExpiredLease, Finished, Outcome, occurrence_row, store_for
-from app.store.rows import batch_item_row, callback_row, one_off_row
+from app.store.rows import batch_item_row, callback_row, manual_row, one_off_row
 from tests.factories import make_job, make_queue
 
 T0 = datetime(2030, 1, 1, 12, 0, tzinfo=UTC)
@@ -867,6 +867,43 @@ ONE_OFF_SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
 SCENARIO += ONE_OFF_SCENARIO
 FINAL["o1"] = ("failed", 2, "w13", ["failed", "failed"])
 FINAL["o2"] = ("succeeded", 1, "w13", ["succeeded"])
+
+
+# --- unique jobs: a held key returns its holder ----------------------------------------------------
+
+
+def unique_manual_runs(run: Run):
+    """Two manual runs of a unique job: the second is the first, deduplicated."""
+    run.jobs["u"] = make_job("u", now=at(hours=-1), every="1h", overlap_policy="allow", unique=True)
+    first = run.write(lambda c: run.store.insert_manual_once(c, run.jobs["u"], now=at(hours=13)))
+    again = run.write(lambda c: run.store.insert_manual_once(c, run.jobs["u"], now=at(hours=13)))
+    row = manual_row(run.jobs["u"], now=at(hours=13))
+    direct = run.write(lambda c: run.store.insert_unique(c, row))
+    run.ids["u1"] = first[0]
+    return [first[1], again == (first[0], True), direct == (first[0], True)]
+
+
+def unique_occurrence(run: Run):
+    """A scheduled occurrence of the unique job while u1 waits: recorded missed, naming u1."""
+    row = occurrence_row(run.jobs["u"], at(hours=13), trigger="schedule", status=S.PENDING, now=at(hours=13))
+
+    def go(conn):
+        created = run.store.insert_occurrences(conn, [row])
+        return created, run.store.deduplicate_occurrences(conn, [row], now=at(hours=13))
+
+    created, deduplicated = run.write(go)
+    db.session.rollback()
+    run.ids["u13"] = db.session.scalar(select(Execution.id).where(Execution.idempotency_key == row["idempotency_key"]))
+    db.session.rollback()
+    return created, [run.label(holder) for _, holder in deduplicated]
+
+
+SCENARIO += [
+    ("two manual runs of a unique job", unique_manual_runs, [False, True, True], True),
+    ("its occurrence while u1 waits", unique_occurrence, ([], ["u1"]), True),
+]
+FINAL["u1"] = ("pending", 0, None, [])
+FINAL["u13"] = ("missed", 0, None, [])
 
 
 def new_run() -> Run:

@@ -34,6 +34,7 @@ SERVER_COLUMNS = {
     "disabled_reason",
     "project_id",
     "managed_by",
+    "rate_starts",
 }
 
 

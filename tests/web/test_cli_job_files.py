@@ -12,7 +12,7 @@ from sqlalchemy import select
 
 from app.definitions.job_file import parse_document
 from app.extensions import db
-from app.models import AuditEvent, Job
+from app.models import AuditEvent, Job, Queue
 from tests.helpers.cli import assert_error, ok, ok_json, row_counts
 from tests.helpers.web import signed_in_client
 
@@ -269,3 +269,27 @@ def test_a_file_disables_and_enables_a_job_like_the_cli_does(cli, tmp_path):
     write(path, {"jobs": [job("a")]})
     ok(cli("job", "apply", str(path)))
     assert stored_jobs()["a"].enabled is True
+
+
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_throughput_fields_steps_and_a_queue_rate_limit_round_trip(cli, tmp_path, fmt):
+    steps = [
+        {"name": "export", "task": "always_succeed"},
+        {"name": "mail", "task": "always_succeed", "after": ["export"], "max_attempts": 2},
+    ]
+    document = {
+        "project": "default/default",
+        "queues": [{"name": "partner", "rate_limit": "10/minute"}],
+        "jobs": [job("paced", queue="partner", unique=True, unique_key="orders", rate_limit="5/second", steps=steps)],
+    }
+    path = write(tmp_path / f"jobs.{fmt}", document)
+    ok_json(cli("job", "apply", path, "--json"))
+    stored = stored_jobs()["paced"]
+    assert (stored.unique, stored.unique_key, stored.rate_limit) == (True, "orders", "5/second")
+    assert [step["name"] for step in stored.steps] == ["export", "mail"]
+    assert db.session.scalar(select(Queue.rate_limit).where(Queue.name == "partner")) == "10/minute"
+
+    exported = tmp_path / f"exported.{fmt}"
+    ok(cli("job", "export", "--output", str(exported)))
+    plan = ok_json(cli("job", "apply", str(exported), "--dry-run", "--json"))
+    assert (plan["created"], plan["updated"], plan["changed"]) == ([], [], False)

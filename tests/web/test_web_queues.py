@@ -312,3 +312,17 @@ def test_an_operator_pauses_and_resumes_but_may_not_create_or_edit(app):
     assert stored("ops").paused
     assert operator.post("/queues/ops/resume").status_code == 303
     assert not stored("ops").paused
+
+
+def test_a_rate_limit_is_set_shown_with_its_window_and_refused_inline_when_malformed(app, admin):
+    make_queue("partner", priority=0)
+    assert admin.post("/queues/partner/edit", {"priority": "0", "rate_limit": "10 / minutes"}).status_code == 303
+    assert stored("partner").rate_limit == "10/minute"
+    page = admin.get("/queues/partner").get_data(as_text=True)
+    assert "Rate limit 10/minute: started in window" in page and "(room 10)" in page
+    refused = admin.post("/queues/partner/edit", {"priority": "0", "rate_limit": "10/day"})
+    assert refused.status_code == 400
+    assert "must be N/second, N/minute or N/hour" in refused.get_data(as_text=True)
+    assert stored("partner").rate_limit == "10/minute"
+    assert admin.post("/queues/partner/edit", {"priority": "0", "rate_limit": ""}).status_code == 303
+    assert stored("partner").rate_limit is None

@@ -195,7 +195,9 @@ class Scheduler:
                     self._again = True
             for job in ahead:
                 skip = job.overlap_policy == "skip"
-                has_limits = job.max_runs is not None or job.end_at is not None
+                # A unique job's run is deduplicated against what waits or runs at its time, so
+                # it is never written ahead (as a job with run limits is not).
+                has_limits = job.max_runs is not None or job.end_at is not None or job.unique
                 if (skip and job.id in waiting) or not lead_time.writes_ahead(
                     next_run_at=job.next_run_at, now=now, lead=self.lead, limited=has_limits
                 ):
@@ -218,6 +220,19 @@ class Scheduler:
                     report.created += 1
                 else:
                     report.missed += 1
+            for row, holder in store.deduplicate_occurrences(conn, rows, now=now):
+                report.missed += 1
+                runs_added[row["job_id"]] -= 1
+                insert_event(
+                    conn,
+                    "deduplicated",
+                    now=now,
+                    job_id=row["job_id"],
+                    execution_id=holder,
+                    trigger=row["trigger"],
+                    scheduled_for=_iso(row["scheduled_for"]),
+                    unique_key=row["unique_key"],
+                )
             store.advance_jobs(conn, next_runs, runs_added=runs_added, limit_reasons=limited)
             if limited:
                 self._disable_finished(conn, now, job_ids=list(limited))

@@ -23,6 +23,7 @@ from app.domain.explain import (
     explain_occurrence,
     explain_run,
 )
+from app.domain.rate_limits import allowance, parse_rate_limit
 from app.domain.states import WorkerState
 from app.extensions import db
 from app.models import Event, Execution, Heartbeat, Job
@@ -216,7 +217,11 @@ def _evidence(job: Job, start: datetime, end: datetime, now: datetime) -> Eviden
             paused_by=queue.paused_by,
             paused_reason=queue.paused_reason,
             live_workers=live,
+            rate_limit=queue.rate_limit,
+            rate_room=_room(queue.rate_limit, queue.rate_starts, now),
         ),
+        job_rate_limit=job.rate_limit,
+        job_rate_room=_room(job.rate_limit, job.rate_starts, now),
     )
 
 
@@ -286,3 +291,10 @@ def explain_execution(execution_id: int, *, now: datetime, caller: Caller | None
         "now": iso_z(now),
         **fate.to_json(),
     }
+
+
+def _room(rate_limit: str | None, rate_starts: list | None, now: datetime) -> int | None:
+    """How many more starts a rate limit allows at `now`; None without one."""
+    if not rate_limit:
+        return None
+    return allowance(parse_rate_limit(rate_limit), [float(at) for at in rate_starts or []], now.timestamp())

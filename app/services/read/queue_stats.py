@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from app.domain.rate_limits import allowance, parse_rate_limit
 from app.extensions import db
 from app.models import Queue
 from app.services import scoping
@@ -33,9 +34,20 @@ def queue_stats(
     return store_for(conn).queue_stats(conn, now, queue_ids=ids)
 
 
-def queue_to_dict(queue: Queue, stats: QueueStats | None) -> dict:
+def rate_window(rate_limit: str | None, rate_starts: list | None, now: datetime) -> dict | None:
+    """A rate limit as the statistics show it: the limit, the starts inside its window now and
+    how many more may start now; None without a limit."""
+    if not rate_limit:
+        return None
+    limit = parse_rate_limit(rate_limit)
+    starts = [float(at) for at in rate_starts or []]
+    room = allowance(limit, starts, now.timestamp())
+    return {"limit": str(limit), "starts_in_window": limit.count - room, "room": room}
+
+
+def queue_to_dict(queue: Queue, stats: QueueStats | None, *, now: datetime | None = None) -> dict:
     """A queue as `--json` and the API show it, with its statistics."""
-    from app.clock import iso_z
+    from app.clock import iso_z, utcnow
 
     document = {
         "id": queue.id,
@@ -43,6 +55,8 @@ def queue_to_dict(queue: Queue, stats: QueueStats | None) -> dict:
         "project": queue.project.full_name,  # ORG/PROJECT
         "description": queue.description,
         "concurrency_limit": queue.concurrency_limit,
+        "rate_limit": queue.rate_limit,
+        "rate_window": rate_window(queue.rate_limit, queue.rate_starts, now or utcnow()),
         "priority": queue.priority,
         "paused": queue.paused,
         "paused_by": queue.paused_by,

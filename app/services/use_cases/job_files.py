@@ -42,7 +42,7 @@ from app.services.use_cases import tenancy
 from app.services.use_cases.queues import project_for
 
 SOURCE_MAX = 300
-QUEUE_FIELDS = ("description", "concurrency_limit", "priority", "paused")
+QUEUE_FIELDS = ("description", "concurrency_limit", "rate_limit", "priority", "paused")
 # Fields that move together: a new schedule is read with its type and zone.
 SCHEDULE_TRIO = ("schedule_type", "schedule", "timezone")
 
@@ -456,6 +456,7 @@ def export_document(
             "name": q.name,
             "description": q.description,
             "concurrency_limit": q.concurrency_limit,
+            "rate_limit": q.rate_limit,
             "priority": q.priority,
             "paused": q.paused,
         }

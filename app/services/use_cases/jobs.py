@@ -364,7 +364,14 @@ def trigger_job(job_id: int, *, now: datetime, actor: str, caller: Caller | None
     if not job.enabled:
         raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before triggering")
     conn = db.session.connection()
-    execution_id = store_for(conn).insert_manual(conn, job, now=now)
+    execution_id, deduplicated = store_for(conn).insert_manual_once(conn, job, now=now)
+    if deduplicated:
+        record_event("deduplicated", now=now, actor=actor, job_id=job.id, execution_id=execution_id, trigger="manual")
+        _commit(job.id)
+        execution = db.session.get(Execution, execution_id)
+        assert execution is not None  # the holder was read in this transaction
+        execution.deduplicated = True
+        return execution
     record_event("job_triggered", now=now, actor=actor, job_id=job.id, execution_id=execution_id)
     audit_trail.record_change(
         actor, "triggered", "job", job.id, now=now, extra={"execution_id": execution_id}, **audit_trail.about_job(job)

@@ -20,6 +20,7 @@ from app import cache
 from app.database import begin_write
 from app.domain.names import NAME_PATTERN, NAME_RULE
 from app.domain.permissions import Action
+from app.domain.rate_limits import RateLimitError, parse_rate_limit
 from app.extensions import db
 from app.models import Execution, Job, Project, Queue
 from app.models.queue import DEFAULT_PROJECT
@@ -140,6 +141,15 @@ def _clean(data: dict, *, creating: bool) -> dict:
             errors[field] = f"must be a whole number between {low} and {high}, got {value!r}"
         else:
             cleaned[field] = number
+    if "rate_limit" in data and data["rate_limit"] is not None:
+        text_value = str(data["rate_limit"]).strip()
+        if text_value.lower() in ("", "none"):
+            cleaned["rate_limit"] = None
+        else:
+            try:
+                cleaned["rate_limit"] = str(parse_rate_limit(text_value))
+            except RateLimitError as exc:
+                errors["rate_limit"] = str(exc)
     if data.get("no_limit"):
         if "concurrency_limit" in cleaned:
             errors["concurrency_limit"] = "give a limit or --no-limit, not both"
@@ -179,7 +189,9 @@ def edit_queue(name: str, data: dict, *, now: datetime, actor: str, caller: Call
     before = _settings(queue)
     # Slots are counted by the runs that took one, so a new limit needs no recount: runs already
     # in flight when a queue first gets a limit do not count toward it (ADR 0008).
-    limit_changed = "concurrency_limit" in cleaned and cleaned["concurrency_limit"] != queue.concurrency_limit
+    limit_changed = any(
+        key in cleaned and cleaned[key] != getattr(queue, key) for key in ("concurrency_limit", "rate_limit")
+    )
     for key, value in cleaned.items():
         setattr(queue, key, value)
     queue.updated_at = now
@@ -273,6 +285,7 @@ def _settings(queue: Queue) -> dict:
         "name": queue.name,
         "description": queue.description,
         "concurrency_limit": queue.concurrency_limit,
+        "rate_limit": queue.rate_limit,
         "priority": queue.priority,
     }
 

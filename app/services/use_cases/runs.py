@@ -45,7 +45,8 @@ def trigger_run(
 ) -> Execution:
     """Create an ad-hoc run of an enabled job. `data` may hold `in` (a duration: 30s, 5m...), `at`
     (an ISO instant; no offset means UTC) and `config_override` (a JSON object or its text);
-    without `in`/`at` it runs as soon as a worker is free."""
+    without `in`/`at` it runs as soon as a worker is free. For a unique job whose key a waiting
+    or running run holds, that run comes back with `deduplicated` set and nothing is created."""
     if caller is not None:
         caller.require(Action.OPERATE)
     job = _job(job_id, caller)
@@ -58,9 +59,17 @@ def trigger_run(
     if not job.enabled:
         raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before triggering")
     conn = db.session.connection()
-    execution_id = store_for(conn).insert_manual(
+    execution_id, deduplicated = store_for(conn).insert_manual_once(
         conn, job, now=now, available_at=run["available_at"], config_override=run["config_override"]
     )
+    if deduplicated:
+        # The job is unique and a run of its key waits or runs: that run is the answer.
+        record_event("deduplicated", now=now, actor=actor, job_id=job.id, execution_id=execution_id, trigger="manual")
+        db.session.commit()
+        execution = db.session.get(Execution, execution_id)
+        assert execution is not None  # the holder was read in this transaction
+        execution.deduplicated = True
+        return execution
     record_event(
         "job_triggered",
         now=now,
