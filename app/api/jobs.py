@@ -22,7 +22,6 @@ from app.api.conventions import (
 )
 from app.api.errors import ApiError
 from app.api.schemas import (
-    ExecutionSchema,
     ExplainQuery,
     LintWarningSchema,
     PageQuery,

@@ -224,7 +224,9 @@ def _turn_on_sqlite(
     free = dict(execute(conn, FREE_SLOTS, {"ids": sorted(limited)}).rows) if limited else {}
     # Rate limits of the candidates' queues and jobs, counted exactly under the write lock.
     pacer = Pacer(
-        conn, queue_ids=[i.queue_id for i in candidates if i.queue_id], job_ids=[i.job_id for i in candidates if i.job_id is not None],
+        conn,
+        queue_ids=[i.queue_id for i in candidates if i.queue_id],
+        job_ids=[i.job_id for i in candidates if i.job_id is not None],
         now=now,
     )
     started: list[tuple[ClaimedExecution, int]] = []

@@ -20,12 +20,11 @@ depends_on = None
 
 
 def upgrade():
-    with op.batch_alter_table("executions") as batch:
-        batch.add_column(sa.Column("result", sa.Text(), nullable=True))
-        batch.add_column(sa.Column("task_version", sa.String(length=100), nullable=True))
+    op.add_column("executions", sa.Column("result", sa.Text(), nullable=True))
+    op.add_column("executions", sa.Column("task_version", sa.String(length=100), nullable=True))
 
 
 def downgrade():
-    with op.batch_alter_table("executions") as batch:
-        batch.drop_column("task_version")
-        batch.drop_column("result")
+    # In place, never a batch rebuild of executions (on SQLite a rebuild drops its AUTOINCREMENT).
+    for column in ("task_version", "result"):
+        op.execute(f"ALTER TABLE executions DROP COLUMN {column}")

@@ -16,6 +16,10 @@ Downgrading drops all of it; deliveries of notices are deleted first (the old sc
 what they were).
 """
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
 import sqlalchemy as sa
 from alembic import op
 from sqlalchemy.dialects import postgresql
@@ -28,6 +32,26 @@ depends_on = None
 
 def _json():
     return sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
+
+
+@contextmanager
+def _rebuilding(table: str) -> Iterator[Any]:
+    """`batch_alter_table` for a change SQLite can only make by copying the table (a column's NOT
+    NULL): the copy keeps the table's AUTOINCREMENT (an id is never handed out twice) and its counter, which a plain batch copy would drop and restart at the highest id."""
+    bind = op.get_bind()
+    if bind.dialect.name != "sqlite":
+        with op.batch_alter_table(table) as batch:
+            yield batch
+        return
+    saved = bind.execute(sa.text("SELECT seq FROM sqlite_sequence WHERE name = :t"), {"t": table}).scalar()
+    with op.batch_alter_table(table, recreate="always", table_kwargs={"sqlite_autoincrement": True}) as batch:
+        yield batch
+    if saved is not None:
+        bind.execute(sa.text("UPDATE sqlite_sequence SET seq = max(seq, :seq) WHERE name = :t"), {"seq": saved, "t": table})
+        bind.execute(
+            sa.text("INSERT INTO sqlite_sequence (name, seq) SELECT :t, :seq WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = :t)"),
+            {"seq": saved, "t": table},
+        )
 
 
 def upgrade():
@@ -108,7 +132,7 @@ def upgrade():
         sa.Column("scanned_until", sa.DateTime(timezone=True), nullable=False),
         sa.PrimaryKeyConstraint("name", name=op.f("pk_notice_cursors")),
     )
-    with op.batch_alter_table("alert_channels") as batch:
+    with _rebuilding("alert_channels") as batch:
         batch.add_column(sa.Column("group_seconds", sa.Integer(), server_default="600", nullable=False))
         batch.add_column(sa.Column("quiet_start", sa.String(length=5), nullable=True))
         batch.add_column(sa.Column("quiet_end", sa.String(length=5), nullable=True))
@@ -117,7 +141,7 @@ def upgrade():
         batch.create_check_constraint(
             op.f("ck_alert_channels_quiet_pair"), sa.text("(quiet_start IS NULL) = (quiet_end IS NULL)")
         )
-    with op.batch_alter_table("alert_deliveries") as batch:
+    with _rebuilding("alert_deliveries") as batch:
         batch.add_column(sa.Column("notice_id", sa.Integer(), nullable=True))
         batch.add_column(sa.Column("group_key", sa.String(length=200), nullable=True))
         batch.add_column(sa.Column("grouped", sa.Integer(), server_default="1", nullable=False))
@@ -136,7 +160,7 @@ def upgrade():
 
 def downgrade():
     op.get_bind().execute(sa.text("DELETE FROM alert_deliveries WHERE notice_id IS NOT NULL OR group_key IS NOT NULL"))
-    with op.batch_alter_table("alert_deliveries") as batch:
+    with _rebuilding("alert_deliveries") as batch:
         batch.drop_index("ix_alert_deliveries_group")
         batch.drop_index(op.f("ix_alert_deliveries_notice_id"))
         batch.drop_constraint(op.f("fk_alert_deliveries_notice_id_notices"), type_="foreignkey")
@@ -144,7 +168,7 @@ def downgrade():
         batch.drop_column("grouped")
         batch.drop_column("group_key")
         batch.drop_column("notice_id")
-    with op.batch_alter_table("alert_channels") as batch:
+    with _rebuilding("alert_channels") as batch:
         batch.drop_constraint(op.f("ck_alert_channels_quiet_pair"), type_="check")
         batch.drop_constraint(op.f("ck_alert_channels_group_seconds_not_negative"), type_="check")
         batch.drop_column("quiet_timezone")

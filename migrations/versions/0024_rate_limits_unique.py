@@ -28,17 +28,15 @@ _HELD = "unique_key IS NOT NULL AND status IN ('claimed', 'pending', 'retry_sche
 
 
 def upgrade():
-    with op.batch_alter_table("jobs") as batch:
-        batch.add_column(sa.Column("unique", sa.Boolean(), nullable=False, server_default=sa.text("false")))
-        batch.add_column(sa.Column("unique_key", sa.String(length=200), nullable=True))
-        batch.add_column(sa.Column("rate_limit", sa.String(length=32), nullable=True))
-        batch.add_column(sa.Column("rate_starts", _JSON, nullable=True))
-        batch.add_column(sa.Column("steps", _JSON, nullable=True))
-    with op.batch_alter_table("queues") as batch:
-        batch.add_column(sa.Column("rate_limit", sa.String(length=32), nullable=True))
-        batch.add_column(sa.Column("rate_starts", _JSON, nullable=True))
-    with op.batch_alter_table("executions") as batch:
-        batch.add_column(sa.Column("unique_key", sa.String(length=200), nullable=True))
+    # Columns are added in place (ALTER TABLE ADD COLUMN), never by a batch rebuild: see downgrade.
+    op.add_column("jobs", sa.Column("unique", sa.Boolean(), nullable=False, server_default=sa.text("false")))
+    op.add_column("jobs", sa.Column("unique_key", sa.String(length=200), nullable=True))
+    op.add_column("jobs", sa.Column("rate_limit", sa.String(length=32), nullable=True))
+    op.add_column("jobs", sa.Column("rate_starts", _JSON, nullable=True))
+    op.add_column("jobs", sa.Column("steps", _JSON, nullable=True))
+    op.add_column("queues", sa.Column("rate_limit", sa.String(length=32), nullable=True))
+    op.add_column("queues", sa.Column("rate_starts", _JSON, nullable=True))
+    op.add_column("executions", sa.Column("unique_key", sa.String(length=200), nullable=True))
     op.create_index(
         "uq_executions_unique_key",
         "executions",
@@ -50,15 +48,14 @@ def upgrade():
 
 
 def downgrade():
+    # Each column is dropped in place (SQLite 3.35+ and PostgreSQL alike), never by a batch rebuild
+    # of the table: on SQLite a rebuild drops the table's AUTOINCREMENT and turns its column checks
+    # into table checks, after which an older migration's DROP COLUMN of a checked column fails.
     op.drop_index("uq_executions_unique_key", table_name="executions")
-    with op.batch_alter_table("executions") as batch:
-        batch.drop_column("unique_key")
-    with op.batch_alter_table("queues") as batch:
-        batch.drop_column("rate_starts")
-        batch.drop_column("rate_limit")
-    with op.batch_alter_table("jobs") as batch:
-        batch.drop_column("steps")
-        batch.drop_column("rate_starts")
-        batch.drop_column("rate_limit")
-        batch.drop_column("unique_key")
-        batch.drop_column("unique")
+    for table, columns in (
+        ("executions", ("unique_key",)),
+        ("queues", ("rate_starts", "rate_limit")),
+        ("jobs", ("steps", "rate_starts", "rate_limit", "unique_key", "unique")),
+    ):
+        for column in columns:
+            op.execute(f'ALTER TABLE {table} DROP COLUMN "{column}"')
