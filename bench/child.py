@@ -262,6 +262,8 @@ class InstantExecutor:
 
     kill_grace_seconds = 2.0
     preload = ("app.tasks.catalog",)
+    result_max_bytes = 65536
+    withhold: frozenset[str] = frozenset()
 
     def __init__(self) -> None:
         from app.executor.pool_limits import PoolLimits

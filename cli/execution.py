@@ -153,14 +153,14 @@ def inspect(execution_id, as_json):
         ],
         empty="  (none yet)",
     )
-    for title, text in (("Output", execution.output), ("Error", execution.error)):
-        click.echo()
-        click.echo(f"{title}:")
-        click.echo(text.rstrip("\n") if text else "  (empty)")
     click.echo()
     click.echo("Result:")
     result = decoded_result(execution.result)
     click.echo(json.dumps(result, indent=2, ensure_ascii=False) if execution.result is not None else "  (none)")
+    for title, text in (("Output", execution.output), ("Error", execution.error)):
+        click.echo()
+        click.echo(f"{title}:")
+        click.echo(text.rstrip("\n") if text else "  (empty)")
 
 
 @execution_cli.command("explain")

@@ -23,12 +23,12 @@ def index():
     return render_template("tasks/list.html", tasks=describe_catalog(os.environ), area="tasks")
 
 
-@bp.get("/<name>")
+@bp.get("/<task_name>")
 @requires(Action.READ)
-def detail(name: str):
+def detail(task_name: str):
     """One task (the 404 page for a name that is not registered)."""
     try:
-        spec = get_task(name)
+        spec = get_task(task_name)
     except UnknownTaskError:
         abort(404)
     return render_template("tasks/detail.html", task=describe_task(spec, os.environ), area="tasks")

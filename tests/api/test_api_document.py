@@ -27,8 +27,8 @@ DOC_URI = "urn:cronwell:openapi"
 # with an answer that has them): operationId -> field names.
 OMITTED = {
     "auth.refresh": {"refresh_token"},  # a refresh answers a new access token only
-    "executions.list_executions": {"output", "error"},  # lists leave out what runs printed
-    "batches.list_items": {"output", "error"},
+    "executions.list_executions": {"output", "error", "result"},  # lists leave out what runs printed and returned
+    "batches.list_items": {"output", "error", "result"},
 }
 METHODS = ("get", "post", "put", "patch", "delete")
 
