@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [options]`: run benchmarks, print a table, write JSON.
 
 Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, api, burst,
-retention (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
+retention, startup (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 `--smoke` runs them at the smallest sizes, seconds each (tests/bench runs every one so in the suite).
 `python -m bench peers [--help]` runs the side-by-side comparison with the peers (bench/peers/).
 """
@@ -34,6 +34,7 @@ BENCHMARKS = {
     "api": "bench.api",
     "burst": "bench.burst",
     "retention": "bench.retention",
+    "startup": "bench.startup",
 }
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 # Sizes and durations of a full run, of --quick and of --smoke, where an option does not say.
@@ -53,6 +54,7 @@ _FULL = {
     "burst_scenarios": "100,cron",
     "burst_fork_count": 1000,
     "retention_rows": 600_000,
+    "startup_runs": 10,
 }
 DEFAULTS = {
     "full": _FULL,
@@ -67,6 +69,7 @@ DEFAULTS = {
         "rows": 100_000,
         "hold_seconds": 10.0,
         "retention_rows": 60_000,
+        "startup_runs": 5,
     },
     # Every step once, on as little data as still goes through it: the history keeps its 300
     # pending and running rows, the burst its 100-job scenario (with 10 jobs) at the default lead.
@@ -86,6 +89,7 @@ DEFAULTS = {
         "burst_scenarios": "100",
         "burst_fork_count": 20,
         "retention_rows": 400,
+        "startup_runs": 1,
     },
 }
 
@@ -147,6 +151,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         type=int,
         default=None,
         help="oldest history rows the retention run may delete (default 600000; the most it takes from --database)",
+    )
+    parser.add_argument(
+        "--startup-runs", type=int, default=None, help="runs of each command the startup benchmark times (default 10)"
     )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the benchmark database at the end")
     parser.add_argument(
