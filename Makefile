@@ -18,8 +18,10 @@ $(BIN)/python:
 # Test workers: the suite is mostly waiting (real processes, sockets, PostgreSQL), so a couple
 # more workers than cores keep both cores busy; each worker has its own PostgreSQL database.
 TEST_WORKERS ?= 4
-# Branch coverage of app/ and cli/ over both databases; the floor only ever goes up.
-COVERAGE_FLOOR ?= 0
+# Branch coverage of app/ and cli/ over both databases; the floor only ever goes up. 43 is what
+# tests/unit alone reaches (43.2 %), a bound the whole run can only exceed; raise it to the whole
+# run's TOTAL (rounded down), which the second pass prints, once a full run has measured it.
+COVERAGE_FLOOR ?= 43
 
 $(VENV)/.runtime-installed: requirements.lock | $(BIN)/python
 	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
