@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [options]`: run benchmarks, print a table, write JSON.
 
 Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, api, burst,
-retention, startup (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
+retention, startup, idle (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 `--smoke` runs them at the smallest sizes, seconds each (tests/bench runs every one so in the suite).
 `python -m bench peers [--help]` runs the side-by-side comparison with the peers (bench/peers/).
 """
@@ -35,6 +35,7 @@ BENCHMARKS = {
     "burst": "bench.burst",
     "retention": "bench.retention",
     "startup": "bench.startup",
+    "idle": "bench.idle",
 }
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 # Sizes and durations of a full run, of --quick and of --smoke, where an option does not say.
@@ -55,6 +56,7 @@ _FULL = {
     "burst_fork_count": 1000,
     "retention_rows": 600_000,
     "startup_runs": 10,
+    "idle_seconds": 60.0,
 }
 DEFAULTS = {
     "full": _FULL,
@@ -70,6 +72,7 @@ DEFAULTS = {
         "hold_seconds": 10.0,
         "retention_rows": 60_000,
         "startup_runs": 5,
+        "idle_seconds": 20.0,
     },
     # Every step once, on as little data as still goes through it: the history keeps its 300
     # pending and running rows, the burst its 100-job scenario (with 10 jobs) at the default lead.
@@ -90,6 +93,7 @@ DEFAULTS = {
         "burst_fork_count": 20,
         "retention_rows": 400,
         "startup_runs": 1,
+        "idle_seconds": 2.0,
     },
 }
 
@@ -154,6 +158,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     )
     parser.add_argument(
         "--startup-runs", type=int, default=None, help="runs of each command the startup benchmark times (default 10)"
+    )
+    parser.add_argument(
+        "--idle-seconds", type=float, default=None, help="measured window of the idle benchmark (default 60)"
     )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the benchmark database at the end")
     parser.add_argument(
