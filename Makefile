@@ -18,8 +18,12 @@ $(BIN)/python:
 # Test workers: the suite is mostly waiting (real processes, sockets, PostgreSQL), so a couple
 # more workers than cores keep both cores busy; each worker has its own PostgreSQL database.
 TEST_WORKERS ?= 4
-# Branch coverage of app/ and cli/ over both databases; the floor only ever goes up.
-COVERAGE_FLOOR ?= 0
+# Branch coverage of app/ and cli/ over both databases; the floor only ever goes up. 43 is what
+# tests/unit alone reaches (43.2 %), a bound the whole run can only exceed; raise it to the whole
+# run's TOTAL (rounded down), which the second pass prints, once a full run has measured it.
+COVERAGE_FLOOR ?= 43
+# A narrowed run (PYTEST_ARGS) covers a part of the code by design: it reports, the floor is not checked.
+FLOOR = $(if $(strip $(PYTEST_ARGS)),0,$(COVERAGE_FLOOR))
 
 $(VENV)/.runtime-installed: requirements.lock | $(BIN)/python
 	$(BIN)/pip install --quiet --require-hashes -r requirements.lock
@@ -53,7 +57,7 @@ SERIAL_TESTS := tests/bench tests/e2e
 
 test: install-dev
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(foreach path,$(SERIAL_TESTS),--ignore=$(path)) --cov --cov-report= $(PYTEST_ARGS)
-	$(BIN)/python -m pytest $(SERIAL_TESTS) --cov --cov-append --cov-report=term:skip-covered --cov-fail-under=$(COVERAGE_FLOOR) $(PYTEST_ARGS) || [ $$? -eq 5 ]
+	$(BIN)/python -m pytest $(SERIAL_TESTS) --cov --cov-append --cov-report=term:skip-covered --cov-fail-under=$(FLOOR) $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-fast: install-dev
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup -m "not postgres and not slow and not e2e and not soak" --ignore=tests/faults $(PYTEST_ARGS)

@@ -4,13 +4,18 @@
 worker. Nothing happens at import time; everything is wired here as a readable list of steps.
 
 The app comes in kinds (`KINDS`). "web" is the whole app: pages, the REST API, sign-in and every
-CLI command; the web server, the tests and every CLI command but two get it. `flask worker run`
+CLI command; the web server, the tests and Flask's own commands get it. `flask worker run`
 and `flask scheduler run` get a "worker" or "scheduler" app instead (`process_kind` reads the
 command line): the same settings, logging, cache and task catalog, no blueprints, no sign-in or
 CSRF, and only their own command group; the scheduler's has the database, the worker's does not
 (its command hands over to `python -m app.worker_process`, which opens its own connections). They never serve a request, and the web
 stack (blueprints, WTForms, flask-smorest, marshmallow schemas, Flask-Limiter, the JWT manager,
 OpenAPI generation) is about a fifth of a worker's memory (docs/performance.md, "Memory").
+Any other command of Cronwell's (`flask job add`, `flask db upgrade`, ...) gets a "cli" app: the
+database and the task catalog, no web stack, and its commands registered lazily (cli/__init__.py:
+only the module of the command that runs is imported); `flask` alone or `flask --help` gets a
+"help" app, which has nothing but the lazy command list. Flask's own `run`, `shell` and `routes`
+get the web app.
 """
 
 from __future__ import annotations
@@ -31,15 +36,18 @@ if TYPE_CHECKING:
 WEB = "web"
 WORKER = "worker"
 SCHEDULER = "scheduler"
-KINDS = (WEB, WORKER, SCHEDULER)
+CLI = "cli"
+HELP = "help"
+KINDS = (WEB, WORKER, SCHEDULER, CLI, HELP)
 # Options the `flask` command itself takes before the command name, and whether each takes a value.
 _FLASK_OPTIONS = {"--app": True, "-A": True, "--env-file": True, "-e": True, "--debug": False, "--no-debug": False}
 
 
 def process_kind(argv: list[str]) -> str:
     """The app kind a process started with `argv` needs: "worker" for `flask worker run`,
-    "scheduler" for `flask scheduler run` (or the same under `python -m cli`), "web" for anything
-    else (gunicorn, other commands)."""
+    "scheduler" for `flask scheduler run` (or the same under `python -m cli`), "cli" for any other
+    command of Cronwell's, "help" for `flask` alone or `flask --help`, "web" for anything else
+    (gunicorn, Flask's own commands)."""
     from pathlib import PurePath
 
     program = PurePath(argv[0]) if argv else PurePath()
@@ -54,15 +62,19 @@ def process_kind(argv: list[str]) -> str:
             if _FLASK_OPTIONS.get(name) and "=" not in word:
                 next(words, None)
             if name not in _FLASK_OPTIONS:
-                return WEB  # --help, --version: the whole CLI
+                return HELP  # --help, --version: the command list
             continue
         command = [word, *words][:2]
         break
+    if not command:
+        return HELP
     if command == ["worker", "run"]:
         return WORKER
     if command == ["scheduler", "run"]:
         return SCHEDULER
-    return WEB
+    from cli import NAMES
+
+    return CLI if command[0] in NAMES else WEB
 
 
 def create_app(
@@ -94,10 +106,11 @@ def create_app(
     Path(app.config["INSTANCE_DIR"]).mkdir(parents=True, exist_ok=True)
 
     register_logging(app)
-    register_extensions(app, web=kind == WEB, database=kind != WORKER)
+    if kind != HELP:
+        register_extensions(app, web=kind == WEB, database=kind != WORKER)
     if kind == WEB:
         register_blueprints(app)
-    register_cli(app, only=None if kind == WEB else kind)
+    register_cli(app, only=kind if kind in (WORKER, SCHEDULER) else None, lazy=kind in (CLI, HELP))
     return app
 
 
@@ -173,7 +186,7 @@ def register_blueprints(app: Flask) -> None:
     register_api(app)  # after the web: the API's problem documents wrap the web's error pages
 
 
-def register_cli(app: Flask, only: str | None = None) -> None:
+def register_cli(app: Flask, only: str | None = None, *, lazy: bool = False) -> None:
     from cli import register_commands
 
-    register_commands(app, only=only)
+    register_commands(app, only=only, lazy=lazy)

@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [options]`: run benchmarks, print a table, write JSON.
 
 Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, api, burst,
-retention (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
+retention, startup, idle (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 `--smoke` runs them at the smallest sizes, seconds each (tests/bench runs every one so in the suite).
 `python -m bench peers [--help]` runs the side-by-side comparison with the peers (bench/peers/).
 """
@@ -34,6 +34,8 @@ BENCHMARKS = {
     "api": "bench.api",
     "burst": "bench.burst",
     "retention": "bench.retention",
+    "startup": "bench.startup",
+    "idle": "bench.idle",
 }
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 # Sizes and durations of a full run, of --quick and of --smoke, where an option does not say.
@@ -53,6 +55,8 @@ _FULL = {
     "burst_scenarios": "100,cron",
     "burst_fork_count": 1000,
     "retention_rows": 600_000,
+    "startup_runs": 10,
+    "idle_seconds": 60.0,
 }
 DEFAULTS = {
     "full": _FULL,
@@ -67,6 +71,8 @@ DEFAULTS = {
         "rows": 100_000,
         "hold_seconds": 10.0,
         "retention_rows": 60_000,
+        "startup_runs": 5,
+        "idle_seconds": 20.0,
     },
     # Every step once, on as little data as still goes through it: the history keeps its 300
     # pending and running rows, the burst its 100-job scenario (with 10 jobs) at the default lead.
@@ -86,6 +92,8 @@ DEFAULTS = {
         "burst_scenarios": "100",
         "burst_fork_count": 20,
         "retention_rows": 400,
+        "startup_runs": 1,
+        "idle_seconds": 2.0,
     },
 }
 
@@ -147,6 +155,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         type=int,
         default=None,
         help="oldest history rows the retention run may delete (default 600000; the most it takes from --database)",
+    )
+    parser.add_argument(
+        "--startup-runs", type=int, default=None, help="runs of each command the startup benchmark times (default 10)"
+    )
+    parser.add_argument(
+        "--idle-seconds", type=float, default=None, help="measured window of the idle benchmark (default 60)"
     )
     parser.add_argument("--keep-db", action="store_true", help="do not drop the benchmark database at the end")
     parser.add_argument(

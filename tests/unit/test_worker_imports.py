@@ -20,7 +20,7 @@ import sys
 import click
 import pytest
 
-from app import SCHEDULER, WEB, WORKER, create_app, process_kind
+from app import CLI, HELP, SCHEDULER, WEB, WORKER, create_app, process_kind
 from config import BASE_DIR
 from tests.helpers.databases import app_env_for
 
@@ -116,12 +116,43 @@ def test_worker_and_scheduler_processes_do_not_import_the_web(kind, flask_app, t
 
 
 def test_the_probe_sees_the_web_stack_in_other_commands(tmp_path):
-    """The same probe on `flask job list` finds the web parts: the check above can fail."""
-    modules = _modules_after(["job", "list"], "app.services.engine.worker, app.gunicorn_logs", tmp_path, None)
+    """The same probe on a command that is not Cronwell's (the web app is loaded to look for it)
+    finds the web parts: the check above can fail."""
+    modules = _modules_after(["not-ours"], "app.services.engine.worker, app.gunicorn_logs", tmp_path, None)
     assert "app.web" in modules["modules"]
     assert "flask_smorest" in modules["modules"]
     assert "flask_login" in modules["modules"]
     assert "gunicorn.glogging" in modules["modules"]
+
+
+# What only the web server needs: pages, the API, sign-in, forms, the server (the definitions'
+# marshmallow schemas are the commands' too).
+WEB_SERVER_ONLY = ("app.web", "app.api", "app.auth", "app.dashboard", "flask_smorest", "flask_wtf", "wtforms")
+WEB_SERVER_ONLY += ("flask_login", "flask_jwt_extended", "gunicorn")
+
+
+def _web_server_parts(modules: list[str]) -> list[str]:
+    found = [m for m in modules if any(m == w or m.startswith(w + ".") for w in WEB_SERVER_ONLY)]
+    return sorted(found + [m for m in modules if m.endswith(".routes")])
+
+
+def _command_modules(modules: list[str]) -> list[str]:
+    return sorted(m for m in modules if m.startswith("cli.") and m not in ("cli.common", "cli.job_fields"))
+
+
+@pytest.mark.parametrize("flask_app", [None, "app"], ids=["wsgi.py", "FLASK_APP=app"])
+def test_a_command_imports_its_own_module_only_and_no_web(flask_app, tmp_path):
+    """Start-up is paid by every command: `flask job add` loads cli/job.py (and what it needs),
+    not the other commands' modules nor the web stack; `flask --help` loads no command module
+    and not SQLAlchemy (the lazy commands, cli/__init__.py)."""
+    modules = _modules_after(["job", "add"], "json", tmp_path, flask_app)["modules"]
+    assert _web_server_parts(modules) == []
+    assert "cli.job" in modules
+    assert {"cli.token", "cli.demo", "cli.db", "cli.audit", "cli.batch", "cli.verify"} & set(modules) == set()
+    listing = _modules_after([], "json", tmp_path, flask_app)["modules"]
+    assert _command_modules(listing) == []
+    assert [m for m in listing if m.split(".")[0] in ("sqlalchemy", "flask_sqlalchemy")] == []
+    assert _web_parts(listing) == []
 
 
 def _plugin_parts(modules: list[str]) -> list[str]:
@@ -184,12 +215,20 @@ def test_python_m_cli_has_flasks_commands_but_the_plugins(app):
         (["/x/site-packages/flask/__main__.py", "worker", "run"], WORKER),
         (["/srv/cronwell/cli/__main__.py", "worker", "run", "--workers", "4"], WORKER),
         (["/srv/cronwell/cli/__main__.py", "--app", "app", "scheduler", "run"], SCHEDULER),
-        (["/srv/cronwell/cli/__main__.py", "job", "list"], WEB),
-        (["flask", "worker", "list"], WEB),
-        (["flask", "worker"], WEB),
-        (["flask", "job", "run"], WEB),
-        (["flask", "--help"], WEB),
-        (["flask"], WEB),
+        (["/srv/cronwell/cli/__main__.py", "job", "list"], CLI),
+        (["flask", "worker", "list"], CLI),
+        (["flask", "worker"], CLI),
+        (["flask", "job", "run"], CLI),
+        (["flask", "--app", "app", "db", "upgrade"], CLI),
+        (["flask", "prune-history"], CLI),
+        (["flask", "--help"], HELP),
+        (["flask", "--version"], HELP),
+        (["flask"], HELP),
+        (["flask", "--debug"], HELP),
+        (["flask", "run", "--port", "5000"], WEB),
+        (["flask", "routes"], WEB),
+        (["flask", "shell"], WEB),
+        (["flask", "limiter", "list"], WEB),
         (["gunicorn", "--config", "gunicorn.conf.py", "wsgi:app"], WEB),
         (["/venv/bin/pytest", "worker", "run"], WEB),
         ([], WEB),
