@@ -425,6 +425,7 @@ WORKER = {
     "host": "sched-2",
     "pid": 4242,
     "state": "running",
+    "status": "alive",
     "busy": 1,
     "idle": 3,
     "slots": 4,

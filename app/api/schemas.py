@@ -390,6 +390,7 @@ class WorkerSchema(Schema):
     host = fields.String(allow_none=True)
     pid = fields.Integer(allow_none=True)
     state = fields.String(required=True, metadata={"description": "running, draining, stopped or stale"})
+    status = fields.String(metadata={"description": "alive, stopped or lost (the words of `flask health` and /readyz)"})
     busy = fields.Integer(allow_none=True)
     idle = fields.Integer(allow_none=True)
     slots = fields.Integer(allow_none=True)
