@@ -19,6 +19,7 @@ _COMMANDS: list[tuple[str, str]] = [
     ("alerts", "alerts_cli"),
     ("channel", "channel_cli"),
     ("audit", "audit_cli"),
+    ("event", "event_cli"),
     ("schedule", "schedule_cli"),
     ("ops", "health_cli"),
     ("ops", "prune_history_cli"),

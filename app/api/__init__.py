@@ -38,6 +38,7 @@ RESOURCES = (
     "alerts",
     "workers",
     "audit",
+    "events",
     "users",
     "tokens",
 )

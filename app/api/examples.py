@@ -17,6 +17,8 @@ from typing import Any
 
 from marshmallow.utils import missing
 
+from app.domain.event_kinds import explain_kind
+
 NOW = "2026-06-01T02:00:00Z"
 EARLIER = "2026-05-28T09:14:03Z"
 
@@ -439,6 +441,17 @@ WORKER = {
     ],
 }
 WORKER_STOP = {"now": False}
+EVENT = {
+    "id": 88120,
+    "kind": "lease_recovered",
+    "created_at": "2026-06-01T01:58:31Z",
+    "actor": "system",
+    "job_id": 12,
+    "execution_id": 346,
+    "worker_id": "worker-sched-2-4242",
+    "payload": {"worker_id": "worker-sched-2-4242", "from_status": "running", "to_status": "retry_scheduled"},
+    "explanation": explain_kind("lease_recovered"),
+}
 DRAINING_WORKER = {**WORKER, "pending_command": "drain"}  # until the worker takes the command
 AUDIT_EVENT = {
     "id": 9120,

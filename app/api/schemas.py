@@ -11,6 +11,7 @@ from __future__ import annotations
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from app.definitions.fields import Instant, Text, TextLength, printable
+from app.domain.event_kinds import EVENT_KINDS
 from app.services.use_cases.queues import DESCRIPTION_MAX as QUEUE_DESCRIPTION_MAX
 from app.services.use_cases.queues import NAME_PATTERN as QUEUE_NAME
 from app.services.use_cases.queues import NAME_RULE as QUEUE_NAME_RULE
@@ -427,6 +428,35 @@ class AuditQuery(SinceUntilQuery):
     object_kind = fields.String(load_default=None, validate=validate.Length(1, 32))
     action = fields.String(load_default=None, validate=validate.Length(1, 32))
     job = fields.Integer(load_default=None, validate=validate.Range(1, 2**31 - 1))
+
+
+class EventQuery(SinceUntilQuery):
+    kind = fields.String(
+        load_default=None,
+        validate=validate.OneOf(sorted(EVENT_KINDS), error="is not an event kind"),
+        metadata={"description": "Only events of this kind (see the events page for what each means)."},
+    )
+    job = fields.Integer(load_default=None, validate=validate.Range(1, 2**31 - 1))
+    queue = fields.String(
+        load_default=None, validate=validate.Length(1, 100), metadata={"description": "A queue's name."}
+    )
+    worker = fields.String(
+        load_default=None,
+        validate=validate.Length(1, 200),
+        metadata={"description": "Only events naming this worker id (lease recovery, cancels)."},
+    )
+
+
+class EventSchema(Schema):
+    id = fields.Integer(required=True)
+    kind = fields.String(required=True)
+    created_at = fields.String(required=True)
+    actor = fields.String(allow_none=True)
+    job_id = fields.Integer(allow_none=True)
+    execution_id = fields.Integer(allow_none=True)
+    worker_id = fields.String(allow_none=True)
+    payload = fields.Dict()
+    explanation = fields.String(metadata={"description": "What this kind of event means."})
 
 
 class InvitationCreateSchema(StrictSchema):

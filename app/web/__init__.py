@@ -34,6 +34,7 @@ def register_blueprints(app: Flask) -> None:
     from app.batches.routes import bp as batches_bp
     from app.bulk.routes import bp as bulk_bp
     from app.dashboard.routes import bp as dashboard_bp
+    from app.events.routes import bp as events_bp
     from app.executions.routes import bp as executions_bp
     from app.health.routes import bp as health_bp
     from app.jobs.routes import bp as jobs_bp
@@ -58,6 +59,7 @@ def register_blueprints(app: Flask) -> None:
     ):
         app.register_blueprint(blueprint)
     app.register_blueprint(audit_bp)
+    app.register_blueprint(events_bp)
     app.register_blueprint(batches_bp)
     app.register_blueprint(tokens_bp)
     app.register_blueprint(users_bp)

@@ -84,6 +84,7 @@ MATRIX: dict[str, Row] = {
     "health.page": row("GET", SIGN_IN, OK),
     "alerts.index": row("GET", SIGN_IN, OK),
     "audit.index": row("GET", SIGN_IN, OK),
+    "events.index": row("GET", SIGN_IN, OK, operator=True),
     "queues.index": row("GET", SIGN_IN, OK),
     "queues.detail": row("GET", SIGN_IN, OK),
     "workers.index": row("GET", SIGN_IN, OK),

@@ -58,6 +58,7 @@ ROUTES: dict[str, str] = {
     "alerts.channels": "read",
     "alerts.channel_detail": "read",
     "audit.index": "read",
+    "events.index": "operate",
     "batches.index": "read",
     "batches.detail": "read",
     "context.switch": "read",
