@@ -141,6 +141,9 @@ def prune_history_cli(dry_run, cli_secret, as_json):
     if result["by_job"]:
         print_table(["JOB", "EXECUTIONS"], sorted(result["by_job"].items(), key=lambda item: int(item[0])))
     click.echo(
+        f"Retention {verb} {result['events_deleted']} event(s) (a job's past its retention_days, others past EVENT_RETENTION_DAYS)"
+    )
+    click.echo(
         f"Retention {verb} {result['audit_deleted']} audit event(s) older than AUDIT_RETENTION_DAYS and "
         f"{result['sessions_deleted']} web session(s) older than SESSION_MAX_AGE_HOURS"
     )

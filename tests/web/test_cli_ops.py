@@ -141,6 +141,7 @@ def test_prune_history_dry_run_then_for_real(cli):
         "more": False,
         "audit_deleted": 0,
         "sessions_deleted": 0,
+        "events_deleted": 0,
     }
     assert execution_count() == 3
     [event] = cli_events("history_pruned")

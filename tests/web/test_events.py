@@ -224,3 +224,50 @@ def test_filters_and_cursor_paging_over_ten_thousand_events(app, cli):
     listed = ok_json(cli("event", "list", "--job", job.id, "--before", cursor, "--limit", "10", "--json"))
     assert len(listed) == 10 and all(item["id"] < cursor for item in listed)
     assert json.dumps(listed)  # JSON all through
+
+
+def test_history_retention_prunes_events_and_says_how_many(app, cli):
+    now = utcnow()
+    short = make_job("short", retention_days=7)
+    forever = make_job("forever", retention_days=0)
+
+    def event(kind: str, job_id, days: float) -> None:
+        db.session.execute(
+            insert(Event),
+            [
+                {
+                    "type": kind,
+                    "job_id": job_id,
+                    "actor": "system",
+                    "payload": {},
+                    "created_at": now - timedelta(days=days),
+                }
+            ],
+        )
+
+    event("retry_scheduled", short.id, 10)  # past its job's retention_days: goes
+    event("retry_scheduled", short.id, 1)  # kept
+    event("retry_scheduled", forever.id, 400)  # its job keeps history forever: kept
+    event("audit_pruned", None, 100)  # no job, past EVENT_RETENTION_DAYS (90): goes
+    event("retry_scheduled", 999_999, 95)  # a deleted job's: goes
+    event("audit_pruned", None, 10)  # kept
+    event("history_pruned", None, 1000)  # the ledger reads these: kept
+    db.session.commit()
+    before = db.session.query(Event).count()
+
+    dry = ok(cli("prune-history", "--dry-run"))
+    assert "would delete 3 event(s)" in dry
+    assert ok_json(cli("prune-history", "--json"))["events_deleted"] == 3
+    db.session.rollback()
+    assert db.session.query(Event).count() == before - 3 + 1  # and one history_pruned says so
+    [latest] = [
+        e
+        for e in ok_json(cli("event", "list", "--kind", "history_pruned", "--json"))
+        if e["payload"].get("events_deleted")
+    ]
+    assert latest["payload"]["events_deleted"] == 3 and latest["payload"]["events_by_job"] == {
+        str(short.id): 1,
+        "999999": 1,
+    }
+    assert "deleted 0 event(s)" in ok(cli("prune-history"))
+    assert ok_json(cli("verify", "--json"))["ok"] is True

@@ -89,6 +89,7 @@ def verify(*, now: datetime, lease_slack: timedelta = timedelta(seconds=5)) -> L
     ):
         if event.type == "history_pruned":
             pruned_jobs |= {int(job_id) for job_id in event.payload.get("by_job", {})}
+            pruned_jobs |= {int(job_id) for job_id in event.payload.get("events_by_job", {})}
         elif event.job_id is not None:
             events_by_job[event.job_id].append(event)
     for job in db.session.scalars(select(Job).order_by(Job.id)):
