@@ -88,8 +88,12 @@ class Event(Model):
     payload: Mapped[dict] = mapped_column(JSONType, default=dict)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
 
-    # The events list walks these backwards from its cursor (newest first, by kind or by job).
-    __table_args__ = (Index("ix_events_type_id", "type", "id"), Index("ix_events_job_id_id", "job_id", "id"))
+    # The events list walks these backwards from its cursor (newest first, by kind, job or both).
+    __table_args__ = (
+        Index("ix_events_type_id", "type", "id"),
+        Index("ix_events_job_id_id", "job_id", "id"),
+        Index("ix_events_job_id_type_id", "job_id", "type", "id"),
+    )
 
 
 class Heartbeat(Model):

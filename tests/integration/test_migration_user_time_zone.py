@@ -39,6 +39,7 @@ def test_0022_adds_the_time_zone_and_the_event_indexes_and_takes_them_back(fresh
     assert "time_zone" in columns
     assert rows(fresh_url, "SELECT time_zone FROM users WHERE username = 'kept'") == [("UTC",)]
     assert indexes["ix_events_type_id"] == ["type", "id"] and indexes["ix_events_job_id_id"] == ["job_id", "id"]
+    assert indexes["ix_events_job_id_type_id"] == ["job_id", "type", "id"]
     assert "ix_events_job_id" not in indexes
 
     flask_db(fresh_url, tmp_path, "downgrade", "0019")

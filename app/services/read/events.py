@@ -3,8 +3,10 @@
 Newest first, filtered by kind, job, queue, worker and time, one page at a time by a cursor (the
 id of the last event shown: stable while new events arrive, and cheap at any depth, unlike an
 offset). A caller narrowed to an organization sees the events of its jobs only; events that
-belong to no job (retention passes, users, organizations) are the site's. Each filter is an
-indexed path: `(type, id)` and `(job_id, id)` walk backwards from the cursor.
+belong to no job (retention passes, users, organizations) are the site's. Kind and job are
+indexed paths: `(type, id)`, `(job_id, id)` and `(job_id, type, id)` walk backwards from the
+cursor. The worker filter reads the payload: alone, a worker named by few events scans far back
+(about 200 ms at a million events on PostgreSQL); with a kind or a job it stays fast.
 """
 
 from __future__ import annotations
