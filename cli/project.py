@@ -12,8 +12,9 @@ from app.clock import utcnow
 from app.services.caller import Caller
 from app.services.use_cases import tenancy
 from cli.common import emit_json, fmt_utc, handle_errors, json_option, mutating, print_table
+from cli.tenancy_changes import delete_project, rename_project
 
-project_cli = AppGroup("project", help="Create and list projects (ORG/PROJECT).")
+project_cli = AppGroup("project", help="Create, list, rename and delete projects (ORG/PROJECT).")
 
 
 @project_cli.command("add")
@@ -59,3 +60,7 @@ def list_projects(organization, as_json):
         ["ID", "PROJECT", "DESCRIPTION", "CREATED"],
         [[p.id, p.full_name, p.description, fmt_utc(p.created_at)] for p in projects],
     )
+
+
+project_cli.add_command(rename_project)
+project_cli.add_command(delete_project)
