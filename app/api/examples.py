@@ -58,6 +58,17 @@ NEW_PROJECT = {
     "description": "Reports for finance.",
     "created_at": NOW,
 }
+RENAMED_ORGANIZATION = {**ORGANIZATION, "name": "finance"}
+RENAMED_PROJECT = {**NEW_PROJECT, "name": "finance", "full_name": "default/finance"}
+RENAME = {"name": "finance"}
+DELETION = {
+    "deleted": "project default/reports",
+    "projects": ["default/reports"],
+    "jobs": 1,
+    "queues": 0,
+    "executions": 346,
+    "running": 0,
+}
 PROJECT_CREATE = {"organization": "default", "name": "reports", "description": "Reports for finance."}
 INVITATION = {
     "invitation": "eyJvcmciOjEsInJvbGUiOiJvcGVyYXRvciJ9.aw5LUQ.FkUHo8FV1SuHGTraoamY0cHTuvU",

@@ -162,6 +162,26 @@ class ProjectCreateSchema(StrictSchema):
     description = fields.String(load_default="", validate=validate.Length(0, 2000))
 
 
+class RenameSchema(StrictSchema):
+    name = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "finance"})
+
+
+class DeleteQuery(StrictSchema):
+    cascade = fields.Boolean(
+        load_default=False,
+        metadata={"description": "Also delete every job (with its history), queue and execution in it."},
+    )
+
+
+class DeletionSchema(Schema):
+    deleted = fields.String(required=True, metadata={"description": "What was deleted."})
+    projects = fields.List(fields.String(), required=True)
+    jobs = fields.Integer(required=True)
+    queues = fields.Integer(required=True, metadata={"description": "Queues besides each project's default one."})
+    executions = fields.Integer(required=True)
+    running = fields.Integer(required=True)
+
+
 # --- tokens ------------------------------------------------------------------------------------
 
 
