@@ -139,6 +139,10 @@ MATRIX: dict[str, Row] = {
     "context.switch": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, DONE),
     "projects.index": row("GET", SIGN_IN, OK),
     "projects.create": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
+    "projects.rename": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
+    "projects.rename_organization": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
+    "projects.delete": row("GET,POST", SIGN_IN, OK, SIGN_IN, DONE, operator=True, admin=True),
+    "projects.delete_organization": row("GET,POST", SIGN_IN, OK, SIGN_IN, DONE, operator=True, admin=True),
 }
 
 
@@ -163,6 +167,7 @@ def world(app) -> dict:
     return {
         "user_id": viewer.id,
         "job_id": job.id,
+        "project_id": job.project_id,
         "execution_id": execution.id,
         "batch_id": batch.id,
         "alert_id": alert.id,

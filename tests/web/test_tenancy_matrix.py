@@ -64,6 +64,10 @@ ROUTES: dict[str, str] = {
     "context.switch": "read",
     "projects.index": "read",
     "projects.create": "administer",
+    "projects.rename": "administer",
+    "projects.rename_organization": "administer",
+    "projects.delete": "administer",
+    "projects.delete_organization": "administer",
     "tokens.index": "read",  # a member's own API tokens
     "tokens.create": "read",
     "tokens.revoke": "read",
@@ -176,6 +180,7 @@ def _org(name: str) -> dict:
         "members": members,
         "args": {
             "job_id": job.id,
+            "project_id": project.id,
             "execution_id": failed.id,
             "alert_id": alert.id,
             "queue_name": queue.name,
