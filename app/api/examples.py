@@ -40,7 +40,9 @@ ME = {
     "project": None,
     "role": "admin",
     "superuser": False,
+    "time_zone": "Asia/Tokyo",
 }
+ME_UPDATE = {"time_zone": "Asia/Tokyo"}
 ORGANIZATION = {"id": 1, "name": "default", "projects": 2, "members": 4, "created_at": "2026-05-01T07:00:00Z"}
 PROJECT = {
     "id": 1,

@@ -137,6 +137,17 @@ class MeSchema(Schema):
     project = fields.String(allow_none=True, required=True)
     role = fields.String(allow_none=True, required=True)
     superuser = fields.Boolean(required=True)
+    time_zone = fields.String(
+        required=True,
+        metadata={
+            "description": "The IANA zone the web shows this user's times in (the API speaks UTC).",
+            "example": "Asia/Tokyo",
+        },
+    )
+
+
+class MeUpdateSchema(StrictSchema):
+    time_zone = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "Asia/Tokyo"})
 
 
 class OrganizationSchema(Schema):

@@ -54,6 +54,8 @@ EVENT_KINDS: dict[str, str] = {
     "project_deleted": "A project was deleted with everything in it.",
     "user_created": "A user account was created.",
     "user_registered": "A user registered (open registration or an invitation).",
+    "user_enabled": "A user account was enabled again.",
+    "user_disabled": "A user account was disabled: no sign-in, sessions ended.",
     "user_role_changed": "A member's role was changed.",
     "user_password_reset": "An admin reset a user's password.",
     "user_time_zone_changed": "A user chose another display time zone.",

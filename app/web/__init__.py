@@ -44,6 +44,7 @@ def register_blueprints(app: Flask) -> None:
     from app.users.projects import bp as projects_bp
     from app.users.routes import bp as users_bp
     from app.users.routes import context_bp, switcher
+    from app.users.settings import bp as settings_bp
     from app.workers.routes import bp as workers_bp
 
     for blueprint in (
@@ -60,6 +61,7 @@ def register_blueprints(app: Flask) -> None:
         app.register_blueprint(blueprint)
     app.register_blueprint(audit_bp)
     app.register_blueprint(events_bp)
+    app.register_blueprint(settings_bp)
     app.register_blueprint(batches_bp)
     app.register_blueprint(tokens_bp)
     app.register_blueprint(users_bp)

@@ -63,6 +63,8 @@ ROUTES: dict[str, str] = {
     "batches.detail": "read",
     "context.switch": "read",
     "projects.index": "read",
+    "settings.index": "read",
+    "settings.save": "read",
     "projects.create": "administer",
     "projects.rename": "administer",
     "projects.rename_organization": "administer",
