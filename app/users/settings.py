@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from zoneinfo import available_timezones
 
-from flask import Blueprint, flash, redirect, render_template, url_for
+from flask import Blueprint, flash, redirect, render_template, request, url_for
 from flask_login import current_user
 from flask_wtf import FlaskForm
 from wtforms import StringField
@@ -31,18 +31,12 @@ def _page(form: SettingsForm, status: int = 200):
     return render_template("users/settings.html", form=form, zones=sorted(available_timezones()), now=utcnow()), status
 
 
-@bp.get("/")
+@bp.route("/", methods=["GET", "POST"])
 @requires(Action.READ)
 def index():
-    """Your settings."""
-    form = SettingsForm(formdata=None, time_zone=getattr(current_user, "time_zone", "UTC"))
-    return _page(form)
-
-
-@bp.post("/")
-@requires(Action.READ)
-def save():
-    """Save your time zone; an unknown one is shown beside the field (400)."""
+    """Your settings; a POST saves your time zone (an unknown one is shown beside the field, 400)."""
+    if request.method == "GET":
+        return _page(SettingsForm(formdata=None, time_zone=getattr(current_user, "time_zone", "UTC")))
     form = SettingsForm()
     if not form.validate_on_submit():
         return _page(form, 400)

@@ -138,8 +138,7 @@ MATRIX: dict[str, Row] = {
     # the header's organization / project switcher: any signed-in member
     "context.switch": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, DONE),
     "projects.index": row("GET", SIGN_IN, OK),
-    "settings.index": row("GET", SIGN_IN, OK),
-    "settings.save": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID),
+    "settings.index": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID),
     "projects.create": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
     "projects.rename": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
     "projects.rename_organization": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),

@@ -64,7 +64,6 @@ ROUTES: dict[str, str] = {
     "context.switch": "read",
     "projects.index": "read",
     "settings.index": "read",
-    "settings.save": "read",
     "projects.create": "administer",
     "projects.rename": "administer",
     "projects.rename_organization": "administer",
