@@ -10,7 +10,7 @@ from flask.cli import AppGroup
 from app.domain.event_kinds import EVENT_KINDS
 from app.services import audit_log
 from app.services.read import events as event_log
-from cli.common import JOB_ID, emit_json, fmt_utc, handle_errors, json_option, print_table
+from cli.common import JOB_ID, check_tz, emit_json, fmt_instant, handle_errors, json_option, print_table, tz_option
 
 event_cli = AppGroup("event", help="Read the event log: misfires, overlap skips, recovered leases, changes.")
 
@@ -27,9 +27,10 @@ PAYLOAD_WIDTH = 70
     "--before", "cursor", type=click.IntRange(1), metavar="ID", help="Only events older than event ID (paging)."
 )
 @click.option("--limit", type=click.IntRange(1, event_log.PAGE_MAX), default=event_log.PAGE_DEFAULT, show_default=True)
+@tz_option
 @json_option
 @handle_errors
-def list_events(kind, job_id, worker, since, until, cursor, limit, as_json):
+def list_events(kind, job_id, worker, since, until, cursor, limit, tz, as_json):
     """List events, newest first: when, the kind, the job, execution and worker it concerns, and
     its details. `--json` prints them as a list (instants as ISO 8601 UTC).
 
@@ -37,7 +38,9 @@ def list_events(kind, job_id, worker, since, until, cursor, limit, as_json):
     Examples:
       flask event list --kind misfire_coalesced --since 2026-06-01
       flask event list --job 3 --limit 20 --json
+      flask event list --tz Asia/Tokyo
     """
+    tz = check_tz(tz)
     if kind is not None and kind not in EVENT_KINDS:
         raise click.ClickException(f"unknown event kind {kind[:60]!r}; known kinds: {', '.join(sorted(EVENT_KINDS))}")
     filters = event_log.EventFilters(
@@ -52,11 +55,11 @@ def list_events(kind, job_id, worker, since, until, cursor, limit, as_json):
         emit_json([event_log.event_to_dict(event) for event in page.items])
         return
     print_table(
-        ["ID", "WHEN (UTC)", "KIND", "JOB", "EXECUTION", "WORKER", "ACTOR", "DETAILS"],
+        ["ID", f"WHEN ({tz or 'UTC'})", "KIND", "JOB", "EXECUTION", "WORKER", "ACTOR", "DETAILS"],
         [
             [
                 event.id,
-                fmt_utc(event.created_at),
+                fmt_instant(event.created_at, tz),
                 event.type,
                 event.job_id or "-",
                 event.execution_id or "-",

@@ -16,15 +16,18 @@ from cli.common import (
     ACTOR,
     EXECUTION_ID,
     JOB_ID,
+    check_tz,
     emit_json,
     fmt_both,
     fmt_duration,
+    fmt_instant,
     fmt_utc,
     handle_errors,
     json_option,
     mutating,
     print_fields,
     print_table,
+    tz_option,
 )
 from cli.org import cli_caller, project_option
 
@@ -36,16 +39,19 @@ execution_cli = AppGroup("execution", help="List, inspect, retry and cancel exec
 @click.option("--job", "job_id", type=JOB_ID, metavar="JOB_ID", help="Only executions of this job.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 @project_option
+@tz_option
 @json_option
 @handle_errors
-def list_executions(status, job_id, limit, project_name, as_json):
+def list_executions(status, job_id, limit, project_name, tz, as_json):
     """List executions, newest first (output and error are left out; see `inspect`).
 
     \b
     Examples:
       flask execution list --status failed --limit 25
       flask execution list --job 3 --json
+      flask execution list --tz Asia/Tokyo
     """
+    tz = check_tz(tz)
     rows = execution_service.list_executions(
         status=status, job_id=job_id, limit=limit, caller=cli_caller(project_name) if project_name else None
     )
@@ -53,17 +59,26 @@ def list_executions(status, job_id, limit, project_name, as_json):
         emit_json([execution_to_dict(e, include_output=False) for e in rows])
         return
     print_table(
-        ["ID", "JOB", "STATUS", "TRIGGER", "SCHEDULED FOR (UTC)", "ATTEMPTS", "DURATION", "FINISHED (UTC)"],
+        [
+            "ID",
+            "JOB",
+            "STATUS",
+            "TRIGGER",
+            f"SCHEDULED FOR ({tz or 'UTC'})",
+            "ATTEMPTS",
+            "DURATION",
+            f"FINISHED ({tz or 'UTC'})",
+        ],
         [
             [
                 e.id,
                 f"{e.job_id} {e.job.name}",
                 e.status,
                 e.trigger,
-                fmt_utc(e.scheduled_for),
+                fmt_instant(e.scheduled_for, tz),
                 f"{e.attempts}/{e.max_attempts}",
                 fmt_duration(e.duration_seconds),
-                fmt_utc(e.finished_at),
+                fmt_instant(e.finished_at, tz),
             ]
             for e in rows
         ],

@@ -77,3 +77,17 @@ def test_the_api_me_reads_and_sets_the_zone(app):
     assert api.patch("/api/v1/me", {"time_zone": "Bogus/Zone"}).status_code == 422
     created = api.get("/api/v1/me").get_json()["user"]["created_at"]
     assert created.endswith("Z")  # the API still speaks UTC
+
+
+def test_cli_tables_take_another_zone_and_json_stays_utc(app, cli):
+    job = make_job("zoned-cli", now=AT - timedelta(minutes=1))
+    make_execution(job, "succeeded", now=AT)
+    table = ok(cli("execution", "list", "--tz", "Asia/Tokyo"))
+    assert "SCHEDULED FOR (Asia/Tokyo)" in table and "2026-06-01T20:59:05+09:00" in table
+    assert "2026-06-01T21:00:05+09:00" in table  # finished
+    assert "2026-06-01 12:00:05Z" in ok(cli("execution", "list"))  # UTC without --tz
+    [doc] = ok_json(cli("execution", "list", "--tz", "Asia/Tokyo", "--json"))
+    assert doc["finished_at"].endswith("Z")
+    events = ok(cli("event", "list", "--tz", "America/New_York", "--kind", "job_created"))
+    assert "WHEN (America/New_York)" in events and "-04:00" in events
+    assert_error(cli("event", "list", "--tz", "Moon/Base"), "--tz: unknown time zone 'Moon/Base'")
