@@ -161,6 +161,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "BASE_URL": env.get("BASE_URL") or None,
         # Audit events older than this are deleted by the retention pass (0: kept forever).
         "AUDIT_RETENTION_DAYS": _int(env, "AUDIT_RETENTION_DAYS", 365, 0),
+        "EVENT_RETENTION_DAYS": _int(env, "EVENT_RETENTION_DAYS", 90, 0),
         # The retention pass's pace (app.domain.pacing): at most this many rows per second (0: no
         # cap), working at most this percentage of its time (100: no pauses), so it leaves the
         # claims their share of a small machine (docs/performance.md, "10M executions").

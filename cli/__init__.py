@@ -33,6 +33,7 @@ COMMANDS: list[tuple[str, str, str, str]] = [
     ("alerts", "alerts", "alerts_cli", "List and resolve alerts; list dead letters."),
     ("channel", "channel", "channel_cli", "Notification channels: webhook, slack, teams and email, per project."),
     ("audit", "audit", "audit_cli", "Read the audit log: every change, who made it, when and from where."),
+    ("event", "event", "event_cli", "Read the event log: misfires, overlap skips, recovered leases, changes."),
     ("schedule", "schedule", "schedule_cli", "Validate and preview schedules (no job needed)."),
     ("health", "ops", "health_cli", "Readiness, scheduler and worker heartbeats, queue depth and execution counts."),
     ("prune-history", "ops", "prune_history_cli", "Apply each job's retention (retention_count executions, retention_days of age)."),
@@ -41,8 +42,8 @@ COMMANDS: list[tuple[str, str, str, str]] = [
     ("check-heartbeat", "deploy", "check_heartbeat_cli", "Exit 0 when a `kind` process on this host has heartbeated recently, else 1."),
     ("db", "db", "db_cli", "Migrate the database schema (Flask-Migrate, migrations/)."),
     ("token", "token", "token_cli", "Create, list and revoke API tokens."),
-    ("org", "org", "org_cli", "Create and list organizations."),
-    ("project", "project", "project_cli", "Create and list projects (ORG/PROJECT)."),
+    ("org", "org", "org_cli", "Create, list, rename and delete organizations."),
+    ("project", "project", "project_cli", "Create, list, rename and delete projects (ORG/PROJECT)."),
     ("user", "user", "user_cli", "Create and manage users: organizations, roles, passwords."),
 ]  # fmt: skip
 # (module, attribute) of each: what tools that walk the real commands read.

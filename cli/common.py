@@ -195,6 +195,43 @@ def fmt_utc(value: datetime | None) -> str | None:
     return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
+def tz_option(func: Callable) -> Callable:
+    """`--tz ZONE`: print the table's times in that IANA zone (ISO 8601 with its offset);
+    `--json` stays UTC."""
+    return click.option(
+        "--tz",
+        "tz",
+        metavar="ZONE",
+        default=None,
+        help="Show times in this IANA zone (ISO 8601 with its offset) instead of UTC; --json stays UTC.",
+    )(func)
+
+
+def check_tz(tz: str | None) -> str | None:
+    """The zone given to --tz, or a one-line error naming it."""
+    if tz is None:
+        return None
+    from app.scheduling.timezones import resolve_timezone
+
+    try:
+        resolve_timezone(tz)
+    except Exception:
+        raise click.ClickException(
+            f"--tz: unknown time zone {tz[:80]!r}; give an IANA name such as Asia/Tokyo"
+        ) from None
+    return tz
+
+
+def fmt_instant(value: datetime | None, tz: str | None) -> str | None:
+    """An instant for a table: `fmt_utc` without a zone, else ISO 8601 in `tz` with its offset
+    (`2026-06-01T21:00:05+09:00`)."""
+    if value is None or tz is None:
+        return fmt_utc(value)
+    from zoneinfo import ZoneInfo
+
+    return value.astimezone(ZoneInfo(tz)).isoformat(timespec="seconds")
+
+
 def fmt_local(value: datetime | None, zone_name: str) -> str | None:
     """The instant on the wall clock of `zone_name`, with the zone abbreviation."""
     from app.scheduling.timezones import resolve_timezone  # app.scheduling: see _handled_errors

@@ -17,15 +17,18 @@ from cli.common import (
     ACTOR,
     EXECUTION_ID,
     JOB_ID,
+    check_tz,
     emit_json,
     fmt_both,
     fmt_duration,
+    fmt_instant,
     fmt_utc,
     handle_errors,
     json_option,
     mutating,
     print_fields,
     print_table,
+    tz_option,
 )
 from cli.org import cli_caller, project_option
 
@@ -38,9 +41,10 @@ execution_cli = AppGroup("execution", help="List, inspect, retry and cancel exec
 @click.option("--task", metavar="TASK", help="Only executions running this task (one-off runs included).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
 @project_option
+@tz_option
 @json_option
 @handle_errors
-def list_executions(status, job_id, task, limit, project_name, as_json):
+def list_executions(status, job_id, task, limit, project_name, tz, as_json):
     """List executions, newest first (output and error are left out; see `inspect`).
 
     \b
@@ -48,7 +52,9 @@ def list_executions(status, job_id, task, limit, project_name, as_json):
       flask execution list --status failed --limit 25
       flask execution list --job 3 --json
       flask execution list --task generate_report
+      flask execution list --tz Asia/Tokyo
     """
+    tz = check_tz(tz)
     rows = execution_service.list_executions(
         status=status,
         job_id=job_id,
@@ -60,17 +66,26 @@ def list_executions(status, job_id, task, limit, project_name, as_json):
         emit_json([execution_to_dict(e, include_output=False) for e in rows])
         return
     print_table(
-        ["ID", "JOB", "STATUS", "TRIGGER", "SCHEDULED FOR (UTC)", "ATTEMPTS", "DURATION", "FINISHED (UTC)"],
+        [
+            "ID",
+            "JOB",
+            "STATUS",
+            "TRIGGER",
+            f"SCHEDULED FOR ({tz or 'UTC'})",
+            "ATTEMPTS",
+            "DURATION",
+            f"FINISHED ({tz or 'UTC'})",
+        ],
         [
             [
                 e.id,
                 f"{e.job_id} {e.job.name}" if e.job is not None else f"{ONE_OFF_LABEL} ({e.task})",
                 e.status,
                 e.trigger,
-                fmt_utc(e.scheduled_for),
+                fmt_instant(e.scheduled_for, tz),
                 f"{e.attempts}/{e.max_attempts}",
                 fmt_duration(e.duration_seconds),
-                fmt_utc(e.finished_at),
+                fmt_instant(e.finished_at, tz),
             ]
             for e in rows
         ],

@@ -31,8 +31,10 @@ from cli.common import (
 def health_cli(as_json):
     """Readiness, scheduler and worker heartbeats, queue depth and execution counts.
 
-    Exits 1 when the deployment is not ready (the same checks as /readyz); the report is still
-    printed.
+    Each process has a status (alive | stopped | lost, the words of `flask worker list`) and a
+    state (running | draining | stopped | stale); only alive, running workers count as serving.
+    Exits 0 when ready, 1 when not (the same checks as /readyz, which answers 503); the report
+    is still printed.
 
     \b
     Example:
@@ -62,7 +64,7 @@ def _print_report(report: dict) -> None:
         click.echo()
         click.echo(f"{title}:")
         print_table(
-            ["ID", "HOST", "PID", "STARTED (UTC)", "LAST SEEN (UTC)", "AGE", "STATE"],
+            ["ID", "HOST", "PID", "STARTED (UTC)", "LAST SEEN (UTC)", "AGE", "STATUS", "STATE"],
             [
                 [
                     p["id"],
@@ -71,12 +73,15 @@ def _print_report(report: dict) -> None:
                     p["started_at"],
                     p["last_seen"],
                     fmt_age(p["age_seconds"]),
-                    f"STALE (> {report['heartbeat_stale_seconds']}s)" if p["stale"] else "alive",
+                    p["status"],
+                    p["state"] + (f" (no heartbeat for > {report['heartbeat_stale_seconds']}s)" if p["stale"] else ""),
                 ]
                 for p in rows
             ],
             empty="  (none seen)",
         )
+    click.echo()
+    click.echo(f"Serving workers: {report['serving_workers']} of {len(report['workers'])} (alive and not draining)")
     queue = report["queue"]
     click.echo()
     print_fields(
@@ -135,6 +140,9 @@ def prune_history_cli(dry_run, cli_secret, as_json):
     )
     if result["by_job"]:
         print_table(["JOB", "EXECUTIONS"], list(result["by_job"].items()))
+    click.echo(
+        f"Retention {verb} {result['events_deleted']} event(s) (a job's past its retention_days, others past EVENT_RETENTION_DAYS)"
+    )
     click.echo(
         f"Retention {verb} {result['audit_deleted']} audit event(s) older than AUDIT_RETENTION_DAYS and "
         f"{result['sessions_deleted']} web session(s) older than SESSION_MAX_AGE_HOURS"

@@ -12,8 +12,9 @@ from app.clock import utcnow
 from app.services.caller import Caller
 from app.services.use_cases import tenancy
 from cli.common import emit_json, handle_errors, json_option, mutating, print_table
+from cli.tenancy_changes import delete_org, rename_org
 
-org_cli = AppGroup("org", help="Create and list organizations.")
+org_cli = AppGroup("org", help="Create, list, rename and delete organizations.")
 
 
 def project_option(func):
@@ -72,3 +73,7 @@ def list_orgs(as_json):
         ["ID", "NAME", "PROJECTS", "MEMBERS", "CREATED"],
         [[d["id"], d["name"], d["projects"], d["members"], d["created_at"]] for d in documents],
     )
+
+
+org_cli.add_command(rename_org)
+org_cli.add_command(delete_org)

@@ -13,8 +13,9 @@ from app.services.caller import Caller
 from app.services.use_cases import tenancy
 from cli.common import emit_json, fmt_utc, handle_errors, json_option, mutating, print_table
 from cli.notify import project_set_notify
+from cli.tenancy_changes import delete_project, rename_project
 
-project_cli = AppGroup("project", help="Create and list projects (ORG/PROJECT).")
+project_cli = AppGroup("project", help="Create, list, rename and delete projects (ORG/PROJECT).")
 
 
 @project_cli.command("add")
@@ -63,3 +64,5 @@ def list_projects(organization, as_json):
 
 
 project_cli.add_command(project_set_notify)
+project_cli.add_command(rename_project)
+project_cli.add_command(delete_project)

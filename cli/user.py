@@ -125,6 +125,30 @@ def set_role(username, role_argument, role, organization, as_json):
     _emit(user, as_json, f"User {user.username!r} is now {role} of {org.name}", org.id)
 
 
+@user_cli.command("set-timezone")
+@click.argument("username")
+@click.argument("zone")
+@json_option
+@mutating
+@handle_errors
+def set_timezone(username, zone, as_json):
+    """Show USERNAME's times on every page in ZONE (an IANA name: Asia/Tokyo, Europe/Paris, UTC).
+
+    Stored times stay UTC; the CLI keeps printing ISO 8601 (see `--tz` where a command has it).
+
+    \b
+    Example:
+      flask user set-timezone alice Asia/Tokyo
+    """
+    from app.services.use_cases.preferences import set_time_zone
+
+    user = set_time_zone(username, zone, now=utcnow(), caller=Caller.cli())
+    if as_json:
+        emit_json({"username": user.username, "time_zone": user.time_zone})
+    else:
+        click.echo(f"User {user.username!r} sees times in {user.time_zone}")
+
+
 def _set_active(username: str, active: bool, as_json: bool) -> None:
     user = users.set_active(username, active, now=utcnow(), caller=Caller.cli())
     _emit(user, as_json, f"User {user.username!r} {'enabled' if active else 'disabled'}")

@@ -29,9 +29,11 @@ def list_worker_processes(as_json):
     """List workers: id, host, pid, queues, slots, state, busy/idle and what they run.
 
     \b
-    State: running | draining (told to drain, finishing its work) | stopped (exited cleanly)
-    | stale (no heartbeat for HEARTBEAT_STALE_SECONDS). Stopped and stale workers stay listed
-    until HEARTBEAT_PRUNE_SECONDS. RUNNING shows execution@start (UTC).
+    Status: alive (heartbeating) | stopped (exited cleanly) | lost (no heartbeat for
+    HEARTBEAT_STALE_SECONDS): the words `flask health` and /readyz use. State: running |
+    draining (told to drain, finishing its work; alive but not serving) | stopped | stale (the
+    state of a lost worker). Stopped and lost workers stay listed until HEARTBEAT_PRUNE_SECONDS.
+    RUNNING shows execution@start (UTC).
     \b
     Examples:
       flask worker list
@@ -39,6 +41,7 @@ def list_worker_processes(as_json):
     """
     # Imported here, not at the top: `worker run` loads this module and needs neither the read
     # side (scoping, callers, permissions) nor the use cases' audit log, which would add to its memory.
+    from app.domain.states import process_status
     from app.services.read.workers import list_workers, worker_to_dict
 
     views = list_workers(utcnow())
@@ -46,12 +49,13 @@ def list_worker_processes(as_json):
         emit_json([worker_to_dict(view) for view in views])
         return
     print_table(
-        ["ID", "HOST", "PID", "STATE", "QUEUES", "BUSY", "LAST SEEN", "RUNNING (EXECUTION@START)"],
+        ["ID", "HOST", "PID", "STATUS", "STATE", "QUEUES", "BUSY", "LAST SEEN", "RUNNING (EXECUTION@START)"],
         [
             [
                 view.id,
                 view.host,
                 view.pid,
+                process_status(view.state).value,
                 view.state.value + (f" ({view.pending_command} asked)" if view.pending_command else ""),
                 ",".join(view.queues),
                 f"{view.busy}/{view.slots}" + (" idle" if view.idle else ""),

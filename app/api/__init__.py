@@ -41,6 +41,7 @@ RESOURCES = (
     "workers",
     "tasks",
     "audit",
+    "events",
     "users",
     "tokens",
 )

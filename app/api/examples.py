@@ -17,6 +17,8 @@ from typing import Any
 
 from marshmallow.utils import missing
 
+from app.domain.event_kinds import explain_kind
+
 NOW = "2026-06-01T02:00:00Z"
 EARLIER = "2026-05-28T09:14:03Z"
 
@@ -38,7 +40,9 @@ ME = {
     "project": None,
     "role": "admin",
     "superuser": False,
+    "time_zone": "Asia/Tokyo",
 }
+ME_UPDATE = {"time_zone": "Asia/Tokyo"}
 ORGANIZATION = {"id": 1, "name": "default", "projects": 2, "members": 4, "created_at": "2026-05-01T07:00:00Z"}
 PROJECT = {
     "id": 1,
@@ -55,6 +59,17 @@ NEW_PROJECT = {
     "full_name": "default/reports",
     "description": "Reports for finance.",
     "created_at": NOW,
+}
+RENAMED_ORGANIZATION = {**ORGANIZATION, "name": "finance"}
+RENAMED_PROJECT = {**NEW_PROJECT, "name": "finance", "full_name": "default/finance"}
+RENAME = {"name": "finance"}
+DELETION = {
+    "deleted": "project default/reports",
+    "projects": ["default/reports"],
+    "jobs": 1,
+    "queues": 0,
+    "executions": 346,
+    "running": 0,
 }
 PROJECT_CREATE = {"organization": "default", "name": "reports", "description": "Reports for finance."}
 INVITATION = {
@@ -526,6 +541,7 @@ WORKER = {
     "host": "sched-2",
     "pid": 4242,
     "state": "running",
+    "status": "alive",
     "busy": 1,
     "idle": 3,
     "slots": 4,
@@ -539,6 +555,17 @@ WORKER = {
     ],
 }
 WORKER_STOP = {"now": False}
+EVENT = {
+    "id": 88120,
+    "kind": "lease_recovered",
+    "created_at": "2026-06-01T01:58:31Z",
+    "actor": "system",
+    "job_id": 12,
+    "execution_id": 346,
+    "worker_id": "worker-sched-2-4242",
+    "payload": {"worker_id": "worker-sched-2-4242", "from_status": "running", "to_status": "retry_scheduled"},
+    "explanation": explain_kind("lease_recovered"),
+}
 DRAINING_WORKER = {**WORKER, "pending_command": "drain"}  # until the worker takes the command
 AUDIT_EVENT = {
     "id": 9120,

@@ -11,6 +11,7 @@ from __future__ import annotations
 from marshmallow import EXCLUDE, Schema, fields, validate
 
 from app.definitions.fields import Instant, Text, TextLength, printable
+from app.domain.event_kinds import EVENT_KINDS
 from app.services.use_cases.queues import DESCRIPTION_MAX as QUEUE_DESCRIPTION_MAX
 from app.services.use_cases.queues import NAME_PATTERN as QUEUE_NAME
 from app.services.use_cases.queues import NAME_RULE as QUEUE_NAME_RULE
@@ -136,6 +137,17 @@ class MeSchema(Schema):
     project = fields.String(allow_none=True, required=True)
     role = fields.String(allow_none=True, required=True)
     superuser = fields.Boolean(required=True)
+    time_zone = fields.String(
+        required=True,
+        metadata={
+            "description": "The IANA zone the web shows this user's times in (the API speaks UTC).",
+            "example": "Asia/Tokyo",
+        },
+    )
+
+
+class MeUpdateSchema(StrictSchema):
+    time_zone = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "Asia/Tokyo"})
 
 
 class OrganizationSchema(Schema):
@@ -159,6 +171,26 @@ class ProjectCreateSchema(StrictSchema):
     organization = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "default"})
     name = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "reports"})
     description = fields.String(load_default="", validate=validate.Length(0, 2000))
+
+
+class RenameSchema(StrictSchema):
+    name = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "finance"})
+
+
+class DeleteQuery(StrictSchema):
+    cascade = fields.Boolean(
+        load_default=False,
+        metadata={"description": "Also delete every job (with its history), queue and execution in it."},
+    )
+
+
+class DeletionSchema(Schema):
+    deleted = fields.String(required=True, metadata={"description": "What was deleted."})
+    projects = fields.List(fields.String(), required=True)
+    jobs = fields.Integer(required=True)
+    queues = fields.Integer(required=True, metadata={"description": "Queues besides each project's default one."})
+    executions = fields.Integer(required=True)
+    running = fields.Integer(required=True)
 
 
 # --- tokens ------------------------------------------------------------------------------------
@@ -522,6 +554,7 @@ class WorkerSchema(Schema):
     host = fields.String(allow_none=True)
     pid = fields.Integer(allow_none=True)
     state = fields.String(required=True, metadata={"description": "running, draining, stopped or stale"})
+    status = fields.String(metadata={"description": "alive, stopped or lost (the words of `flask health` and /readyz)"})
     busy = fields.Integer(allow_none=True)
     idle = fields.Integer(allow_none=True)
     slots = fields.Integer(allow_none=True)
@@ -558,6 +591,35 @@ class AuditQuery(SinceUntilQuery):
     object_kind = fields.String(load_default=None, validate=validate.Length(1, 32))
     action = fields.String(load_default=None, validate=validate.Length(1, 32))
     job = fields.Integer(load_default=None, validate=validate.Range(1, 2**31 - 1))
+
+
+class EventQuery(SinceUntilQuery):
+    kind = fields.String(
+        load_default=None,
+        validate=validate.OneOf(sorted(EVENT_KINDS), error="is not an event kind"),
+        metadata={"description": "Only events of this kind (see the events page for what each means)."},
+    )
+    job = fields.Integer(load_default=None, validate=validate.Range(1, 2**31 - 1))
+    queue = fields.String(
+        load_default=None, validate=validate.Length(1, 100), metadata={"description": "A queue's name."}
+    )
+    worker = fields.String(
+        load_default=None,
+        validate=validate.Length(1, 200),
+        metadata={"description": "Only events naming this worker id (lease recovery, cancels)."},
+    )
+
+
+class EventSchema(Schema):
+    id = fields.Integer(required=True)
+    kind = fields.String(required=True)
+    created_at = fields.String(required=True)
+    actor = fields.String(allow_none=True)
+    job_id = fields.Integer(allow_none=True)
+    execution_id = fields.Integer(allow_none=True)
+    worker_id = fields.String(allow_none=True)
+    payload = fields.Dict()
+    explanation = fields.String(metadata={"description": "What this kind of event means."})
 
 
 class InvitationCreateSchema(StrictSchema):

@@ -324,6 +324,19 @@ def _without_run(at: datetime, evidence: Evidence) -> Fate:
                 details=details,
             )
     change = _last_state_change(evidence.events, at, inclusive=True)
+    if change is not None and change.type == "job_created" and change.payload.get("enabled") is False:
+        return Fate(
+            at,
+            "disabled",
+            f"Not created: the job was created disabled at {iso_z(change.at)} by {change.actor} "
+            "and not enabled yet then.",
+            details={
+                "disabled_by": change.actor,
+                "disabled_at": iso_z(change.at),
+                "reason": None,
+                "event_id": change.id,
+            },
+        )
     if change is not None and change.type == "job_disabled":
         reason = change.payload.get("reason")
         return Fate(

@@ -26,10 +26,11 @@ DUTY_CYCLE = 0.75
 
 
 def retention_settings(config: Mapping[str, Any]) -> dict[str, Any]:
-    """`prune_engine`'s keywords for the audit log, the web sessions and the pace, from the app's
-    settings."""
+    """`prune_engine`'s keywords for the audit log, the event log, the web sessions and the pace,
+    from the app's settings."""
     return {
         "audit_retention_days": config.get("AUDIT_RETENTION_DAYS", 365),
+        "event_retention_days": config.get("EVENT_RETENTION_DAYS", 90),
         "session_max_age_hours": config.get("SESSION_MAX_AGE_HOURS", 168),
         "rows_per_second": config.get("RETENTION_ROWS_PER_SECOND", ROWS_PER_SECOND),
         "duty_cycle": config.get("RETENTION_DUTY_PERCENT", DUTY_CYCLE * 100) / 100,

@@ -158,6 +158,40 @@ class WorkerState(str, Enum):
     STALE = "stale"  # stopped heartbeating without saying so (killed, hung, cut off)
 
 
+class ProcessStatus(str, Enum):
+    """Is a scheduler or worker process there at all: the one word `flask health`, `/readyz`,
+    `flask worker list` and the pages use for it. A worker's state says more (running or draining);
+    only an alive, running worker serves its queues."""
+
+    ALIVE = "alive"  # heartbeating (a worker running or draining)
+    STOPPED = "stopped"  # said it stopped and exited
+    LOST = "lost"  # stopped heartbeating without saying so (killed, hung, cut off)
+
+
+def process_state(written: str | None, age_seconds: float, stale_after_seconds: int) -> WorkerState:
+    """A process's state from what it wrote in its heartbeat and the heartbeat's age: stopped
+    when it said so, stale when the heartbeat is older than the threshold, else what it wrote."""
+    if written == WorkerState.STOPPED.value:
+        return WorkerState.STOPPED
+    if age_seconds > stale_after_seconds:
+        return WorkerState.STALE
+    return WorkerState.DRAINING if written == WorkerState.DRAINING.value else WorkerState.RUNNING
+
+
+def process_status(state: WorkerState) -> ProcessStatus:
+    """The liveness word of a state: running and draining are alive, stale is lost."""
+    if state is WorkerState.STOPPED:
+        return ProcessStatus.STOPPED
+    if state is WorkerState.STALE:
+        return ProcessStatus.LOST
+    return ProcessStatus.ALIVE
+
+
+def serves(state: WorkerState) -> bool:
+    """Whether a worker in this state claims work: alive and not draining."""
+    return state is WorkerState.RUNNING
+
+
 class WorkerCommandKind(str, Enum):
     DRAIN = "drain"  # stop claiming, let running tasks finish, exit 0
     STOP = "stop"  # stop now: kill running tasks, settle them as abandoned (retried per policy), exit 0

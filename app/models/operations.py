@@ -83,11 +83,18 @@ class Event(Model):
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     type: Mapped[str] = mapped_column(String(60))
-    job_id: Mapped[int | None] = mapped_column(Integer, index=True)
+    job_id: Mapped[int | None] = mapped_column(Integer)
     execution_id: Mapped[int | None] = mapped_column(Integer, index=True)
     actor: Mapped[str] = mapped_column(String(200), default="system")
     payload: Mapped[dict] = mapped_column(JSONType, default=dict)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+
+    # The events list walks these backwards from its cursor (newest first, by kind, job or both).
+    __table_args__ = (
+        Index("ix_events_type_id", "type", "id"),
+        Index("ix_events_job_id_id", "job_id", "id"),
+        Index("ix_events_job_id_type_id", "job_id", "type", "id"),
+    )
 
 
 class Heartbeat(Model):

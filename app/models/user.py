@@ -26,6 +26,8 @@ class User(Model):
     active: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))
     superuser: Mapped[bool] = mapped_column(Boolean, default=False, server_default=text("false"))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The IANA zone every page shows this user's times in.
+    time_zone: Mapped[str] = mapped_column(String(64), default="UTC", server_default="UTC")
 
     __table_args__ = {"sqlite_autoincrement": True}  # never reuse an id a session or the audit log may hold
 

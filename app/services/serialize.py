@@ -15,6 +15,7 @@ from typing import Any
 
 from app.clock import iso_z
 from app.definitions import dump_job
+from app.domain.states import WorkerState, process_state, process_status, serves
 from app.models import Alert, Attempt, DeadLetter, Execution, Heartbeat, Job
 
 
@@ -136,7 +137,10 @@ def dead_letter_to_dict(dead_letter: DeadLetter) -> dict[str, Any]:
 
 
 def heartbeat_to_dict(heartbeat: Heartbeat, now: datetime, *, stale_after_seconds: int | None = None) -> dict[str, Any]:
-    """A process heartbeat with its age at `now`; `stopped` and `stale` are added when a threshold is given."""
+    """A process heartbeat with its age at `now`; with a staleness threshold also its `state`
+    (running | draining | stopped | stale), its `status` (alive | stopped | lost: the words of
+    `flask worker list`), whether it `serving` (an alive worker that is not draining), and the
+    `stopped` and `stale` flags."""
     age = max(0.0, (now - heartbeat.last_seen).total_seconds())
     data: dict[str, Any] = {
         "id": heartbeat.id,
@@ -150,6 +154,10 @@ def heartbeat_to_dict(heartbeat: Heartbeat, now: datetime, *, stale_after_second
     }
     if stale_after_seconds is not None:
         # A worker that said it stopped is not stale: it left, it did not die or hang.
-        data["stopped"] = (heartbeat.info or {}).get("state") == "stopped"
-        data["stale"] = not data["stopped"] and age > stale_after_seconds
+        state = process_state((heartbeat.info or {}).get("state"), age, stale_after_seconds)
+        data["state"] = state.value
+        data["status"] = process_status(state).value
+        data["serving"] = serves(state)
+        data["stopped"] = state is WorkerState.STOPPED
+        data["stale"] = state is WorkerState.STALE
     return data

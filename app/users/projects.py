@@ -25,7 +25,12 @@ class ProjectForm(FlaskForm):
     description = TextAreaField("Description", render_kw={"rows": 2, "maxlength": tenancy.DESCRIPTION_MAX})
 
 
-def _page(form: ProjectForm | None = None, status: int = 200):
+def render_page(form: ProjectForm | None = None, status: int = 200, **errors):
+    """The projects page (`errors`: `rename_errors` by project id, `organization_error`)."""
+    return _page(form, status, **errors)
+
+
+def _page(form: ProjectForm | None = None, status: int = 200, **errors):
     caller = current_caller()
     projects = tenancy.list_projects(caller)
     ids = [p.id for p in projects]
@@ -55,6 +60,8 @@ def _page(form: ProjectForm | None = None, status: int = 200):
         jobs=jobs,
         organization=organization,
         form=form or ProjectForm(formdata=None),
+        rename_errors=errors.get("rename_errors") or {},
+        organization_error=errors.get("organization_error"),
     ), status
 
 
@@ -98,3 +105,6 @@ def create():
         return _page(form, 409)
     flash(f"Project {project.full_name} created with its 'default' queue.", "success")
     return redirect(url_for("projects.index"), code=303)
+
+
+from app.users import project_changes  # noqa: E402,F401  - its routes join this blueprint

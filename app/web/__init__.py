@@ -36,6 +36,7 @@ def register_blueprints(app: Flask) -> None:
     from app.batches.routes import bp as batches_bp
     from app.bulk.routes import bp as bulk_bp
     from app.dashboard.routes import bp as dashboard_bp
+    from app.events.routes import bp as events_bp
     from app.executions.routes import bp as executions_bp
     from app.health.routes import bp as health_bp
     from app.jobs.routes import bp as jobs_bp
@@ -46,6 +47,7 @@ def register_blueprints(app: Flask) -> None:
     from app.users.projects import bp as projects_bp
     from app.users.routes import bp as users_bp
     from app.users.routes import context_bp, switcher
+    from app.users.settings import bp as settings_bp
     from app.workers.routes import bp as workers_bp
 
     for blueprint in (
@@ -62,6 +64,8 @@ def register_blueprints(app: Flask) -> None:
         app.register_blueprint(blueprint)
     app.register_blueprint(tasks_bp)
     app.register_blueprint(audit_bp)
+    app.register_blueprint(events_bp)
+    app.register_blueprint(settings_bp)
     app.register_blueprint(batches_bp)
     app.register_blueprint(tokens_bp)
     app.register_blueprint(users_bp)

@@ -9,9 +9,10 @@ than their queries, a filter a fraction of it."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from functools import lru_cache
 from zoneinfo import ZoneInfo
 
-from flask import Flask, url_for
+from flask import Flask, g, has_request_context, url_for
 from markupsafe import Markup, escape
 
 from app.clock import iso_z, utcnow
@@ -37,6 +38,40 @@ def format_utc(value) -> str:
     """`2026-06-01 12:00:05 UTC`, or an em dash for nothing."""
     moment = as_datetime(value)
     return "—" if moment is None else moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@lru_cache(maxsize=64)
+def _zone(name: str) -> ZoneInfo:
+    return ZoneInfo(name)
+
+
+def display_zone() -> str:
+    """The signed-in user's display time zone (their settings), else UTC; read once per request."""
+    if not has_request_context():
+        return "UTC"
+    zone = g.get("display_zone")
+    if zone is None:
+        from flask_login import current_user
+
+        zone = getattr(current_user, "time_zone", None) if current_user.is_authenticated else None
+        try:
+            _zone(zone or "UTC")
+        except (KeyError, ValueError):
+            zone = None
+        g.display_zone = zone = zone or "UTC"
+    return zone
+
+
+def format_when(value) -> str:
+    """The one time format of the web: the instant in the viewer's zone, seconds precision, with
+    the zone (`2026-06-01 21:00:05 JST`); an em dash for nothing. Plain text (for attributes)."""
+    moment = as_datetime(value)
+    if moment is None:
+        return "—"
+    zone = display_zone()
+    if zone == "UTC":
+        return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    return moment.astimezone(_zone(zone)).strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
 def iso_utc(value) -> str:
@@ -99,17 +134,18 @@ _DISABLED = Markup('<span class="status status-disabled">disabled</span>')
 
 
 def time_cell(value) -> Markup:
-    """An instant in a list table (whose header says UTC): `2026-06-01 12:00:05` in a `<time>`
-    with the ISO instant and the full text on hover; a muted dash for nothing."""
+    """An instant on a page: `format_when` in a `<time>` with the ISO instant, and the UTC instant
+    on hover; a muted dash for nothing. Every template shows times through it (or `utc`, its
+    plain-text twin for attributes), so there is one format everywhere."""
     if not value:
         return _DASH_CELL
     moment = as_datetime(value)
     if moment is None:  # text that is no instant
         return Markup('<time datetime="" title="—"></time>')
-    # Digits, dashes, colons and spaces only: nothing to escape. (f-strings, not Markup's `%`,
-    # whose per-argument wrappers cost more than the rest of the cell.)
-    shown = moment.strftime("%Y-%m-%d %H:%M:%S")
-    return Markup(f'<time datetime="{iso_z(moment)}" title="{shown} UTC">{shown}</time>')
+    # Digits, dashes, colons, spaces and a zone abbreviation: nothing to escape. (f-strings, not
+    # Markup's `%`, whose per-argument wrappers cost more than the rest of the cell.)
+    shown = escape(format_when(moment))
+    return Markup(f'<time datetime="{iso_z(moment)}" title="{moment.strftime("%Y-%m-%d %H:%M:%S")} UTC">{shown}</time>')
 
 
 def status_badge(value) -> Markup:
@@ -142,7 +178,7 @@ def url_pattern(endpoint: str, key: str):
 
 
 def register_filters(app: Flask) -> None:
-    app.add_template_filter(format_utc, "utc")
+    app.add_template_filter(format_when, "utc")  # the viewer's zone, with the zone named
     app.add_template_filter(iso_utc, "iso")
     app.add_template_filter(format_local, "localtime")
     app.add_template_filter(format_seconds, "seconds")
@@ -153,3 +189,4 @@ def register_filters(app: Flask) -> None:
     app.add_template_filter(name_link, "name_link")
     app.add_template_filter(enabled_badge, "enabled_badge")
     app.add_template_global(url_pattern, "url_pattern")
+    app.add_template_global(display_zone, "display_zone")

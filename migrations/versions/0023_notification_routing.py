@@ -1,7 +1,7 @@
 """notification routing: per-project defaults, per-job overrides, notices, grouping, quiet windows
 
 Revision ID: 0023
-Revises: 0021
+Revises: 0022
 Create Date: 2026-12-06 01:00:00
 
 - `notification_routes`: a project's default (job_id NULL) or a job's override: the events
@@ -25,7 +25,7 @@ from alembic import op
 from sqlalchemy.dialects import postgresql
 
 revision = "0023"
-down_revision = "0021"
+down_revision = "0022"
 branch_labels = None
 depends_on = None
 

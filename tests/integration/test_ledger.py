@@ -96,3 +96,44 @@ def test_real_runs_verify_clean(app):
     assert report.ok, report.violations
     assert report.executions >= 3
     del job
+
+
+def test_a_job_created_disabled_and_enabled_later_verifies(app):
+    job = make_due_job(next_run_at=NOW, enabled=False)
+    for minute in range(0, 6):  # the scheduler runs all along; a disabled job gets nothing
+        tick(app, NOW + timedelta(minutes=minute))
+    jobs.enable_job(job.id, now=NOW + timedelta(minutes=5, seconds=30), actor="t")
+    for minute in range(6, 9):
+        tick(app, NOW + timedelta(minutes=minute))
+    report = ledger(NOW + timedelta(minutes=8, seconds=30))
+    assert report.ok, report.violations
+    assert report.excused_disabled == 6  # 12:00 through 12:05, before the enabling
+    assert report.occurrences == 9
+
+
+def test_a_job_created_disabled_by_an_older_release_verifies(app):
+    """A job_created event that does not say whether the job was enabled: the first enabling
+    with no disable before it means the job was disabled from its creation."""
+    job = make_due_job(next_run_at=NOW, enabled=False)
+    with write_transaction(db.engine) as conn:
+        conn.execute(
+            db.text("UPDATE events SET payload = :p WHERE job_id = :id AND type = 'job_created'"),
+            {"id": job.id, "p": '{"name": "old"}'},
+        )
+    jobs.enable_job(job.id, now=NOW + timedelta(minutes=3, seconds=30), actor="t")
+    tick(app, NOW + timedelta(minutes=4))
+    report = ledger(NOW + timedelta(minutes=4, seconds=30))
+    assert report.ok, report.violations
+    assert report.excused_disabled == 4
+
+
+def test_a_job_disabled_from_creation_that_lost_a_run_after_its_enabling_is_still_caught(app):
+    job = make_due_job(next_run_at=NOW, enabled=False, overlap_policy="allow")
+    jobs.enable_job(job.id, now=NOW + timedelta(minutes=2, seconds=30), actor="t")
+    tick(app, NOW + timedelta(minutes=3))
+    tick(app, NOW + timedelta(minutes=4))
+    with write_transaction(db.engine) as conn:
+        conn.execute(db.text("DELETE FROM executions WHERE job_id = :id"), {"id": job.id})
+    report = ledger(NOW + timedelta(minutes=4, seconds=30))
+    assert report.excused_disabled == 3
+    assert len([v for v in report.violations if "lost" in v]) == 2

@@ -51,8 +51,10 @@ def test_health_reports_heartbeats_queue_and_counts(app, cli):
     assert report["executions_by_status"]["succeeded"] == 1 and report["executions_by_status"]["failed"] == 0
     assert report["jobs"] == {"total": 1, "enabled": 1} and report["open_alerts"] == 1
 
+    assert (scheduler["status"], worker["status"], worker["state"]) == ("alive", "lost", "stale")
+    assert report["serving_workers"] == 0
     out = ok(cli("health"))
-    assert "scheduler-1" in out and "alive" in out and "STALE (> 60s)" in out
+    assert "scheduler-1" in out and "alive" in out and "lost" in out and "stale (no heartbeat for > 60s)" in out
     assert "2 due now, 1 retries waiting, 1 in flight" in out and "ago)" in out
 
 
@@ -65,6 +67,55 @@ def test_health_exits_1_when_not_ready_but_still_prints_the_report(app, cli):
     assert report["readiness"]["ready"] is False and report["schedulers"][0]["stale"] is True
     [line] = result.stderr.splitlines()
     assert line.startswith("Error: not ready: scheduler_heartbeat (no scheduler seen in 60s)")
+
+
+def alive_and_stopped_workers(app):
+    """A worker that really ran and stopped (its last heartbeat says so, and is seconds old) and
+    one heartbeating as running."""
+    from app.services.engine.worker import Worker
+
+    Worker(app, worker_id="w-stopped").run(burst=True)
+    beat = make_heartbeat("w-alive", "worker", age_seconds=1)
+    beat.info = {"state": "running", "busy": 0, "slots": 4}
+    database.session.commit()
+
+
+def test_health_with_one_alive_and_one_stopped_worker(app, cli):
+    alive_and_stopped_workers(app)
+    app.config["READYZ_REQUIRE_WORKER_HEARTBEAT"] = True
+    report = ok_json(cli("health", "--json"))
+    statuses = {w["id"]: (w["status"], w["serving"]) for w in report["workers"]}
+    assert statuses == {"w-alive": ("alive", True), "w-stopped": ("stopped", False)}
+    assert report["serving_workers"] == 1 and report["readiness"]["ready"] is True
+    listed = {w["id"]: w["status"] for w in ok_json(cli("worker", "list", "--json"))}
+    assert listed == {"w-alive": "alive", "w-stopped": "stopped"}  # the same words
+
+    out = ok(cli("health"))
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith("w-")}
+    assert "alive" in rows["w-alive"] and "stopped" in rows["w-stopped"] and "alive" not in rows["w-stopped"]
+    assert "Serving workers: 1 of 2" in out
+
+    from tests.helpers.web import WebClient
+
+    ready = WebClient(app).get("/readyz")
+    body = ready.get_json()
+    assert ready.status_code == 200 and body["serving_workers"] == 1
+    assert {w["id"]: w["status"] for w in body["workers"]} == {"w-alive": "alive", "w-stopped": "stopped"}
+
+
+def test_health_and_readyz_count_a_stopped_worker_as_not_serving(app, cli):
+    from app.services.engine.worker import Worker
+    from tests.helpers.web import WebClient
+
+    Worker(app, worker_id="w-stopped").run(burst=True)
+    app.config["READYZ_REQUIRE_WORKER_HEARTBEAT"] = True
+    result = cli("health")
+    assert result.exit_code == 1 and "stopped" in result.stdout
+    assert (
+        result.stderr.strip() == "Error: not ready: worker_heartbeat (no worker serving: none alive and running in 60s)"
+    )
+    ready = WebClient(app).get("/readyz")
+    assert ready.status_code == 503 and ready.get_json()["checks"]["worker_heartbeat"]["ok"] is False
 
 
 # --- prune-history --------------------------------------------------------------------------------
@@ -90,6 +141,7 @@ def test_prune_history_dry_run_then_for_real(cli):
         "more": False,
         "audit_deleted": 0,
         "sessions_deleted": 0,
+        "events_deleted": 0,
     }
     assert execution_count() == 3
     [event] = cli_events("history_pruned")

@@ -50,12 +50,14 @@ def test_list_json_shape_and_states(app, cli):
         ("w-stale", "stale"),
         ("w-gone", "stopped"),
     ]
+    assert [d["status"] for d in docs] == ["alive", "alive", "lost", "stopped"]
     busy = docs[0]
     assert set(busy) == {
         "id",
         "host",
         "pid",
         "state",
+        "status",
         "busy",
         "idle",
         "slots",
@@ -77,7 +79,9 @@ def test_list_json_shape_and_states(app, cli):
 def test_list_text(app, cli):
     registry(app)
     lines = ok(cli("worker", "list")).splitlines()
-    assert lines[0].split()[:5] == ["ID", "HOST", "PID", "STATE", "QUEUES"]
+    assert lines[0].split()[:6] == ["ID", "HOST", "PID", "STATUS", "STATE", "QUEUES"]
+    statuses = {line.split()[0]: line.split()[3] for line in lines[1:]}
+    assert statuses == {"w-busy": "alive", "w-drain": "alive", "w-stale": "lost", "w-gone": "stopped"}
     assert "w-busy" in lines[1] and "default,reports" in lines[1] and "1/4" in lines[1] and "7@" in lines[1]
     assert "w-drain" in lines[2] and "0/2 idle" in lines[2]
     assert [line.split()[0] for line in lines[1:]] == ["w-busy", "w-drain", "w-stale", "w-gone"]

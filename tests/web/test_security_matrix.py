@@ -84,6 +84,7 @@ MATRIX: dict[str, Row] = {
     "health.page": row("GET", SIGN_IN, OK),
     "alerts.index": row("GET", SIGN_IN, OK),
     "audit.index": row("GET", SIGN_IN, OK),
+    "events.index": row("GET", SIGN_IN, OK, operator=True),
     "queues.index": row("GET", SIGN_IN, OK),
     "queues.detail": row("GET", SIGN_IN, OK),
     "workers.index": row("GET", SIGN_IN, OK),
@@ -143,7 +144,12 @@ MATRIX: dict[str, Row] = {
     # the header's organization / project switcher: any signed-in member
     "context.switch": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, DONE),
     "projects.index": row("GET", SIGN_IN, OK),
+    "settings.index": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID),
     "projects.create": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
+    "projects.rename": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
+    "projects.rename_organization": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True, admin=True),
+    "projects.delete": row("GET,POST", SIGN_IN, OK, SIGN_IN, DONE, operator=True, admin=True),
+    "projects.delete_organization": row("GET,POST", SIGN_IN, OK, SIGN_IN, DONE, operator=True, admin=True),
 }
 
 
@@ -168,6 +174,7 @@ def world(app) -> dict:
     return {
         "user_id": viewer.id,
         "job_id": job.id,
+        "project_id": job.project_id,
         "execution_id": execution.id,
         "batch_id": batch.id,
         "alert_id": alert.id,

@@ -6,8 +6,11 @@ never hide work or an unresolved failure. Either axis set to 0 is disabled. Dele
 batches, each its own short transaction, so a large backlog never holds one huge transaction
 (its row locks, and the snapshot that keeps VACUUM from reclaiming what the workers update).
 
-The first batch also deletes audit events older than AUDIT_RETENTION_DAYS and web sessions older
-than SESSION_MAX_AGE_HOURS (they open nothing any more); a dry run counts both. Every entry point
+Each batch also deletes old events: a job's events older than its retention_days, and events of
+no job (or of a deleted one) older than EVENT_RETENTION_DAYS (`history_pruned` events stay: the
+ledger reads them). The first batch also deletes audit events older than AUDIT_RETENTION_DAYS
+and web sessions older than SESSION_MAX_AGE_HOURS (they open nothing any more); a dry run
+counts all of them. Every entry point
 (the scheduler, `flask prune-history`, the `cleanup_old_runs` task) passes both settings
 (`retention_settings`), so none of them forgets a table.
 
@@ -33,10 +36,13 @@ from sqlalchemy.pool import NullPool
 from app.database import configure_engine, write_transaction
 from app.domain.one_off import LABEL as ONE_OFF_LABEL
 from app.domain.pacing import DUTY_CYCLE, ROWS_PER_SECOND, Pace, retention_settings
-from app.models import WebSession
+from app.models import Event, Job, WebSession
 from app.services.audit_trail import prune_audit
 from app.services.events import insert_event
 from app.store import store_for
+
+events_t = Event.__table__
+jobs_t = Job.__table__
 
 # Rows per transaction: measured at 10M executions (`python -m bench retention`,
 # docs/performance.md): big enough that finding the batch costs little per row, small enough that
@@ -63,6 +69,7 @@ def prune(
     actor: str = "system",
     audit_retention_days: int = 0,
     session_max_age_hours: int = 0,
+    event_retention_days: int = 0,
     limit: int | None = None,
     housekeeping: bool = True,
 ) -> dict[str, Any]:
@@ -72,18 +79,30 @@ def prune(
     than `audit_retention_days` and web sessions older than `session_max_age_hours` go too (0:
     kept); `audit_deleted` and `sessions_deleted` say how many (a dry run counts them)."""
     store = store_for(conn)
-    doomed = store.prunable_history(conn, now=now, limit=limit or (DRY_RUN_LIMIT if dry_run else BATCH))
+    size = limit or (DRY_RUN_LIMIT if dry_run else BATCH)
+    doomed = store.prunable_history(conn, now=now, limit=size)
     by_job: dict[str, int] = {}  # per job id; one-off runs (no job) under "one-off"
     for job_id in doomed.values():
         key = str(job_id) if job_id is not None else ONE_OFF_LABEL
         by_job[key] = by_job.get(key, 0) + 1
+    old_events = prunable_events(conn, now=now, retention_days=event_retention_days, limit=size)
+    events_by_job: dict[int, int] = {}
+    for owner in old_events.values():
+        if owner is not None:
+            events_by_job[owner] = events_by_job.get(owner, 0) + 1
     if not dry_run and housekeeping:
         from app.models.api import prune_expired_credentials  # lazily: forked tasks call prune too
 
         prune_expired_credentials(conn, now=now)  # revoked JWTs and idempotency keys past their expiry
-    if not dry_run and doomed:
-        store.delete_executions(conn, list(doomed), chunk=BATCH)
-        # The ledger (`flask verify`) reads this to know which jobs' history is incomplete.
+    if not dry_run and old_events:
+        ids = list(old_events)
+        for start in range(0, len(ids), BATCH):
+            conn.execute(delete(events_t).where(events_t.c.id.in_(ids[start : start + BATCH])))
+    if not dry_run and (doomed or old_events):
+        if doomed:
+            store.delete_executions(conn, list(doomed), chunk=BATCH)
+        # The ledger (`flask verify`) reads this to know which jobs' history is incomplete: their
+        # executions, or the events that accounted for their occurrences, are gone.
         insert_event(
             conn,
             "history_pruned",
@@ -91,6 +110,8 @@ def prune(
             actor=actor,
             deleted=len(doomed),
             by_job=dict(sorted(by_job.items(), key=_job_order)),
+            events_deleted=len(old_events),
+            events_by_job={str(k): v for k, v in sorted(events_by_job.items())},
         )
     audit_deleted = sessions_deleted = 0
     if housekeeping:
@@ -102,12 +123,42 @@ def prune(
     # A dry run's "deleted" is what it would delete.
     return {
         "deleted": len(doomed),
-        "found": len(doomed),
+        "found": max(len(doomed), len(old_events)),
+        "events_deleted": len(old_events),
         "dry_run": dry_run,
         "by_job": dict(sorted(by_job.items(), key=_job_order)),
         "audit_deleted": audit_deleted,
         "sessions_deleted": sessions_deleted,
     }
+
+
+def prunable_events(conn: Connection, *, now: datetime, retention_days: int, limit: int) -> dict[int, int | None]:
+    """The events the retention removes, at most `limit`, as {event id: job id}: a job's events
+    older than its `retention_days` (0 keeps them, as it keeps its executions), and events of no
+    job or of a deleted one older than `retention_days` (EVENT_RETENTION_DAYS; 0 keeps them).
+    `history_pruned` events stay: the ledger reads them to know whose history is incomplete."""
+    found: dict[int, int | None] = {}
+    kept_kind = events_t.c.type != "history_pruned"
+    ages = conn.execute(select(jobs_t.c.retention_days).where(jobs_t.c.retention_days > 0).distinct()).scalars()
+    for days in sorted(ages):
+        if len(found) >= limit:
+            break
+        of_jobs = select(jobs_t.c.id).where(jobs_t.c.retention_days == days)
+        for event_id, job_id in conn.execute(
+            select(events_t.c.id, events_t.c.job_id)
+            .where(events_t.c.job_id.in_(of_jobs), events_t.c.created_at < now - timedelta(days=days), kept_kind)
+            .limit(limit - len(found))
+        ):
+            found[event_id] = job_id
+    if retention_days > 0 and len(found) < limit:
+        orphaned = events_t.c.job_id.is_(None) | events_t.c.job_id.not_in(select(jobs_t.c.id))
+        for event_id, job_id in conn.execute(
+            select(events_t.c.id, events_t.c.job_id)
+            .where(orphaned, events_t.c.created_at < now - timedelta(days=retention_days), kept_kind)
+            .limit(limit - len(found))
+        ):
+            found[event_id] = job_id
+    return found
 
 
 def prune_sessions(conn: Connection, *, now: datetime, max_age: timedelta, dry_run: bool = False) -> int:
@@ -127,6 +178,7 @@ def prune_engine(
     actor: str = "system",
     audit_retention_days: int = 0,
     session_max_age_hours: int = 0,
+    event_retention_days: int = 0,
     max_seconds: float | None = MAX_SECONDS,
     batch: int = BATCH,
     rows_per_second: float = 0,
@@ -146,7 +198,7 @@ def prune_engine(
     started = monotonic()
     pace = Pace(started=started, rows_per_second=rows_per_second, duty_cycle=duty_cycle)
     total: dict[str, Any] = {"deleted": 0, "dry_run": dry_run, "by_job": {}, "batches": 0, "more": False, "paused": 0.0}
-    total |= {"audit_deleted": 0, "sessions_deleted": 0}
+    total |= {"audit_deleted": 0, "sessions_deleted": 0, "events_deleted": 0}
     began = started
     while True:
         with write_transaction(engine) as conn:
@@ -157,6 +209,7 @@ def prune_engine(
                 actor=actor,
                 audit_retention_days=audit_retention_days,
                 session_max_age_hours=session_max_age_hours,
+                event_retention_days=event_retention_days,
                 limit=None if dry_run else batch,
                 housekeeping=total["batches"] == 0,
             )
@@ -166,6 +219,7 @@ def prune_engine(
             total["audit_deleted"], total["sessions_deleted"] = result["audit_deleted"], result["sessions_deleted"]
         total["batches"] += 1
         total["deleted"] += result["deleted"]
+        total["events_deleted"] += result["events_deleted"]
         for job_id, count in result["by_job"].items():
             total["by_job"][job_id] = total["by_job"].get(job_id, 0) + count
         if dry_run or result["found"] < batch:
@@ -189,7 +243,7 @@ def prune_engine(
 def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system") -> dict[str, Any]:
     """Apply every job's retention settings (`flask prune-history`, the scheduler's periodic run):
     deleted, dry_run, by_job, more (True when the time budget ran out with history left),
-    audit_deleted and sessions_deleted."""
+    audit_deleted, sessions_deleted and events_deleted."""
     from flask import current_app
 
     from app import cache
@@ -205,7 +259,7 @@ def prune_history(*, now: datetime, dry_run: bool = False, actor: str = "system"
             cache.get_cache().delete(keys)
         except RuntimeError:
             pass
-    keys = ["deleted", "dry_run", "by_job", "more", "audit_deleted", "sessions_deleted"]
+    keys = ["deleted", "dry_run", "by_job", "more", "audit_deleted", "sessions_deleted", "events_deleted"]
     return {key: result[key] for key in keys}
 
 
@@ -216,6 +270,7 @@ def prune_with_url(
     dry_run: bool = False,
     audit_retention_days: int,
     session_max_age_hours: int,
+    event_retention_days: int = 0,
     rows_per_second: float = ROWS_PER_SECOND,
     duty_cycle: float = DUTY_CYCLE,
 ) -> dict[str, Any]:
@@ -230,6 +285,7 @@ def prune_with_url(
             dry_run=dry_run,
             audit_retention_days=audit_retention_days,
             session_max_age_hours=session_max_age_hours,
+            event_retention_days=event_retention_days,
             rows_per_second=rows_per_second,
             duty_cycle=duty_cycle,
         )

@@ -26,7 +26,7 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from flask import Flask
-from sqlalchemy import Row
+from sqlalchemy import Row, select
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError
 
@@ -61,6 +61,35 @@ def _parsed_schedule(schedule_type: str, schedule_json: str, tz: str) -> Schedul
 def cached_schedule(schedule_type: str, schedule: dict[str, Any], tz: str) -> Schedule:
     """Parsing a cron expression is not free; ticks see the same few thousand schedules again."""
     return _parsed_schedule(schedule_type, json.dumps(schedule, sort_keys=True), tz)
+
+
+OVERLAP_REASON = "overlap: an earlier run of this job was still active"
+
+
+def _record_overlap_skips(conn: Connection, rows: list[dict[str, Any]], created: set[int], now: datetime) -> None:
+    """An `overlap_skipped` event for each occurrence just recorded as missed for overlap, naming
+    its job and its missed execution (found by key; only rows this tick `created` get one)."""
+    keys = [row["idempotency_key"] for row in rows if row.get("reason") == OVERLAP_REASON]
+    if not keys or not created:
+        return
+    from app.models import Execution
+
+    table = Execution.__table__
+    found = conn.execute(
+        select(table.c.id, table.c.job_id, table.c.scheduled_for).where(table.c.idempotency_key.in_(keys))
+    ).all()
+    for row in found:
+        if row.id not in created:
+            continue
+        insert_event(
+            conn,
+            "overlap_skipped",
+            now=now,
+            job_id=row.job_id,
+            execution_id=row.id,
+            scheduled_for=_iso(row.scheduled_for),
+            reason=OVERLAP_REASON,
+        )
 
 
 @dataclass
@@ -215,11 +244,13 @@ class Scheduler:
                         self._defer(next_run_at)  # its row ahead makes it wait: decided at its time
                     else:
                         self._again = True  # more than MISFIRE_CATCH_UP_CAP occurrences inside the lead
-            for _id, status in store.insert_occurrences(conn, rows):
+            inserted = store.insert_occurrences(conn, rows)
+            for _id, status in inserted:
                 if status == S.PENDING.value:
                     report.created += 1
                 else:
                     report.missed += 1
+            _record_overlap_skips(conn, rows, {i for i, status in inserted if status == S.MISSED.value}, now)
             for row, holder in store.deduplicate_occurrences(conn, rows, now=now):
                 report.missed += 1
                 runs_added[row["job_id"]] -= 1
@@ -306,12 +337,14 @@ class Scheduler:
                         trigger="schedule",
                         status=S.MISSED,
                         now=now,
-                        reason="overlap: an earlier run of this job was still active",
+                        reason=OVERLAP_REASON,
                     )
                     for row in taken
                     if row.job_id in by_id
                 ]
-                report.missed += len(store.insert_occurrences(conn, rows))
+                inserted = store.insert_occurrences(conn, rows)
+                report.missed += len(inserted)
+                _record_overlap_skips(conn, rows, {i for i, _status in inserted}, now)
                 report.job_ids |= {row.job_id for row in taken}
         for execution_id in due:
             self._skip_ahead.pop(execution_id, None)
@@ -342,7 +375,7 @@ class Scheduler:
                         trigger=trigger,
                         status=S.MISSED,
                         now=now,
-                        reason="overlap: an earlier run of this job was still active",
+                        reason=OVERLAP_REASON,
                     )
                 )
                 continue

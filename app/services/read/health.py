@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from flask import current_app
 from sqlalchemy import select, text
 
 from app.cache import get_cache
 from app.clock import utcnow
+from app.domain.states import ProcessStatus, process_state, process_status, serves
 from app.extensions import SCHEMA_HEAD, db
 from app.models import Heartbeat
-from app.services.engine import heartbeats
 
 
 def readiness(now: datetime | None = None) -> dict:
@@ -30,21 +30,42 @@ def readiness(now: datetime | None = None) -> dict:
     if cfg.get("REDIS_URL"):
         ok = get_cache().ping()
         checks["redis"] = {"ok": ok} if ok else {"ok": False, "error": "unreachable"}
-    stale_after = timedelta(seconds=cfg["HEARTBEAT_STALE_SECONDS"])
-    for kind, required in (
-        ("scheduler", cfg["READYZ_REQUIRE_HEARTBEATS"]),
-        ("worker", cfg["READYZ_REQUIRE_HEARTBEATS"] or cfg["READYZ_REQUIRE_WORKER_HEARTBEAT"]),
-    ):
-        if required and checks["database"]["ok"]:
-            fresh = db.session.scalar(
-                select(Heartbeat.id)
-                .where(Heartbeat.kind == kind, Heartbeat.last_seen >= now - stale_after, heartbeats.not_stopped())
-                .limit(1)
-            )
-            checks[f"{kind}_heartbeat"] = (
-                {"ok": True} if fresh else {"ok": False, "error": f"no {kind} seen in {stale_after.seconds}s"}
-            )
-    return {"ready": all(c["ok"] for c in checks.values()), "checks": checks}
+    report: dict = {"ready": False, "checks": checks}
+    if checks["database"]["ok"]:
+        processes = process_statuses(now, cfg["HEARTBEAT_STALE_SECONDS"])
+        report.update(processes)
+        for kind, required in (
+            ("scheduler", cfg["READYZ_REQUIRE_HEARTBEATS"]),
+            ("worker", cfg["READYZ_REQUIRE_HEARTBEATS"] or cfg["READYZ_REQUIRE_WORKER_HEARTBEAT"]),
+        ):
+            if not required:
+                continue
+            if kind == "scheduler":
+                ok = any(p["status"] == ProcessStatus.ALIVE.value for p in processes["schedulers"])
+                error = f"no scheduler seen in {cfg['HEARTBEAT_STALE_SECONDS']}s"
+            else:
+                ok = processes["serving_workers"] > 0
+                error = f"no worker serving: none alive and running in {cfg['HEARTBEAT_STALE_SECONDS']}s"
+            checks[f"{kind}_heartbeat"] = {"ok": True} if ok else {"ok": False, "error": error}
+    report["ready"] = all(c["ok"] for c in checks.values())
+    return report
+
+
+def process_statuses(now: datetime, stale_after_seconds: int) -> dict:
+    """Each scheduler and worker with its status word (alive | stopped | lost, as `flask worker
+    list` says it) and state, and how many workers serve: alive and not draining."""
+    found: dict[str, list[dict]] = {"scheduler": [], "worker": []}
+    for beat in db.session.scalars(select(Heartbeat).order_by(Heartbeat.kind, Heartbeat.id)):
+        age = max(0.0, (now - beat.last_seen).total_seconds())
+        state = process_state((beat.info or {}).get("state"), age, stale_after_seconds)
+        found.setdefault(beat.kind, []).append(
+            {"id": beat.id, "status": process_status(state).value, "state": state.value, "serving": serves(state)}
+        )
+    return {
+        "schedulers": found["scheduler"],
+        "workers": found["worker"],
+        "serving_workers": sum(1 for w in found["worker"] if w["serving"]),
+    }
 
 
 def _migrations_check() -> dict:

@@ -3,7 +3,8 @@
 For each job it walks the schedule's occurrences over the span it can vouch for and matches
 them against executions and misfire events:
 - every occurrence has exactly one scheduled execution, or falls in a recorded coalesced or
-  skipped span, or in a span when the job was disabled;
+  skipped span, or in a span when the job was disabled (a job created disabled is disabled from
+  its creation until it is first enabled);
 - no in-flight execution holds a lease that expired more than `lease_slack` ago;
 - no idempotency key or (job, scheduled_for) occurrence is used twice;
 - attempts never exceed max_attempts, and Attempt rows match the attempt count;
@@ -73,6 +74,7 @@ def verify(*, now: datetime, lease_slack: timedelta = timedelta(seconds=5)) -> L
         .where(
             Event.type.in_(
                 [
+                    "job_created",
                     "misfire_coalesced",
                     "misfire_skipped",
                     "job_disabled",
@@ -87,6 +89,7 @@ def verify(*, now: datetime, lease_slack: timedelta = timedelta(seconds=5)) -> L
     ):
         if event.type == "history_pruned":
             pruned_jobs |= {int(job_id) for job_id in event.payload.get("by_job", {}) if job_id.isdigit()}
+            pruned_jobs |= {int(job_id) for job_id in event.payload.get("events_by_job", {}) if job_id.isdigit()}
         elif event.job_id is not None:
             events_by_job[event.job_id].append(event)
     for job in db.session.scalars(select(Job).order_by(Job.id)):
@@ -156,9 +159,13 @@ def _check_job(report: LedgerReport, job: Job, events: list[Event], pruned: bool
     accounted: list[tuple[datetime, datetime]] = []  # half-open spans covered by events
     disabled: list[tuple[datetime, datetime]] = []
     disabled_since: datetime | None = None
+    state_seen = False  # an enable or disable event has been read
     for event in events:
         payload = event.payload or {}
-        if event.type == "job_updated" and SCHEDULE_FIELDS & set(payload.get("fields", [])):
+        if event.type == "job_created":
+            if payload.get("enabled") is False:
+                disabled_since = job.created_at
+        elif event.type == "job_updated" and SCHEDULE_FIELDS & set(payload.get("fields", [])):
             start = max(start, event.created_at)
         elif event.type == "misfire_coalesced":
             accounted.append((_parse(payload["first"]), _parse(payload["into"])))
@@ -171,9 +178,16 @@ def _check_job(report: LedgerReport, job: Job, events: list[Event], pruned: bool
                 filter(None, [event.created_at, _parse(payload.get("next_run_at") or payload.get("stopped_at"))])
             )
             disabled_since = since if disabled_since is None else min(disabled_since, since)
-        elif event.type == "job_enabled" and disabled_since is not None:
-            disabled.append((disabled_since, event.created_at))
+            state_seen = True
+        elif event.type == "job_enabled":
+            if disabled_since is None and not state_seen:
+                # Enabled with no disable before it: the job was created disabled (by a release
+                # whose job_created event did not say so), disabled from its creation.
+                disabled_since = job.created_at
+            if disabled_since is not None:
+                disabled.append((disabled_since, event.created_at))
             disabled_since = None
+            state_seen = True
     if disabled_since is not None:
         disabled.append((disabled_since, now))
     if job.start_at is not None:  # nothing is due before start_at

@@ -52,6 +52,7 @@ def status_report(now: datetime, executions_by_status: dict | None = None, calle
         "heartbeat_stale_seconds": stale_after,
         "schedulers": processes["scheduler"],
         "workers": processes["worker"],
+        "serving_workers": sum(1 for worker in processes["worker"] if worker["serving"]),
         "queue": queue_summary(now, caller),
         "executions_by_status": counts,
         "jobs": {"total": jobs_total, "enabled": jobs_enabled or 0},

@@ -18,7 +18,7 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.clock import iso_z
-from app.domain.states import WorkerState
+from app.domain.states import WorkerState, process_state, process_status
 from app.extensions import db
 from app.models import Execution, Heartbeat
 from app.services import scoping
@@ -58,12 +58,7 @@ class WorkerView:
 
 def worker_state(info: dict, age_seconds: float, stale_after_seconds: int) -> WorkerState:
     """Stopped when the worker said so; stale when its heartbeat is too old; else what it wrote."""
-    written = info.get("state")
-    if written == WorkerState.STOPPED.value:
-        return WorkerState.STOPPED
-    if age_seconds > stale_after_seconds:
-        return WorkerState.STALE
-    return WorkerState.DRAINING if written == WorkerState.DRAINING.value else WorkerState.RUNNING
+    return process_state(info.get("state"), age_seconds, stale_after_seconds)
 
 
 def _instant(text: str | None) -> datetime | None:
@@ -157,6 +152,7 @@ def worker_to_dict(view: WorkerView) -> dict:
         "host": view.host,
         "pid": view.pid,
         "state": view.state.value,
+        "status": process_status(view.state).value,
         "busy": view.busy,
         "idle": view.idle,
         "slots": view.slots,

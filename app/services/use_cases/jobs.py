@@ -207,6 +207,7 @@ def record_created(job: Job, *, now: datetime, actor) -> None:
         task=job.task,
         schedule_type=job.schedule_type,
         schedule=job.schedule,
+        enabled=bool(job.enabled),  # a job created disabled was disabled from its creation
     )
     audit_trail.record_change(
         actor, "created", "job", job.id, None, job_state(job), now=now, **audit_trail.about_job(job)

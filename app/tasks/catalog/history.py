@@ -19,6 +19,7 @@ TOP_FAILING_JOBS = 5
 # The settings' defaults, for a context without `retention` (a task run outside a worker).
 AUDIT_RETENTION_DAYS = 365
 SESSION_MAX_AGE_HOURS = 168
+EVENT_RETENTION_DAYS = 90
 # Terminal statuses that count as a failure of the job in the report.
 FAILURE_STATUSES = ("failed", "timed_out", "dead_lettered")
 
@@ -127,6 +128,7 @@ def cleanup_old_runs(config: dict, ctx: TaskContext) -> None:
         dry_run=dry_run,
         audit_retention_days=settings.get("audit_retention_days", AUDIT_RETENTION_DAYS),
         session_max_age_hours=settings.get("session_max_age_hours", SESSION_MAX_AGE_HOURS),
+        event_retention_days=settings.get("event_retention_days", EVENT_RETENTION_DAYS),
         rows_per_second=settings.get("rows_per_second", ROWS_PER_SECOND),
         duty_cycle=settings.get("duty_cycle", DUTY_CYCLE),
     )

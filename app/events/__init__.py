@@ -1,0 +1,1 @@
+"""The events page: the event log of the caller's organization, filtered, newest first."""
