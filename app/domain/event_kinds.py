@@ -31,6 +31,8 @@ EVENT_KINDS: dict[str, str] = {
     "job_deleted": "A job was deleted.",
     "job_triggered": "A run was started by hand (run now or run later).",
     "job_backfilled": "Past occurrences of a job were run as a backfill.",
+    "deduplicated": "A trigger or an occurrence of a unique job found a run of its key waiting or running and returned that run instead of adding one.",
+    "one_off_runs_created": "Runs of a task without a job (flask task run, POST /api/v1/runs) were created.",
     "jobs_applied": "A job file was applied: jobs created, updated or pruned.",
     "batch_submitted": "A batch of runs was submitted.",
     "batch_completed": "Every run of a batch ended.",

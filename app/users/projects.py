@@ -105,6 +105,3 @@ def create():
         return _page(form, 409)
     flash(f"Project {project.full_name} created with its 'default' queue.", "success")
     return redirect(url_for("projects.index"), code=303)
-
-
-from app.users import project_changes  # noqa: E402,F401  - its routes join this blueprint

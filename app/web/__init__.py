@@ -44,6 +44,7 @@ def register_blueprints(app: Flask) -> None:
     from app.queues.routes import bp as queues_bp
     from app.task_catalog.routes import bp as tasks_bp
     from app.tokens.routes import bp as tokens_bp
+    from app.users import project_changes as _project_changes  # noqa: F401 - registers on the projects blueprint
     from app.users.projects import bp as projects_bp
     from app.users.routes import bp as users_bp
     from app.users.routes import context_bp, switcher

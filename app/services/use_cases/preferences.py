@@ -16,9 +16,9 @@ from app.extensions import db
 from app.models import User
 from app.scheduling.timezones import resolve_timezone
 from app.services import audit_trail
-from app.services.events import record_event
 from app.services.caller import Caller
 from app.services.errors import Forbidden, NotFound, ValidationFailed
+from app.services.events import record_event
 
 ZONE_MAX = 64
 

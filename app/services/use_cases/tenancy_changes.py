@@ -35,9 +35,9 @@ from app.models import (
 from app.models.queue import DEFAULT_PROJECT, DEFAULT_QUEUE
 from app.models.tenancy import DEFAULT_ORGANIZATION
 from app.services import audit_trail
-from app.services.events import record_event
 from app.services.caller import Caller
 from app.services.errors import Conflict, Forbidden, ValidationFailed
+from app.services.events import record_event
 from app.services.use_cases import tenancy
 from app.services.use_cases.jobs import remove_job
 from app.store import store_for
