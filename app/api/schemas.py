@@ -8,9 +8,11 @@ a client (and Schemathesis) can check every answer against.
 
 from __future__ import annotations
 
-from marshmallow import EXCLUDE, Schema, fields, validate
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
+from app.api.scope import ID_MAX
 from app.definitions.fields import Instant, Text, TextLength, printable
+from app.models.ids import id_in_range, is_whole_number
 from app.services.use_cases.queues import DESCRIPTION_MAX as QUEUE_DESCRIPTION_MAX
 from app.services.use_cases.queues import NAME_PATTERN as QUEUE_NAME
 from app.services.use_cases.queues import NAME_RULE as QUEUE_NAME_RULE
@@ -38,15 +40,39 @@ class ProblemSchema(Schema):
 # --- pagination --------------------------------------------------------------------------------
 
 
+def _a_cursor(value: str) -> None:
+    """A cursor is the last id of a page: a whole number that an id column can hold."""
+    if id_in_range(value, ID_MAX) is None:
+        raise ValidationError("is not a cursor this API gave out")
+
+
+class QueryNumber(fields.Integer):
+    """A whole number in a query string: ASCII digits only ("٣" or "²" are digits to `int()`)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, str) and not is_whole_number(value):
+            raise self.make_error("invalid")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+def id_parameter(what: str) -> fields.Integer:
+    """A query parameter naming an object by id, bounded like the ids of paths and bodies."""
+    return QueryNumber(
+        load_default=None,
+        validate=validate.Range(1, ID_MAX, error=f"must be {what} id from {{min}} to {{max}}"),
+        metadata={"description": f"Only the items of this {what.split()[-1]} (its id)."},
+    )
+
+
 class PageQuery(StrictSchema):
-    limit = fields.Integer(
+    limit = QueryNumber(
         load_default=PAGE_LIMIT_DEFAULT,
         validate=validate.Range(1, PAGE_LIMIT_MAX, error="must be between {min} and {max}"),
         metadata={"description": f"Items per page (at most {PAGE_LIMIT_MAX})."},
     )
     cursor = fields.String(
         load_default=None,
-        validate=validate.Regexp(r"^[0-9]{1,18}$", error="is not a cursor this API gave out"),
+        validate=_a_cursor,
         metadata={"description": "Where the page starts: the `next` link of the previous page holds it."},
     )
 
@@ -327,9 +353,7 @@ class ExecutionQuery(SinceUntilQuery):
             ]
         ),
     )
-    job = fields.Integer(
-        load_default=None, validate=validate.Range(1, 2**31 - 1), metadata={"description": "A job id."}
-    )
+    job = id_parameter("a job")
     queue = fields.String(
         load_default=None,
         validate=validate.Regexp(r"^[a-z0-9][a-z0-9_.-]{0,63}$"),
@@ -357,7 +381,7 @@ class AlertQuery(SinceUntilQuery):
 
 
 class PreviewQuery(StrictSchema):
-    count = fields.Integer(load_default=5, validate=validate.Range(1, 100))
+    count = QueryNumber(load_default=5, validate=validate.Range(1, 100))
     after = fields.AwareDateTime(load_default=None, metadata={"description": "Start after this instant (default now)."})
 
 
@@ -425,7 +449,7 @@ class AuditQuery(SinceUntilQuery):
     actor = fields.String(load_default=None, validate=validate.Length(1, 200))
     object_kind = fields.String(load_default=None, validate=validate.Length(1, 32))
     action = fields.String(load_default=None, validate=validate.Length(1, 32))
-    job = fields.Integer(load_default=None, validate=validate.Range(1, 2**31 - 1))
+    job = id_parameter("a job")
 
 
 class InvitationCreateSchema(StrictSchema):
@@ -458,9 +482,7 @@ class BatchStatusSchema(Schema):
 
 
 class BatchQuery(PageQuery):
-    job = fields.Integer(
-        load_default=None, validate=validate.Range(1, 2**31 - 1), metadata={"description": "A job id."}
-    )
+    job = id_parameter("a job")
 
 
 class LintWarningSchema(Schema):
