@@ -21,7 +21,7 @@ from sqlalchemy import and_, case, false, func, or_, select
 
 from app.domain.states import TERMINAL, ExecutionStatus, values
 from app.extensions import db
-from app.models import Execution, Job, Queue
+from app.models import Execution, Job, Organization, Project, Queue
 from app.services import scoping
 from app.services.caller import Caller
 
@@ -43,7 +43,7 @@ def _like(text: str) -> str:
 class JobFilters:
     search: str = ""  # in name, task or description, any case
     enabled: bool | None = None
-    queue_id: int | None = None
+    queue_ids: tuple[int, ...] | None = None  # None: any queue (a name is one queue per project in view)
     task: str = ""
     outcome: str = ""  # one of OUTCOMES, or "" for any
 
@@ -74,8 +74,8 @@ def jobs_query(filters: JobFilters, caller: Caller | None = None):
         )
     if filters.enabled is not None:
         query = query.where(Job.enabled.is_(filters.enabled))
-    if filters.queue_id is not None:
-        query = query.where(Job.queue_id == filters.queue_id)
+    if filters.queue_ids is not None:
+        query = query.where(Job.queue_id.in_(filters.queue_ids))
     if filters.task:
         query = query.where(Job.task == filters.task)
     if filters.outcome == NEVER:
@@ -87,6 +87,18 @@ def jobs_query(filters: JobFilters, caller: Caller | None = None):
 
 # What a row of the jobs list shows (templates/jobs/_table.html), read as plain rows: a Job object
 # brings its eager-joined queue and every column (config, policies) the list never shows.
+def _project_name(queue_id):
+    """`ORG/PROJECT` of the queue `queue_id` (a correlated subquery: one row of each table)."""
+    return (
+        select(Organization.name + "/" + Project.name)
+        .select_from(Queue)
+        .join(Project, Project.id == Queue.project_id)
+        .join(Organization, Organization.id == Project.organization_id)
+        .where(Queue.id == queue_id)
+        .scalar_subquery()
+    )
+
+
 JOB_LIST_COLUMNS = (
     Job.id,
     Job.name,
@@ -97,6 +109,7 @@ JOB_LIST_COLUMNS = (
     Job.enabled,
     Job.disabled_reason,
     Job.next_run_at,
+    _project_name(Job.queue_id).label("project"),
 )
 
 
@@ -167,7 +180,7 @@ def job_rows(jobs: list, now: datetime) -> dict[int, JobRow]:
 class ExecutionFilters:
     status: str | None = None
     job_ids: tuple[int, ...] | None = None  # None: any job
-    queue_id: int | None = None
+    queue_ids: tuple[int, ...] | None = None  # None: any queue
     trigger: str | None = None
     created_from: datetime | None = None
     created_to: datetime | None = None  # exclusive
@@ -200,6 +213,7 @@ LIST_COLUMNS = (
     Execution.finished_at,
     Execution.attempts,
     Execution.max_attempts,
+    _project_name(Execution.queue_id).label("project"),
 )
 
 
@@ -211,8 +225,8 @@ def executions_query(filters: ExecutionFilters, caller: Caller | None = None):
         query = query.where(Execution.status == filters.status)
     if filters.job_ids is not None:
         query = query.where(Execution.job_id.in_(filters.job_ids))
-    if filters.queue_id is not None:
-        query = query.where(Execution.queue_id == filters.queue_id)
+    if filters.queue_ids is not None:
+        query = query.where(Execution.queue_id.in_(filters.queue_ids))
     if filters.trigger:
         query = query.where(Execution.trigger == filters.trigger)
     window = []

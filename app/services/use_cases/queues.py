@@ -70,17 +70,45 @@ def known_names(caller: Caller | None = None, *, project_id: int | None = None) 
     return list(db.session.scalars(select(Queue.name).where(Queue.project_id == project_id).order_by(Queue.name)))
 
 
-def unknown_queue_message(name: str, caller: Caller | None = None, *, project_id: int | None = None) -> str:
-    known = known_names(caller, project_id=project_id)
+def unknown_queue_message(
+    name: str, caller: Caller | None = None, *, project_id: int | None = None, everywhere: bool = False
+) -> str:
+    """ "unknown queue ..." with the names known in `project_id` (the caller's project by default;
+    with `everywhere`, in every project the caller sees)."""
+    if everywhere:
+        seen = scoping.queues(select(Queue.name).distinct().order_by(Queue.name), caller)
+        known = list(db.session.scalars(seen))
+    else:
+        known = known_names(caller, project_id=project_id)
     listed = ", ".join(known) if known else "none"
     return f"unknown queue {name!r}; known queues: {listed} (create one with `flask queue add NAME`)"
 
 
-def get_queue(name: str, caller: Caller | None = None) -> Queue:
-    """The queue called `name` in the caller's project; NotFound for a name it has none of.
+def queues_named(name: str, caller: Caller | None = None) -> list[Queue]:
+    """Every queue called `name` that the caller sees (one per project in view), by project;
+    NotFound when there is none, listing the known names."""
+    found = list(
+        db.session.scalars(scoping.queues(select(Queue).where(Queue.name == name), caller).order_by(Queue.project_id))
+    )
+    if not found:
+        raise NotFound(unknown_queue_message(name, caller, everywhere=caller is not None and caller.project_id is None))
+    return found
+
+
+def get_queue(name: str, caller: Caller | None = None, *, project: str | None = None) -> Queue:
+    """The queue called `name` in the caller's project (or in `project`, named ORG/PROJECT, which
+    the caller must see); NotFound for a name it has none of.
 
     A caller in an organization with several projects and none chosen finds a name that only one
     of its projects has; a name several have is looked up in the working project."""
+    if project:
+        from app.services.use_cases.tenancy import find_project
+
+        in_project = find_project(project, caller)
+        queue = db.session.scalar(select(Queue).where(Queue.name == name, Queue.project_id == in_project.id))
+        if queue is None:
+            raise NotFound(unknown_queue_message(name, project_id=in_project.id))
+        return queue
     queue = None
     if caller is not None and caller.project_id is None and caller.organization_id is not None:
         found = list(db.session.scalars(scoping.queues(select(Queue).where(Queue.name == name), caller).limit(2)))
