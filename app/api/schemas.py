@@ -11,9 +11,9 @@ from __future__ import annotations
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
 from app.api.scope import ID_MAX
+from app.definitions import text_limits
 from app.definitions.fields import Instant, Text, TextLength, printable
 from app.models.ids import id_in_range, is_whole_number
-from app.services.use_cases.queues import DESCRIPTION_MAX as QUEUE_DESCRIPTION_MAX
 from app.services.use_cases.queues import NAME_PATTERN as QUEUE_NAME
 from app.services.use_cases.queues import NAME_RULE as QUEUE_NAME_RULE
 
@@ -184,7 +184,7 @@ class ProjectSchema(Schema):
 class ProjectCreateSchema(StrictSchema):
     organization = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "default"})
     name = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "reports"})
-    description = fields.String(load_default="", validate=validate.Length(0, 2000))
+    description = fields.String(load_default="", validate=TextLength(max=text_limits.PROJECT_DESCRIPTION.maximum))
 
 
 # --- tokens ------------------------------------------------------------------------------------
@@ -209,7 +209,9 @@ class NewApiTokenSchema(ApiTokenSchema):
 
 
 class ApiTokenCreateSchema(StrictSchema):
-    name = fields.String(required=True, validate=validate.Length(1, 100), metadata={"example": "ci-deploy"})
+    name = fields.String(
+        required=True, validate=TextLength(1, text_limits.TOKEN_NAME.maximum), metadata={"example": "ci-deploy"}
+    )
     project = fields.String(
         load_default=None,
         validate=validate.Length(1, 200),
@@ -259,7 +261,7 @@ class QueueCreateSchema(StrictSchema):
         validate=validate.Regexp(QUEUE_NAME.pattern, error=QUEUE_NAME_RULE),
         metadata={"example": "reports"},
     )
-    description = fields.String(load_default=None, validate=validate.Length(0, QUEUE_DESCRIPTION_MAX))
+    description = fields.String(load_default=None, validate=TextLength(max=text_limits.QUEUE_DESCRIPTION.maximum))
     concurrency_limit = fields.Integer(
         strict=True, load_default=None, allow_none=True, validate=validate.Range(1, 100000)
     )
@@ -267,13 +269,17 @@ class QueueCreateSchema(StrictSchema):
 
 
 class QueueEditSchema(StrictSchema):
-    description = fields.String(validate=validate.Length(0, QUEUE_DESCRIPTION_MAX))
+    description = fields.String(validate=TextLength(max=text_limits.QUEUE_DESCRIPTION.maximum))
     concurrency_limit = fields.Integer(strict=True, allow_none=True, validate=validate.Range(1, 100000))
     priority = fields.Integer(strict=True, validate=validate.Range(-1000, 1000))
 
 
 class PauseSchema(StrictSchema):
-    reason = Text(load_default=None, validate=[TextLength(max=500), printable], metadata={"example": "deploying"})
+    reason = Text(
+        load_default=None,
+        validate=[TextLength(max=text_limits.PAUSE_REASON.maximum), printable],
+        metadata={"example": "deploying"},
+    )
 
 
 # --- executions --------------------------------------------------------------------------------
@@ -331,7 +337,7 @@ class OutputSchema(Schema):
 
 
 class CancelSchema(StrictSchema):
-    reason = Text(load_default=None, validate=[TextLength(max=500), printable])
+    reason = Text(load_default=None, validate=[TextLength(max=text_limits.CANCEL_REASON.maximum), printable])
 
 
 class ExecutionQuery(SinceUntilQuery):

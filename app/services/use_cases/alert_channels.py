@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from app.clock import iso_z
 from app.database import begin_write
+from app.definitions import text_limits
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import AlertChannel, AlertDelivery
@@ -26,7 +27,7 @@ from app.services.caller import Caller
 from app.services.errors import NotFound, ValidationFailed
 from app.services.use_cases import tenancy
 
-NAME_MAX, TARGET_MAX, SECRET_MAX = 100, 500, 200
+NAME_MAX, TARGET_MAX, SECRET_MAX = text_limits.CHANNEL_NAME.maximum, text_limits.CHANNEL_TARGET.maximum, 200
 URL_KINDS = URL_CHANNEL_KINDS  # shown in full only in the answer to the channel's creation
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 

@@ -19,6 +19,7 @@ from sqlalchemy import func, select
 
 from app import cache
 from app.database import begin_write
+from app.definitions import text_limits
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import Execution, Job, Project, Queue
@@ -33,7 +34,8 @@ NAME_PATTERN = re.compile(r"^[a-z0-9][a-z0-9_.-]{0,63}$")
 NAME_RULE = "must be 1-64 characters: lower-case letters, digits, '_', '-', '.'"
 PRIORITY_RANGE = (-1000, 1000)
 LIMIT_RANGE = (1, 100_000)
-DESCRIPTION_MAX = 2000
+DESCRIPTION_MAX = text_limits.QUEUE_DESCRIPTION.maximum
+PAUSE_REASON_MAX = text_limits.PAUSE_REASON.maximum
 
 
 def default_project() -> Project:
@@ -135,11 +137,11 @@ def _allowed(caller: Caller | None, action: Action) -> None:
         caller.require(action)
 
 
-def _text_problem(text: str) -> str | None:
-    """Why a description or pause reason cannot be stored (PostgreSQL refuses NUL), or None."""
-    if len(text) > DESCRIPTION_MAX or "\x00" in text:
-        return f"must be at most {DESCRIPTION_MAX} characters, without NUL characters"
-    return None
+def _text_problem(text: str, limit: text_limits.TextLimit = text_limits.QUEUE_DESCRIPTION) -> str | None:
+    """Why a description or pause reason cannot be stored (too long; PostgreSQL refuses NUL), or None."""
+    if "\x00" in text:
+        return "must be text without NUL characters"
+    return text_limits.too_long(text, limit)
 
 
 def _clean(data: dict, *, creating: bool) -> dict:
@@ -226,8 +228,8 @@ def pause_queue(
 ) -> Queue:
     """Stop new claims from the queue; running work finishes."""
     _allowed(caller, Action.OPERATE)
-    if reason is not None and _text_problem(reason):
-        raise ValidationFailed({"reason": _text_problem(reason)})
+    if reason is not None and (problem := _text_problem(reason, text_limits.PAUSE_REASON)):
+        raise ValidationFailed({"reason": problem})
     begin_write(db.session)
     queue = get_queue(name, caller)
     if not queue.paused:
