@@ -33,7 +33,12 @@ def jobs_list_page():
     if outcome and outcome not in console_lists.OUTCOMES:
         errors.append(f"last outcome must be one of {', '.join(console_lists.OUTCOMES)}")
         outcome = ""
-    filters = console_lists.JobFilters(search, enabled, queue_ids, task, outcome)
+    sort = request.args.get("sort", "")
+    if sort and sort not in console_lists.JOB_SORTS:
+        errors.append(f"sort must be one of {', '.join(console_lists.JOB_SORTS)}, got {sort[:40]!r}")
+        sort = ""
+    descending = request.args.get("dir") == "desc"
+    filters = console_lists.JobFilters(search, enabled, queue_ids, task, outcome, sort, descending)
     page = Page(items=[], page=1, per_page=JOBS_PER_PAGE, total=0)
     if not errors:
         page = paginate(console_lists.job_list_query(filters, caller), page=page_number(), per_page=JOBS_PER_PAGE)
@@ -47,6 +52,8 @@ def jobs_list_page():
             ("project", (request.args.get("project") or "")[:200] if form.queue.data else ""),
             ("task", task),
             ("outcome", outcome),
+            ("sort", sort),
+            ("dir", "desc" if sort and descending else ""),
         )
         if v
     }
@@ -56,7 +63,7 @@ def jobs_list_page():
         "filters": form,
         "filter_errors": errors,
         "query": query,
-        "filtered": bool(query),
+        "filtered": bool(set(query) - {"sort", "dir"}),
         "now": now,
     }
     if is_htmx() and request.headers.get("HX-Target") == "jobs-list":

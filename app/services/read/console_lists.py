@@ -46,6 +46,27 @@ class JobFilters:
     queue_ids: tuple[int, ...] | None = None  # None: any queue (a name is one queue per project in view)
     task: str = ""
     outcome: str = ""  # one of OUTCOMES, or "" for any
+    sort: str = ""  # one of JOB_SORTS, or "" for the id (creation) order
+    descending: bool = False
+
+
+# The columns the jobs list sorts by. Rows without a value (no next run, never finished) come last
+# in either direction, and the id breaks ties, so a page boundary never repeats or skips a row.
+JOB_SORTS = ("name", "next_run", "last_outcome", "created")
+
+
+def _job_order(filters: JobFilters) -> list:
+    column = {
+        "name": Job.name,
+        "next_run": Job.next_run_at,
+        "last_outcome": _last_finished_status(),
+        "created": Job.created_at,
+    }.get(filters.sort)
+    if column is None:
+        return [Job.id.desc() if filters.descending else Job.id]
+    direction = column.desc() if filters.descending else column.asc()
+    tie = Job.id.desc() if filters.descending else Job.id
+    return [column.is_(None), direction, tie]
 
 
 def _last_finished_status():
@@ -61,8 +82,9 @@ def _last_finished_status():
 
 
 def jobs_query(filters: JobFilters, caller: Caller | None = None):
-    """The jobs matching `filters`, oldest first (for `app.web.pagination.paginate`)."""
-    query = select(Job).order_by(Job.id)
+    """The jobs matching `filters` in their sort order, oldest first by default (for
+    `app.web.pagination.paginate`)."""
+    query = select(Job).order_by(*_job_order(filters))
     if filters.search:
         pattern = _like(filters.search)
         query = query.where(
@@ -109,6 +131,7 @@ JOB_LIST_COLUMNS = (
     Job.enabled,
     Job.disabled_reason,
     Job.next_run_at,
+    Job.created_at,
     _project_name(Job.queue_id).label("project"),
 )
 
