@@ -3,6 +3,7 @@ API tags named for resources, ReDoc loading nothing from outside this host, and 
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import timedelta
 from pathlib import Path
@@ -31,7 +32,7 @@ def test_a_trigger_at_a_past_instant_is_refused_like_a_one_time_job(app):
     cli = runner.invoke(args=["job", "trigger", str(job.id), "--at", past])
     assert cli.exit_code == 1 and "is in the past" in cli.output
     created = runner.invoke(
-        args=["job", "add", "once", "always_succeed", "one_time", "--schedule-value", '{"run_at": "%s"}' % past]
+        args=["job", "add", "once", "always_succeed", "one_time", "--schedule-value", json.dumps({"run_at": past})]
     )
     assert created.exit_code == 1 and "is in the past" in created.output
     admin = make_user("consistency-admin", role="admin")
