@@ -159,3 +159,38 @@ def test_no_create_form_a_superuser_in_every_organization_could_only_fail(app, w
     assert "Choose an organization and a project" in queues
     jobs_page = client.get("/jobs/").get_data(as_text=True)
     assert 'href="/jobs/new"' not in jobs_page
+
+
+def test_the_nav_links_the_tokens_page_and_the_api_docs_and_they_answer(app, world):
+    client = signed_in(app, "viewer")
+    body = client.get("/dashboard/").get_data(as_text=True)
+    for href in ("/tokens/", "/api/docs", "/api/redoc"):
+        assert f'href="{href}"' in body, href
+        assert client.get(href).status_code == 200, href
+
+
+def test_switching_in_one_choice_from_a_job_page_lands_on_the_jobs_list(app, world):
+    client = signed_in(app, "admin")
+    job = world["default/default"]
+    second = tenancy.find_project("default/second", Caller.system())
+    page = client.get(f"/jobs/{job.id}").get_data(as_text=True)
+    assert 'name="context"' in page and f'value="{second.organization_id}:{second.id}"' in page
+    response = client.post("/context", {"context": f"{second.organization_id}:{second.id}", "next": f"/jobs/{job.id}"})
+    assert response.status_code == 303 and response.headers["Location"].endswith("/jobs/")
+    listed = client.get("/jobs/").get_data(as_text=True)
+    assert "job of default/second" in listed and "job of default/default" not in listed
+
+
+def test_projects_rows_open_the_project(app, world):
+    client = signed_in(app, "viewer")
+    body = client.get("/projects/").get_data(as_text=True)
+    second = tenancy.find_project("default/second", Caller.system())
+    assert f'name="context" value="{second.organization_id}:{second.id}"' in body
+
+
+def test_creating_a_superuser_says_so(app):
+    result = app.test_cli_runner().invoke(
+        args=["user", "create", "root2", "--superuser", "--password-stdin"], input="a-long-password\n"
+    )
+    assert result.exit_code == 0, result.output
+    assert "superuser 'root2': every organization, every right" in result.output and "viewer" not in result.output
