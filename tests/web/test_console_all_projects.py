@@ -194,3 +194,28 @@ def test_creating_a_superuser_says_so(app):
     )
     assert result.exit_code == 0, result.output
     assert "superuser 'root2': every organization, every right" in result.output and "viewer" not in result.output
+
+
+def test_dead_letters_on_the_alerts_page_are_paged_newest_first_with_a_note(app):
+    from app.models import DeadLetter
+
+    job = jobs.create_job(
+        {"name": "dead", "task": "always_fail", "schedule_type": "interval", "schedule": {"every": "1h"}},
+        now=utcnow(),
+        actor="test",
+    )
+    ids = []
+    for _ in range(55):
+        execution = make_execution(job, "dead_lettered")
+        db.session.add(
+            DeadLetter(execution_id=execution.id, job_id=job.id, reason="attempts used up", created_at=utcnow())
+        )
+        ids.append(execution.id)
+    db.session.commit()
+    make_user("dl-viewer", PASSWORD, role="viewer")
+    client = signed_in(app, "dl-viewer")
+    first = client.get("/alerts/").get_data(as_text=True)
+    assert "50 a page" in first and f"/executions/{ids[-1]}" in first and f'/executions/{ids[0]}"' not in first
+    assert "Older &rarr;" in first
+    second = client.get("/alerts/?page=2").get_data(as_text=True)
+    assert f'/executions/{ids[0]}"' in second and f'/executions/{ids[-1]}"' not in second

@@ -29,12 +29,17 @@ def list_alerts(*, include_resolved: bool = False, limit: int = 200, caller: Cal
     return list(db.session.scalars(query))
 
 
-def list_dead_letters(*, limit: int = 200, caller: Caller | None = None) -> list[DeadLetter]:
-    query = select(DeadLetter).order_by(DeadLetter.id.desc()).limit(limit)
+def dead_letters_query(caller: Caller | None = None):
+    """The dead letters the caller may see, newest first (for a paged list)."""
+    query = select(DeadLetter).order_by(DeadLetter.id.desc())
     jobs = scoping.job_ids(caller)
     if jobs is not None:
         query = query.where(DeadLetter.job_id.in_(jobs))
-    return list(db.session.scalars(query))
+    return query
+
+
+def list_dead_letters(*, limit: int = 200, caller: Caller | None = None) -> list[DeadLetter]:
+    return list(db.session.scalars(dead_letters_query(caller).limit(limit)))
 
 
 def resolve_alerts(alert_ids: list[int], *, now: datetime, actor: str, caller: Caller | None = None) -> int:
