@@ -219,3 +219,11 @@ def test_dead_letters_on_the_alerts_page_are_paged_newest_first_with_a_note(app)
     assert "Older &rarr;" in first
     second = client.get("/alerts/?page=2").get_data(as_text=True)
     assert f'/executions/{ids[0]}"' in second and f'/executions/{ids[-1]}"' not in second
+
+
+def test_an_audit_entry_of_many_fields_folds_them_behind_their_names(app, world):
+    client = signed_in(app, "admin")
+    body = client.get("/audit/?kind=job&action=created").get_data(as_text=True)
+    assert '<details class="changes-more"><summary>' in body and "fields: " in body
+    folded = body.split('<details class="changes-more">', 1)[1].split("</details>", 1)[0]
+    assert "<dt>name</dt>" in folded  # the before/after is still there, on demand
