@@ -185,3 +185,19 @@ def resume(queue_name: str):
     except ServiceError as exc:
         flash(str(exc), "error")
     return _see_queue(queue)
+
+
+@bp.post("/<queue:queue_name>/delete")
+@requires(Action.ADMINISTER)
+def delete(queue_name: str):
+    """Delete a queue no job uses and nothing unfinished waits in; otherwise say why not."""
+    queue = _the_queue(queue_name)
+    try:
+        queue_service.delete_queue(
+            queue.name, now=utcnow(), actor=current_actor(), caller=current_caller().in_project(queue.project_id)
+        )
+    except ServiceError as exc:
+        flash(str(exc), "error")
+        return _see_queue(queue)
+    flash(f"Queue {queue_name!r} deleted.", "success")
+    return redirect(url_for("queues.index"), code=303)

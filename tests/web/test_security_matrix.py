@@ -120,6 +120,7 @@ MATRIX: dict[str, Row] = {
     "alerts.delete_channel": row("POST", **{**ACTION, "admin": True}),
     "queues.pause": row("POST", **ACTION),
     "queues.resume": row("POST", **ACTION),
+    "queues.delete": row("POST", **{**ACTION, "admin": True}),
     "workers.drain": row("POST", **ACTION),
     "workers.stop": row("POST", **ACTION),
     # user management: admins only (an empty form is refused inline)

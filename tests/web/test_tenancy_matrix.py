@@ -86,6 +86,7 @@ ROUTES: dict[str, str] = {
     "batches.cancel": "operate",
     "queues.pause": "operate",
     "queues.resume": "operate",
+    "queues.delete": "administer",
     "workers.drain": "operate",
     "workers.stop": "operate",
     "queues.create": "administer",

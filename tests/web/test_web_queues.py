@@ -312,3 +312,22 @@ def test_an_operator_pauses_and_resumes_but_may_not_create_or_edit(app):
     assert stored("ops").paused
     assert operator.post("/queues/ops/resume").status_code == 303
     assert not stored("ops").paused
+
+
+def test_an_admin_deletes_an_unused_queue_on_the_web_and_a_used_one_says_why_not(app):
+    from tests.helpers.web import signed_in_client
+
+    admin = signed_in_client(app, "admin")
+    make_queue("spare")
+    make_job("user-of-busy", queue="busy")
+    page = admin.get("/queues/spare").get_data(as_text=True)
+    assert 'action="/queues/spare/delete"' in page
+    response = admin.post("/queues/spare/delete")
+    assert response.status_code == 303 and response.headers["Location"].endswith("/queues/")
+    db.session.rollback()
+    assert db.session.query(Queue).filter_by(name="spare").count() == 0
+    refused = admin.post("/queues/busy/delete", follow_redirects=True).get_data(as_text=True)
+    assert "is used by 1 job" in refused
+    assert db.session.query(Queue).filter_by(name="busy").count() == 1
+    operator = signed_in_client(app, "operator")
+    assert operator.post("/queues/busy/delete").status_code == 403
