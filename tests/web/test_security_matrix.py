@@ -101,6 +101,7 @@ MATRIX: dict[str, Row] = {
     "jobs.submit_batch": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True),
     "jobs.backfill": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
     "alerts.create_channel": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
+    "alerts.edit_channel": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
     "queues.create": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
     "queues.edit": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
     # operator actions (POST only)

@@ -93,6 +93,7 @@ ROUTES: dict[str, str] = {
     "queues.edit": "administer",
     "alerts.create_channel": "administer",
     "alerts.delete_channel": "administer",
+    "alerts.edit_channel": "administer",
     "users.index": "administer",
     "users.detail": "administer",
     "users.create": "administer",

@@ -128,6 +128,43 @@ def add_channel(
     return channel
 
 
+def edit_channel(
+    channel_id: int, data: dict, *, now: datetime, actor: str, caller: Caller | None = None
+) -> AlertChannel:
+    """Change a channel's name, target, alert kinds or secret; an empty target or secret keeps the
+    current one (the page never shows them in full), and the kind stays what it was."""
+    _require(caller, Action.ADMINISTER)
+    begin_write(db.session)
+    channel = get_channel(channel_id, caller)
+    secret = (data.get("secret") or "").strip() or channel.secret
+    cleaned = check_channel(
+        {
+            "name": data.get("name") if data.get("name") is not None else channel.name,
+            "kind": channel.kind,
+            "target": (data.get("target") or "").strip() or channel.target,
+            "secret": secret,
+            "kinds": data.get("kinds") if data.get("kinds") is not None else channel.kinds,
+        }
+    )
+    if cleaned["name"] != channel.name and db.session.scalar(
+        select(AlertChannel.id).where(
+            AlertChannel.project_id == channel.project_id, AlertChannel.name == cleaned["name"]
+        )
+    ):
+        raise ValidationFailed({"name": f"a channel named {cleaned['name']!r} already exists in this project"})
+    before = _audited(channel)
+    channel.name, channel.target, channel.kinds = cleaned["name"], cleaned["target"], cleaned["kinds"]
+    channel.secret = cleaned["secret"]
+    channel.updated_at = now
+    db.session.flush()
+    record_event("alert_channel_updated", now=now, actor=actor, channel_id=channel.id, name=channel.name)
+    audit_log.record_change(
+        caller or actor, "updated", "channel", channel.id, before, _audited(channel), now=now, **_about(channel)
+    )
+    db.session.commit()
+    return channel
+
+
 def delete_channel(channel_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> None:
     _require(caller, Action.ADMINISTER)
     begin_write(db.session)
