@@ -87,7 +87,7 @@ def printable(text: str) -> str:
 def no_nul(text: str) -> str:
     """PostgreSQL cannot store a NUL character in text or JSONB."""
     if "\x00" in text:
-        raise ValidationError("must be text without NUL characters")
+        raise ValidationError("must not contain NUL characters")
     return text
 
 
@@ -226,7 +226,7 @@ class JsonObject(fields.Dict):
         elif not isinstance(value, dict):
             raise ValidationError(f"{self.what} must be a JSON object")
         if _has_nul(value):
-            raise ValidationError(f"{self.what} must be text without NUL characters (\\u0000)")
+            raise ValidationError(f"{self.what} must not contain NUL characters (\\u0000)")
         return cast("dict[str, Any]", value)  # a JSON object: its keys are text
 
 
