@@ -415,6 +415,15 @@ class WorkerExecutionSchema(Schema):
     started_at = fields.String(allow_none=True)
 
 
+class LostExecutionSchema(Schema):
+    id = fields.Integer(required=True)
+    job_id = fields.Integer(allow_none=True)
+    job_name = fields.String(allow_none=True)
+    status = fields.String(required=True, metadata={"description": "Its status now."})
+    recovered = fields.Boolean(required=True, metadata={"description": "Lease recovery has settled it."})
+    lease_expires_at = fields.String(allow_none=True)
+
+
 class WorkerSchema(Schema):
     id = fields.String(required=True)
     host = fields.String(allow_none=True)
@@ -429,6 +438,10 @@ class WorkerSchema(Schema):
     age_seconds = fields.Float(allow_none=True)
     pending_command = fields.String(allow_none=True)
     executions = fields.List(fields.Nested(WorkerExecutionSchema))
+    lost = fields.List(
+        fields.Nested(LostExecutionSchema),
+        metadata={"description": "A stale or stopped worker's runs: waiting for lease recovery, or recovered."},
+    )
 
 
 class WorkerStopSchema(StrictSchema):
