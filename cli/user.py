@@ -64,8 +64,11 @@ def create_user(username, organization, role, superuser, password_stdin, as_json
     user = users.create_user(
         username, password=password, role=role, now=utcnow(), caller=Caller.cli(), organization=org, superuser=superuser
     )
-    extra = ", superuser" if user.superuser else ""
-    _emit(user, as_json, f"Created user {user.username!r}: {role} of {org.name}{extra}", org.id)
+    if user.superuser:  # every organization and every right: a role in one of them says nothing more
+        message = f"Created superuser {user.username!r}: every organization, every right"
+    else:
+        message = f"Created user {user.username!r}: {role} of {org.name}"
+    _emit(user, as_json, message, org.id)
 
 
 @user_cli.command("list")

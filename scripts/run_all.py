@@ -56,6 +56,25 @@ def relay(stream, process: str, as_json: bool) -> None:
         sys.stdout.flush()
 
 
+def sign_in_hint(env: dict) -> str:
+    """How to sign in, as this database stands: admin/admin only if that account exists with
+    that password (the development default of `flask ensure-dev-user`)."""
+    from werkzeug.security import check_password_hash
+
+    from app import create_app
+    from app.extensions import db
+    from app.models import User
+
+    app = create_app(env=env, kind="web")
+    with app.app_context():
+        admin = db.session.query(User).filter_by(username="admin", active=True).one_or_none()
+        if admin is not None and admin.password_hash and check_password_hash(admin.password_hash, "admin"):
+            return "sign in as admin/admin (the development account; change it)"
+        if db.session.query(User.id).filter_by(active=True).first() is None:
+            return "no user yet: create one with `flask user create NAME --superuser`"
+        return "sign in with your account (`flask user list` shows who exists)"
+
+
 def main() -> int:
     env = dict(os.environ, FLASK_APP="app", PYTHONUNBUFFERED="1")
     sys.path.insert(0, str(ROOT))  # run as a script: the project's config module
@@ -84,9 +103,11 @@ def main() -> int:
             bufsize=1,
         )
         threading.Thread(target=relay, args=(children[name].stdout, name, as_json), daemon=True).start()
-    print(
-        f"Cronwell is running: http://{HOST}:{PORT}/  (sign in as admin/admin in development; Ctrl-C stops)", flush=True
-    )
+    try:
+        hint = sign_in_hint(env)
+    except Exception as exc:  # noqa: BLE001 - the banner must never stop the processes
+        hint = f"could not read the users ({type(exc).__name__})"
+    print(f"Cronwell is running: http://{HOST}:{PORT}/  ({hint}; Ctrl-C stops)", flush=True)
     exit_code = 0
     while not stopping:
         for name, child in children.items():

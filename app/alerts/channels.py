@@ -67,6 +67,37 @@ def create_channel():
     return redirect(url_for("alerts.channel_detail", channel_id=channel.id), code=303)
 
 
+@bp.route("/channels/<id:channel_id>/edit", methods=["GET", "POST"])
+@requires(Action.ADMINISTER)
+def edit_channel(channel_id: int):
+    """Change a channel's name, target (empty: unchanged), alert kinds and secret (empty: unchanged)."""
+    channel = alert_channels.get_channel(channel_id, current_caller())
+    if request.method == "GET":
+        form = ChannelForm(
+            formdata=None, data={"name": channel.name, "kind": channel.kind, "kinds": ", ".join(channel.kinds or [])}
+        )
+        return render_template(
+            "alerts/channel_form.html", form=form, channel=channel, shown_target=alert_channels.shown_target(channel)
+        )
+    form = ChannelForm()
+    try:
+        channel = alert_channels.edit_channel(
+            channel.id, form.service_data(), now=utcnow(), actor=current_actor(), caller=current_caller()
+        )
+    except ValidationFailed as exc:
+        for key, message in exc.errors.items():
+            field = getattr(form, key, None)
+            if field is not None and hasattr(field, "errors"):
+                field.errors = [message]
+            else:
+                form.form_errors.append(message)
+        return render_template(
+            "alerts/channel_form.html", form=form, channel=channel, shown_target=alert_channels.shown_target(channel)
+        ), 400
+    flash(f"Channel {channel.name!r} saved.", "success")
+    return redirect(url_for("alerts.channel_detail", channel_id=channel.id), code=303)
+
+
 @bp.get("/channels/<id:channel_id>")
 @requires(Action.READ)
 def channel_detail(channel_id: int):

@@ -18,6 +18,9 @@ from app.services.read import dashboard
 from app.services.use_cases import alert_mutes
 from app.services.use_cases import alerts as alert_service
 from app.web.access import current_actor, current_caller, is_htmx, requires
+from app.web.pagination import page_number, paginate
+
+DEAD_LETTERS_PER_PAGE = 50
 
 LIST_LIMIT = 200
 
@@ -25,12 +28,14 @@ LIST_LIMIT = 200
 @bp.get("/")
 @requires(Action.READ)
 def index():
-    """Open alerts (or all, with ?show=all) and recent dead letters."""
+    """Open alerts (or all, with ?show=all) and the dead letters, newest first, paged (?page=)."""
     show_all = request.args.get("show") == "all"
     return render_template(
         "alerts/list.html",
         alerts=alert_service.list_alerts(include_resolved=show_all, limit=LIST_LIMIT, caller=current_caller()),
-        dead_letters=alert_service.list_dead_letters(limit=50, caller=current_caller()),
+        dead_letters=paginate(
+            alert_service.dead_letters_query(current_caller()), page=page_number(), per_page=DEAD_LETTERS_PER_PAGE
+        ),
         show_all=show_all,
         form=ResolveAlertsForm(),
         limit=LIST_LIMIT,

@@ -19,7 +19,7 @@ from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 
 from app.api.errors import PROBLEM_TYPE, TITLES, register_problem_handlers
-from app.api.openapi import MAX_URL_BYTES, CronwellDocPlugin, refuse_long_url
+from app.api.openapi import MAX_URL_BYTES, CronwellDocPlugin, name_tags_for_resources, refuse_long_url
 from app.api.schemas import ProblemSchema
 
 API_PREFIX = "/api/v1"
@@ -154,6 +154,7 @@ def register_api(app: Flask) -> None:
         api.register_blueprint(module.blp)
         # Per app and per blueprint (not app-wide): the web UI's URLs are not the API's to refuse.
         app.before_request_funcs.setdefault(module.blp.name, []).insert(0, refuse_long_url)
+    name_tags_for_resources(api.spec)
     csrf.exempt(docs)
     app.register_blueprint(docs)
     register_problem_handlers(app)

@@ -134,12 +134,25 @@ LINKS: dict[str, dict[str, dict]] = {
 }
 
 
+def tag_name(blueprint_name: str) -> str:
+    """The document's tag for a blueprint: the resource it serves (`api_job_files` -> `job files`)."""
+    return blueprint_name.removeprefix("api_").replace("_", " ")
+
+
+def name_tags_for_resources(spec) -> None:
+    """Rename the tags flask-smorest names after the blueprints to the resources they serve."""
+    for tag in spec._tags:  # apispec keeps the registered tags in this list
+        tag["name"] = tag_name(tag["name"])
+
+
 class CronwellDocPlugin(BasePlugin):
-    """apispec plugin: operationId, the shared 414 and 429 responses and the links of each operation."""
+    """apispec plugin: operationId, the shared 414 and 429 responses, the links of each operation,
+    and tags named for resources (`jobs`, not the blueprint's `api_jobs`)."""
 
     def operation_helper(self, path=None, operations=None, **kwargs):
         rule = kwargs.get("rule")
         for operation in (operations or {}).values():
+            operation["tags"] = [tag_name(tag) for tag in operation.get("tags", [])]
             if rule is not None:
                 operation["operationId"] = operation_id(rule.endpoint)
             # Status codes are still ints here (apispec turns them into strings later).

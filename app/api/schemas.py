@@ -8,11 +8,14 @@ a client (and Schemathesis) can check every answer against.
 
 from __future__ import annotations
 
-from marshmallow import EXCLUDE, Schema, fields, validate
+from marshmallow import EXCLUDE, Schema, ValidationError, fields, validate
 
+from app.api.scope import ID_MAX
+from app.definitions import text_limits
 from app.definitions.fields import Instant, Text, TextLength, printable
 from app.domain.event_kinds import EVENT_KINDS
 from app.services.use_cases.queues import DESCRIPTION_MAX as QUEUE_DESCRIPTION_MAX
+from app.models.ids import id_in_range, is_whole_number
 from app.services.use_cases.queues import NAME_PATTERN as QUEUE_NAME
 from app.services.use_cases.queues import NAME_RULE as QUEUE_NAME_RULE
 
@@ -39,15 +42,39 @@ class ProblemSchema(Schema):
 # --- pagination --------------------------------------------------------------------------------
 
 
+def _a_cursor(value: str) -> None:
+    """A cursor is the last id of a page: a whole number that an id column can hold."""
+    if id_in_range(value, ID_MAX) is None:
+        raise ValidationError("is not a cursor this API gave out")
+
+
+class QueryNumber(fields.Integer):
+    """A whole number in a query string: ASCII digits only ("٣" or "²" are digits to `int()`)."""
+
+    def _deserialize(self, value, attr, data, **kwargs):
+        if isinstance(value, str) and not is_whole_number(value):
+            raise self.make_error("invalid")
+        return super()._deserialize(value, attr, data, **kwargs)
+
+
+def id_parameter(what: str) -> fields.Integer:
+    """A query parameter naming an object by id, bounded like the ids of paths and bodies."""
+    return QueryNumber(
+        load_default=None,
+        validate=validate.Range(1, ID_MAX, error=f"must be {what} id from {{min}} to {{max}}"),
+        metadata={"description": f"Only the items of this {what.split()[-1]} (its id)."},
+    )
+
+
 class PageQuery(StrictSchema):
-    limit = fields.Integer(
+    limit = QueryNumber(
         load_default=PAGE_LIMIT_DEFAULT,
         validate=validate.Range(1, PAGE_LIMIT_MAX, error="must be between {min} and {max}"),
         metadata={"description": f"Items per page (at most {PAGE_LIMIT_MAX})."},
     )
     cursor = fields.String(
         load_default=None,
-        validate=validate.Regexp(r"^[0-9]{1,18}$", error="is not a cursor this API gave out"),
+        validate=_a_cursor,
         metadata={"description": "Where the page starts: the `next` link of the previous page holds it."},
     )
 
@@ -170,7 +197,7 @@ class ProjectSchema(Schema):
 class ProjectCreateSchema(StrictSchema):
     organization = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "default"})
     name = fields.String(required=True, validate=validate.Length(1, 64), metadata={"example": "reports"})
-    description = fields.String(load_default="", validate=validate.Length(0, 2000))
+    description = fields.String(load_default="", validate=TextLength(max=text_limits.PROJECT_DESCRIPTION.maximum))
 
 
 class RenameSchema(StrictSchema):
@@ -215,7 +242,9 @@ class NewApiTokenSchema(ApiTokenSchema):
 
 
 class ApiTokenCreateSchema(StrictSchema):
-    name = fields.String(required=True, validate=validate.Length(1, 100), metadata={"example": "ci-deploy"})
+    name = fields.String(
+        required=True, validate=TextLength(1, text_limits.TOKEN_NAME.maximum), metadata={"example": "ci-deploy"}
+    )
     project = fields.String(
         load_default=None,
         validate=validate.Length(1, 200),
@@ -273,7 +302,7 @@ class QueueCreateSchema(StrictSchema):
         validate=validate.Regexp(QUEUE_NAME.pattern, error=QUEUE_NAME_RULE),
         metadata={"example": "reports"},
     )
-    description = fields.String(load_default=None, validate=validate.Length(0, QUEUE_DESCRIPTION_MAX))
+    description = fields.String(load_default=None, validate=TextLength(max=text_limits.QUEUE_DESCRIPTION.maximum))
     concurrency_limit = fields.Integer(
         strict=True, load_default=None, allow_none=True, validate=validate.Range(1, 100000)
     )
@@ -284,14 +313,18 @@ class QueueCreateSchema(StrictSchema):
 
 
 class QueueEditSchema(StrictSchema):
-    description = fields.String(validate=validate.Length(0, QUEUE_DESCRIPTION_MAX))
+    description = fields.String(validate=TextLength(max=text_limits.QUEUE_DESCRIPTION.maximum))
     concurrency_limit = fields.Integer(strict=True, allow_none=True, validate=validate.Range(1, 100000))
     rate_limit = fields.String(allow_none=True, metadata={"description": "N/second, N/minute or N/hour; null: none."})
     priority = fields.Integer(strict=True, validate=validate.Range(-1000, 1000))
 
 
 class PauseSchema(StrictSchema):
-    reason = Text(load_default=None, validate=[TextLength(max=500), printable], metadata={"example": "deploying"})
+    reason = Text(
+        load_default=None,
+        validate=[TextLength(max=text_limits.PAUSE_REASON.maximum), printable],
+        metadata={"example": "deploying"},
+    )
 
 
 # --- executions --------------------------------------------------------------------------------
@@ -390,7 +423,7 @@ class OutputSchema(Schema):
 
 
 class CancelSchema(StrictSchema):
-    reason = Text(load_default=None, validate=[TextLength(max=500), printable])
+    reason = Text(load_default=None, validate=[TextLength(max=text_limits.CANCEL_REASON.maximum), printable])
 
 
 class ExecutionQuery(SinceUntilQuery):
@@ -412,9 +445,7 @@ class ExecutionQuery(SinceUntilQuery):
             ]
         ),
     )
-    job = fields.Integer(
-        load_default=None, validate=validate.Range(1, 2**31 - 1), metadata={"description": "A job id."}
-    )
+    job = id_parameter("a job")
     queue = fields.String(
         load_default=None,
         validate=validate.Regexp(r"^[a-z0-9][a-z0-9_.-]{0,63}$"),
@@ -521,7 +552,7 @@ class AlertQuery(SinceUntilQuery):
 
 
 class PreviewQuery(StrictSchema):
-    count = fields.Integer(load_default=5, validate=validate.Range(1, 100))
+    count = QueryNumber(load_default=5, validate=validate.Range(1, 100))
     after = fields.AwareDateTime(load_default=None, metadata={"description": "Start after this instant (default now)."})
 
 
@@ -549,6 +580,15 @@ class WorkerExecutionSchema(Schema):
     started_at = fields.String(allow_none=True)
 
 
+class LostExecutionSchema(Schema):
+    id = fields.Integer(required=True)
+    job_id = fields.Integer(allow_none=True)
+    job_name = fields.String(allow_none=True)
+    status = fields.String(required=True, metadata={"description": "Its status now."})
+    recovered = fields.Boolean(required=True, metadata={"description": "Lease recovery has settled it."})
+    lease_expires_at = fields.String(allow_none=True)
+
+
 class WorkerSchema(Schema):
     id = fields.String(required=True)
     host = fields.String(allow_none=True)
@@ -564,6 +604,10 @@ class WorkerSchema(Schema):
     age_seconds = fields.Float(allow_none=True)
     pending_command = fields.String(allow_none=True)
     executions = fields.List(fields.Nested(WorkerExecutionSchema))
+    lost = fields.List(
+        fields.Nested(LostExecutionSchema),
+        metadata={"description": "A stale or stopped worker's runs: waiting for lease recovery, or recovered."},
+    )
 
 
 class WorkerStopSchema(StrictSchema):
@@ -590,7 +634,7 @@ class AuditQuery(SinceUntilQuery):
     actor = fields.String(load_default=None, validate=validate.Length(1, 200))
     object_kind = fields.String(load_default=None, validate=validate.Length(1, 32))
     action = fields.String(load_default=None, validate=validate.Length(1, 32))
-    job = fields.Integer(load_default=None, validate=validate.Range(1, 2**31 - 1))
+    job = id_parameter("a job")
 
 
 class EventQuery(SinceUntilQuery):
@@ -652,9 +696,7 @@ class BatchStatusSchema(Schema):
 
 
 class BatchQuery(PageQuery):
-    job = fields.Integer(
-        load_default=None, validate=validate.Range(1, 2**31 - 1), metadata={"description": "A job id."}
-    )
+    job = id_parameter("a job")
 
 
 class LintWarningSchema(Schema):

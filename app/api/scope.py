@@ -10,12 +10,15 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.extensions import db
-from app.models import Alert, Queue
+from app.models import Alert, Job, Queue
+from app.models.ids import key_max
 from app.services import scoping
 from app.services.caller import Caller
 from app.services.errors import NotFound
 
-ID_MAX = 2**31 - 1  # ids are 32-bit: a larger one names nothing (and must not reach PostgreSQL)
+# Every key is the same integer column type as a job's: a larger id names nothing (and must not
+# reach PostgreSQL, which refuses it as "integer out of range"). Path, query and body ids share it.
+ID_MAX = key_max(Job)
 
 
 def queue(caller: Caller, queue_id: int) -> Queue:

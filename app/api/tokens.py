@@ -7,6 +7,7 @@ from flask_smorest import Blueprint
 
 from app.api import examples as ex
 from app.api.schemas import ApiTokenCreateSchema, ApiTokenSchema, NewApiTokenSchema
+from app.api.scope import ID_MAX
 from app.api.security import auth_limit, authenticated, current_caller, limiter
 from app.clock import utcnow
 from app.services.use_cases import tokens
@@ -85,6 +86,6 @@ def revoke_token(token_id):
 def _id(value: int) -> int:
     from app.services.errors import NotFound
 
-    if not 0 < value <= 2**31 - 1:
+    if not 0 < value <= ID_MAX:
         raise NotFound(f"token {value} does not exist")
     return value

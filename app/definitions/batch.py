@@ -18,6 +18,7 @@ from typing import Any
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, post_load, validates_schema
 
 from app.definitions.fields import JsonObject, OptionalTaskName, Text, TextLength, shown
+from app.domain.run_times import past_run_time_problem
 from app.scheduling import ScheduleError
 from app.scheduling.durations import parse_interval
 from app.scheduling.timezones import parse_instant
@@ -67,9 +68,11 @@ class RunSchema(Schema):
         metadata=shown("Run at", "Start at this instant (ISO 8601; no offset means UTC).", metavar="ISO"),
     )
 
-    def __init__(self, *, now: datetime, task: str, job_config: dict[str, Any] | None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, now: datetime, task: str, job_config: dict[str, Any] | None, grace_seconds: int = 0, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
-        self.now, self.task, self.job_config = now, task, job_config
+        self.now, self.task, self.job_config, self.grace_seconds = now, task, job_config, grace_seconds
 
     @validates_schema
     def _check(self, data: dict[str, Any], **kwargs: Any) -> None:
@@ -92,6 +95,8 @@ class RunSchema(Schema):
             else:
                 if at > self.now + MAX_DELAY:
                     errors["at"] = "must be within 3650 days from now"
+                elif problem := past_run_time_problem(at, now=self.now, grace_seconds=self.grace_seconds):
+                    errors["at"] = problem
         if data.get("config_override"):
             try:
                 check_override(self.task, self.job_config, data["config_override"])
@@ -103,7 +108,7 @@ class RunSchema(Schema):
     @post_load
     def _resolve(self, data: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
         """{"available_at": when it may start (None: now), "config_override": dict or None}. An
-        instant in the past means now."""
+        instant up to the job's misfire grace ago means now (an earlier one was refused)."""
         available_at = None
         if data.get("run_in"):
             available_at = self.now + parse_interval(data["run_in"])
@@ -208,9 +213,12 @@ def _item_problem(task: str, job_config: dict[str, Any] | None, item: Any) -> st
     return None
 
 
-def load_run(data: dict[str, Any], *, now: datetime, task: str, job_config: dict[str, Any] | None) -> dict[str, Any]:
-    """An ad-hoc run's {"available_at", "config_override"}; raises marshmallow's ValidationError."""
-    loaded: dict[str, Any] = RunSchema(now=now, task=task, job_config=job_config).load(
+def load_run(
+    data: dict[str, Any], *, now: datetime, task: str, job_config: dict[str, Any] | None, grace_seconds: int = 0
+) -> dict[str, Any]:
+    """An ad-hoc run's {"available_at", "config_override"}; raises marshmallow's ValidationError.
+    An `at` more than `grace_seconds` (the job's misfire grace) in the past is refused."""
+    loaded: dict[str, Any] = RunSchema(now=now, task=task, job_config=job_config, grace_seconds=grace_seconds).load(
         {key: value for key, value in data.items() if value is not None and value != ""}
     )
     return loaded

@@ -18,6 +18,7 @@ from typing import Any
 from marshmallow import EXCLUDE, Schema, ValidationError, fields, post_load, pre_load, validate, validates_schema
 
 from app.clock import iso_z, utcnow
+from app.definitions import text_limits
 from app.definitions.fields import (
     Choice,
     Flag,
@@ -45,8 +46,8 @@ from app.scheduling import Schedule, ScheduleError, parse_schedule
 from app.scheduling.timezones import resolve_timezone
 from app.tasks import TaskConfigError, UnknownTaskError, validate_config
 
-NAME_MAX = 200
-DESCRIPTION_MAX = 2000
+NAME_MAX = text_limits.JOB_NAME.maximum
+DESCRIPTION_MAX = text_limits.JOB_DESCRIPTION.maximum
 QUEUE_PATTERN = r"^[a-z0-9][a-z0-9_.-]{0,63}$"
 DAY = 86400
 # Fields checked together: the schedule value against its type and zone, the config against its task.

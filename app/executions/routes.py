@@ -16,10 +16,10 @@ from app.services.errors import NotFound, ServiceError
 from app.services.read import console_lists, execution_rows
 from app.services.use_cases import executions as execution_service
 from app.services.use_cases import jobs as job_service
-from app.services.use_cases import queues as queue_service
 from app.services.use_cases import runs as run_service
 from app.web.access import current_actor, current_caller, is_htmx, requires
 from app.web.pagination import Page, page_number, paginate
+from app.web.queue_filter import queues_to_show
 
 bp = Blueprint("executions", __name__, url_prefix="/executions")
 
@@ -42,15 +42,8 @@ def index():
     job = None
     job_ids: tuple[int, ...] | None = None
     matched_jobs: list = []
-    queue = None
-    if queue_text:
-        if not queue_service.NAME_PATTERN.match(queue_text):  # no queue can have it: not looked up
-            errors.append(queue_service.unknown_queue_message(queue_text[:100], caller))
-        else:
-            try:
-                queue = queue_service.get_queue(queue_text, caller)
-            except NotFound as exc:
-                errors.append(str(exc))
+    queue_ids = queues_to_show(queue_text, caller, errors) if queue_text else None
+    queue = queue_text if queue_ids else None
     if job_text:
         if is_whole_number(job_text):  # ASCII digits only: not "²", which int() refuses
             if (job_id := id_in_range(job_text, key_max(Job))) is None:
@@ -80,7 +73,7 @@ def index():
     page = Page(items=[], page=1, per_page=per_page, total=0)
     if not errors:
         wanted = console_lists.ExecutionFilters(
-            status, job_ids, queue.id if queue else None, trigger, task_text or None, created_from, created_to
+            status, job_ids, queue_ids, trigger, task_text or None, created_from, created_to
         )
         page = paginate(console_lists.executions_query(wanted, caller), page=page_number(), per_page=per_page)
     pairs = (
@@ -88,6 +81,7 @@ def index():
         ("job", job_text),
         ("queue", queue_text),
         ("task", task_text),
+        ("project", (request.args.get("project") or "")[:200] if queue_text else ""),
         ("trigger", trigger or ""),
         ("created_from", (filters.created_from.data or "").strip()),
         ("created_to", (filters.created_to.data or "").strip()),

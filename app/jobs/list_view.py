@@ -7,11 +7,10 @@ from flask import render_template, request
 
 from app.clock import utcnow
 from app.jobs.list_forms import JobFilterForm
-from app.services.errors import NotFound
 from app.services.read import console_lists, dashboard
-from app.services.use_cases import queues as queue_service
 from app.web.access import current_caller, is_htmx
 from app.web.pagination import Page, page_number, paginate
+from app.web.queue_filter import queues_to_show
 
 JOBS_PER_PAGE = 50
 SEARCH_MAX = 200
@@ -26,15 +25,7 @@ def jobs_list_page():
     errors: list[str] = []
     search = (form.q.data or "").strip()[:SEARCH_MAX].replace("\x00", "")
     enabled = {"yes": True, "no": False}.get(form.enabled.data or "")
-    queue_id = None
-    if form.queue.data:
-        if not queue_service.NAME_PATTERN.match(form.queue.data):  # no queue can have it: not looked up
-            errors.append(queue_service.unknown_queue_message(form.queue.data[:100], caller))
-        else:
-            try:
-                queue_id = queue_service.get_queue(form.queue.data, caller).id
-            except NotFound as exc:
-                errors.append(str(exc))
+    queue_ids = queues_to_show(form.queue.data, caller, errors) if form.queue.data else None
     task = (form.task.data or "")[:100]
     if task and task not in task_names:
         errors.append(f"no task is called {task!r}")
@@ -42,7 +33,12 @@ def jobs_list_page():
     if outcome and outcome not in console_lists.OUTCOMES:
         errors.append(f"last outcome must be one of {', '.join(console_lists.OUTCOMES)}")
         outcome = ""
-    filters = console_lists.JobFilters(search, enabled, queue_id, task, outcome)
+    sort = request.args.get("sort", "")
+    if sort and sort not in console_lists.JOB_SORTS:
+        errors.append(f"sort must be one of {', '.join(console_lists.JOB_SORTS)}, got {sort[:40]!r}")
+        sort = ""
+    descending = request.args.get("dir") == "desc"
+    filters = console_lists.JobFilters(search, enabled, queue_ids, task, outcome, sort, descending)
     page = Page(items=[], page=1, per_page=JOBS_PER_PAGE, total=0)
     if not errors:
         page = paginate(console_lists.job_list_query(filters, caller), page=page_number(), per_page=JOBS_PER_PAGE)
@@ -53,8 +49,11 @@ def jobs_list_page():
             ("q", search),
             ("enabled", form.enabled.data or ""),
             ("queue", form.queue.data or ""),
+            ("project", (request.args.get("project") or "")[:200] if form.queue.data else ""),
             ("task", task),
             ("outcome", outcome),
+            ("sort", sort),
+            ("dir", "desc" if sort and descending else ""),
         )
         if v
     }
@@ -64,7 +63,7 @@ def jobs_list_page():
         "filters": form,
         "filter_errors": errors,
         "query": query,
-        "filtered": bool(query),
+        "filtered": bool(set(query) - {"sort", "dir"}),
         "now": now,
     }
     if is_htmx() and request.headers.get("HX-Target") == "jobs-list":

@@ -11,7 +11,7 @@ from typing import Any
 from flask_wtf import FlaskForm
 from wtforms import StringField, TextAreaField
 
-from app.services.use_cases.queues import DESCRIPTION_MAX, LIMIT_RANGE, NAME_RULE, PRIORITY_RANGE
+from app.services.use_cases.queues import DESCRIPTION_MAX, LIMIT_RANGE, NAME_RULE, PAUSE_REASON_MAX, PRIORITY_RANGE
 
 _NUMBER = {"inputmode": "numeric", "pattern": "-?[0-9]*"}
 
@@ -86,8 +86,8 @@ class PauseForm(FlaskForm):
 
     reason = StringField(
         "Reason",
-        render_kw={"maxlength": DESCRIPTION_MAX, "placeholder": "why (optional)"},
-        description="Shown beside the queue until it is resumed.",
+        render_kw={"maxlength": PAUSE_REASON_MAX, "placeholder": "why (optional)"},
+        description=f"Shown beside the queue until it is resumed; at most {PAUSE_REASON_MAX} characters.",
     )
 
 

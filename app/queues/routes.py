@@ -17,15 +17,42 @@ from app.queues.forms import NEW_QUEUE, ConfirmForm, PauseForm, QueueForm, initi
 from app.services.errors import ServiceError, ValidationFailed
 from app.services.read.queue_stats import queue_stats, rate_window
 from app.services.use_cases import queues as queue_service
-from app.web.access import current_actor, current_caller, is_htmx, requires
+from app.web.access import current_actor, current_caller, is_htmx, queue_url, requires
 
 bp = Blueprint("queues", __name__, url_prefix="/queues")
 
 POLL_SECONDS = 5
 
 
-def _see_queue(name: str):
-    return redirect(url_for("queues.detail", queue_name=name), code=303)
+def _see_queue(queue):
+    return redirect(_queue_url(queue), code=303)
+
+
+def _queue_url(queue) -> str:
+    return queue_url("queues.detail", queue)
+
+
+class SeveralQueues(Exception):
+    """The URL names a queue that several projects in view have, and no project."""
+
+
+def _the_queue(name: str):
+    """The queue of the URL: `name` in the query's `project` (ORG/PROJECT), else the one queue of
+    that name in view (SeveralQueues when there are more)."""
+    project = (request.args.get("project") or "").strip()[:200] or None
+    caller = current_caller()
+    if project is not None or caller.project_id is not None:
+        return queue_service.get_queue(name, caller, project=project)
+    found = queue_service.queues_named(name, caller)
+    if len(found) > 1:
+        raise SeveralQueues(name)
+    return found[0]
+
+
+@bp.errorhandler(SeveralQueues)
+def _list_of_same_named(error: SeveralQueues):
+    """A name several projects have, with no project: the list of those queues, to pick one."""
+    return redirect(url_for("queues.index", name=str(error)), code=303)
 
 
 @bp.get("/")
@@ -33,8 +60,17 @@ def _see_queue(name: str):
 def index():
     """Every queue with its live statistics; the create form for operators."""
     now = utcnow()
-    queues = queue_service.list_queues(current_caller())
-    context = {"queues": queues, "stats": queue_stats(now, queues), "poll_seconds": POLL_SECONDS, "now": now}
+    caller = current_caller()
+    every = queue_service.list_queues(caller)
+    named = (request.args.get("name") or "").strip()[:100]
+    queues = [q for q in every if q.name == named] if named else every
+    context = {
+        "queues": queues,
+        "named": named,
+        "stats": queue_stats(now, queues),
+        "poll_seconds": POLL_SECONDS,
+        "now": now,
+    }
     if is_htmx():
         return render_template("queues/_table.html", **context)
     return render_template("queues/list.html", form=QueueForm(formdata=None, data=NEW_QUEUE), **context)
@@ -43,8 +79,9 @@ def index():
 @bp.get("/<queue:queue_name>")
 @requires(Action.READ)
 def detail(queue_name: str):
-    """One queue: settings, live statistics, pause or resume, and the edit form."""
-    queue = queue_service.get_queue(queue_name, current_caller())
+    """One queue: settings, live statistics, pause or resume, and the edit form. A name that
+    several projects in view have, with no project named, is the list of those queues."""
+    queue = _the_queue(queue_name)
     if is_htmx():
         return render_template("queues/_stats.html", **_stats_context(queue))
     return _detail_page(queue)
@@ -88,20 +125,24 @@ def create():
         form.form_errors.append(str(exc))
         return render_template("queues/new.html", form=form), 409
     flash(f"Queue {queue.name!r} created.", "success")
-    return _see_queue(queue.name)
+    return _see_queue(queue)
 
 
 @bp.route("/<queue:queue_name>/edit", methods=["GET", "POST"])
 @requires(Action.ADMINISTER)
 def edit(queue_name: str):
     """Change the concurrency limit (empty = none), the priority and the description."""
-    queue = queue_service.get_queue(queue_name, current_caller())
+    queue = _the_queue(queue_name)
     if request.method == "GET":
         return _detail_page(queue)
     form = QueueForm()
     try:
         queue = queue_service.edit_queue(
-            queue.name, form.service_data(creating=False), now=utcnow(), actor=current_actor(), caller=current_caller()
+            queue.name,
+            form.service_data(creating=False),
+            now=utcnow(),
+            actor=current_actor(),
+            caller=current_caller().in_project(queue.project_id),
         )
     except ValidationFailed as exc:
         form.attach_errors(exc.errors)
@@ -110,38 +151,58 @@ def edit(queue_name: str):
         form.form_errors.append(str(exc))
         return _detail_page(queue, edit_form=form, status=409)
     flash(f"Queue {queue.name!r} saved.", "success")
-    return _see_queue(queue.name)
+    return _see_queue(queue)
 
 
 @bp.post("/<queue:queue_name>/pause")
 @requires(Action.OPERATE)
 def pause(queue_name: str):
     """Stop new claims from the queue; running work finishes."""
-    queue = queue_service.get_queue(queue_name, current_caller())
+    queue = _the_queue(queue_name)
     form = PauseForm()
     try:
         queue = queue_service.pause_queue(
-            queue.name, now=utcnow(), actor=current_actor(), reason=form.reason.data or None, caller=current_caller()
+            queue.name,
+            now=utcnow(),
+            actor=current_actor(),
+            reason=form.reason.data or None,
+            caller=current_caller().in_project(queue.project_id),
         )
     except ValidationFailed as exc:
         form.reason.errors = [*form.reason.errors, *exc.errors.values()]
         return _detail_page(queue, pause_form=form, status=400)
     except ServiceError as exc:
         flash(str(exc), "error")
-        return _see_queue(queue_name)
+        return _see_queue(queue)
     flash(f"Queue {queue.name!r} paused: running work finishes, nothing new starts until it is resumed.", "success")
-    return _see_queue(queue.name)
+    return _see_queue(queue)
 
 
 @bp.post("/<queue:queue_name>/resume")
 @requires(Action.OPERATE)
 def resume(queue_name: str):
-    queue = queue_service.get_queue(
-        queue_name, current_caller()
-    )  # an unknown name is the 404 page, as on every queue URL
+    queue = _the_queue(queue_name)  # an unknown name is the 404 page, as on every queue URL
     try:
-        queue = queue_service.resume_queue(queue.name, now=utcnow(), actor=current_actor(), caller=current_caller())
+        queue = queue_service.resume_queue(
+            queue.name, now=utcnow(), actor=current_actor(), caller=current_caller().in_project(queue.project_id)
+        )
         flash(f"Queue {queue.name!r} resumed; workers were woken.", "success")
     except ServiceError as exc:
         flash(str(exc), "error")
-    return _see_queue(queue_name)
+    return _see_queue(queue)
+
+
+@bp.post("/<queue:queue_name>/delete")
+@requires(Action.ADMINISTER)
+def delete(queue_name: str):
+    """Delete a queue no job uses and nothing unfinished waits in; otherwise say why not."""
+    queue = _the_queue(queue_name)
+    try:
+        queue_service.delete_queue(
+            queue.name, now=utcnow(), actor=current_actor(), caller=current_caller().in_project(queue.project_id)
+        )
+    except ServiceError as exc:
+        flash(str(exc), "error")
+        return _see_queue(queue)
+    flash(f"Queue {queue_name!r} deleted.", "success")
+    return redirect(url_for("queues.index"), code=303)

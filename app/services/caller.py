@@ -8,7 +8,7 @@ missing one (NotFound), never as forbidden.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.domain.permissions import Action, allows
 
@@ -39,6 +39,11 @@ class Caller:
             from app.services.errors import Forbidden
 
             raise Forbidden(_REFUSALS[action])
+
+    def in_project(self, project_id: int) -> Caller:
+        """This caller narrowed to one of the projects it sees (what it names by name, such as a
+        queue, is then looked up there). Narrowing never widens: scoping still applies."""
+        return replace(self, project_id=project_id)
 
     @property
     def sees_everything(self) -> bool:

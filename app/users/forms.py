@@ -50,3 +50,5 @@ class SwitchForm(FlaskForm):
 
     organization_id = SelectField("Organization", coerce=str, validate_choice=False)
     project_id = SelectField("Project", coerce=str, validate_choice=False)
+    # The one-click choice: "ORG_ID" (all its projects), "ORG_ID:PROJECT_ID", or "" (a superuser's all).
+    context = SelectField("Show", coerce=str, validate_choice=False)

@@ -161,6 +161,9 @@ def switch():
     user may not make is ignored, never an error page: the header only offers allowed ones."""
     form = SwitchForm()
     caller = current_caller()
+    if form.context.data is not None and form.context.raw_data:
+        org_text, _, project_text = (form.context.data or "").partition(":")
+        form.organization_id.data, form.project_id.data = org_text, project_text
     allowed_orgs = {org.id for org in tenancy.list_organizations(caller)}
     org_id = _whole(form.organization_id.data)
     if org_id in allowed_orgs:
@@ -178,7 +181,24 @@ def switch():
     else:
         session.pop(PROJECT_KEY, None)
     target = safe_next(request.form.get("next")) or url_for("dashboard.index")
-    return redirect(target, code=303)
+    return redirect(_list_of(target), code=303)
+
+
+def _list_of(target: str) -> str:
+    """The page to land on after a switch: `target`, or for an object's page (a job, an execution:
+    most likely not in the new view) the list it belongs to."""
+    from flask import current_app
+    from werkzeug.exceptions import HTTPException
+
+    path = target.split("?", 1)[0]
+    try:
+        endpoint, values = current_app.url_map.bind("localhost").match(path, method="GET")
+    except HTTPException:
+        return target
+    if not values or endpoint.startswith("static"):
+        return target
+    listing = endpoint.split(".", 1)[0] + ".index"
+    return url_for(listing) if listing in current_app.view_functions else url_for("dashboard.index")
 
 
 def _whole(text) -> int | None:
@@ -199,6 +219,7 @@ def switcher():
         return {
             "organizations": orgs,
             "projects": projects,
+            "choices": [(org, tenancy.projects_of(org.id)) for org in orgs],
             "organization": current,
             "project": project,
             "role": caller.role,

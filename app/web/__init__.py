@@ -132,5 +132,8 @@ def template_globals() -> dict:
         "can_administer": access.can_administer(),
         "can_view_private": access.can_view_private(),
         "can_read_public": access.can_read_public(),
+        "many_projects_in_view": access.many_projects_in_view,
+        "creates_in": access.creates_in,
+        "queue_url": access.queue_url,
         "now": utcnow(),
     }

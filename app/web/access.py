@@ -104,6 +104,56 @@ def current_caller() -> Caller:
     return caller
 
 
+def many_projects_in_view() -> bool:
+    """Whether this request's pages show more than one project (then lists name each row's)."""
+    if "_cronwell_many_projects" not in g:
+        from sqlalchemy import func, select
+
+        from app.extensions import db
+        from app.models import Project
+        from app.services import scoping
+
+        count = db.session.scalar(scoping.projects(select(func.count(Project.id)), current_caller())) or 0
+        g._cronwell_many_projects = count > 1
+    return bool(g._cronwell_many_projects)
+
+
+def queue_url(endpoint: str, queue, **values) -> str:
+    """The URL of a queue page or action; it names the queue's project (`?project=ORG/PROJECT`)
+    when several projects are in view, where several queues can share the name."""
+    from flask import url_for
+
+    if many_projects_in_view():
+        values["project"] = queue.project.full_name
+    return url_for(endpoint, queue_name=queue.name, **values)
+
+
+def creates_in() -> str | None:
+    """`ORG/PROJECT` that a create form (job, queue) of this request creates in; None when the
+    view spans several organizations or a project must be chosen first (then no form is offered,
+    since it could only fail)."""
+    if "_cronwell_creates_in" not in g:
+        from sqlalchemy import func, select
+
+        from app.extensions import db
+        from app.models import Organization
+        from app.services.errors import NotFound, ValidationFailed
+        from app.services.use_cases import tenancy
+
+        caller = current_caller()
+        target = None
+        organizations = 1
+        if caller.organization_id is None and caller.project_id is None:
+            organizations = db.session.scalar(select(func.count(Organization.id))) or 0
+        if organizations == 1:
+            try:
+                target = tenancy.working_project(caller).full_name
+            except (NotFound, ValidationFailed):
+                target = None
+        g._cronwell_creates_in = target
+    return g._cronwell_creates_in
+
+
 def current_actor() -> str:
     """The name recorded in the audit trail for changes made by this request."""
     if is_signed_in():

@@ -64,6 +64,9 @@
 
   document.addEventListener("change", function (evt) {
     var target = evt.target;
+    if (target.matches("select[data-autosubmit]") && target.form) {
+      target.form.requestSubmit();  // the header's switcher: one choice, one click
+    }
     if (target.matches("[data-schedule-type]")) {
       syncScheduleInputs(target);
     }

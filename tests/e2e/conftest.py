@@ -52,11 +52,12 @@ class Stack:
         self.workdir, self.env, self.base_url = workdir, env, base_url
         self.processes: dict[str, subprocess.Popen] = {}
 
-    def run(self, *args: str) -> subprocess.CompletedProcess:
+    def run(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess:  # noqa: A002 - subprocess's name
         return subprocess.run(
             [str(BIN / "flask"), *args],
             cwd=PROJECT_ROOT,
             env=self.env,
+            input=input,
             capture_output=True,
             text=True,
             timeout=120,

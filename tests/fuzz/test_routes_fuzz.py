@@ -299,3 +299,26 @@ def test_generated_path_and_query_values_never_500_and_a_get_writes_nothing(app,
     query = data.draw(st.dictionaries(st.sampled_from(names), st.one_of(id_text(), any_text()), max_size=4))
     client = clients[who] if method == "GET" else visitor(app, who)
     assert_survives(client, method, build_url(rule, values, query), who)
+
+
+# --- the walk: every query parameter a page reads, with numbers no column can hold ----------------
+
+WALK_QUERY_VALUES = [str(2**31), str(2**63), str(2**64), "563269938582", "garbage", "-1", "٣"]
+
+
+def test_every_query_parameter_a_page_reads_with_out_of_range_numbers(app, world, query_names):
+    """Ids and page numbers in query strings (`?job=`, `?page=`, `?alert=`...) are bounded where
+    they are parsed: an id no row can have is a filter error (4xx) or clamped, never a database error."""
+    walked = 0
+    client = visitor(app, "admin")
+    for rule in routes(app):
+        if "GET" not in rule.methods:
+            continue
+        for name in sorted(query_names[rule.endpoint]):
+            for value in WALK_QUERY_VALUES:
+                url = build_url(rule, valid_values(rule, world), {name: value})
+                response = assert_survives(client, "GET", url, "admin", check_writes=False)
+                if name == "job" and rule.endpoint == "executions.index" and value != "garbage":
+                    assert response.status_code == 400, f"{url}: {response.status_code}"
+                walked += 1
+    assert walked >= 50, walked

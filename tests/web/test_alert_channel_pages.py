@@ -71,3 +71,36 @@ def test_channel_changes_are_in_the_audit_log(cli):
     rows = db.session.scalars(select(AuditEvent).where(AuditEvent.object_kind == "channel")).all()
     assert [r.action for r in rows] == ["created", "deleted"]
     assert doc["secret"] not in json.dumps([r.changes for r in rows], default=str)  # never the secret itself
+
+
+def test_an_admin_edits_a_channel_on_the_web_keeping_what_is_left_empty(app):
+    from app.clock import utcnow
+    from app.extensions import db
+    from app.models import AlertChannel
+    from app.services.use_cases import alert_channels
+    from tests.helpers.web import signed_in_client
+
+    channel = alert_channels.add_channel(
+        {"name": "ops", "kind": "webhook", "target": "https://hooks.example.com/secret-path", "kinds": []},
+        now=utcnow(),
+        actor="test",
+    )
+    secret = channel.secret
+    admin = signed_in_client(app, "admin")
+    form = admin.get(f"/alerts/channels/{channel.id}/edit").get_data(as_text=True)
+    assert 'value="ops"' in form and "secret-path" not in form
+    response = admin.post(
+        f"/alerts/channels/{channel.id}/edit", {"name": "ops-renamed", "kinds": "dead_letter", "target": ""}
+    )
+    assert response.status_code == 303, response.get_data(as_text=True)
+    db.session.rollback()
+    stored = db.session.get(AlertChannel, channel.id)
+    assert (stored.name, stored.kinds, stored.target, stored.secret) == (
+        "ops-renamed",
+        ["dead_letter"],
+        "https://hooks.example.com/secret-path",
+        secret,
+    )
+    bad = admin.post(f"/alerts/channels/{channel.id}/edit", {"name": "", "kinds": "nonsense"})
+    assert bad.status_code == 400 and "unknown alert kind" in bad.get_data(as_text=True)
+    assert signed_in_client(app, "operator").get(f"/alerts/channels/{channel.id}/edit").status_code == 403

@@ -12,7 +12,7 @@ from sqlalchemy import select
 from app.clock import utcnow
 from app.extensions import db
 from app.models import Heartbeat, WorkerCommand
-from tests.factories import make_heartbeat
+from tests.factories import make_execution, make_heartbeat, make_job
 from tests.helpers.cli import assert_error, cli_events, ok, ok_json, row_counts
 
 
@@ -23,26 +23,31 @@ def beat(process_id: str, *, age_seconds: float = 1, **info) -> Heartbeat:
     return row
 
 
-def registry(app):
+def registry(app) -> tuple[str, int, int]:
+    """The four kinds of worker; returns the busy one's start time, its execution's id and job's id."""
     now = utcnow().replace(microsecond=0)
     started = (now - timedelta(seconds=30)).isoformat().replace("+00:00", "Z")
+    job = make_job("nightly")
+    execution = make_execution(job, "running")
+    execution.claimed_by = "w-busy"  # the registry lists only what the executions say is still in flight
+    db.session.commit()
     beat(
         "w-busy",
         state="running",
         busy=1,
         queues=["default", "reports"],
-        running=[7],
-        executions=[{"id": 7, "job_id": 3, "job_name": "nightly", "attempt": 1, "started_at": started}],
+        running=[execution.id],
+        executions=[{"id": execution.id, "job_id": job.id, "job_name": "nightly", "attempt": 1, "started_at": started}],
     )
     beat("w-drain", state="draining", slots=2)
     beat("w-gone", state="stopped", age_seconds=5)
     beat("w-stale", state="running", age_seconds=app.config["HEARTBEAT_STALE_SECONDS"] + 10)
     make_heartbeat("scheduler-1", "scheduler", age_seconds=1)  # not a worker: never listed
-    return started
+    return started, execution.id, job.id
 
 
 def test_list_json_shape_and_states(app, cli):
-    started = registry(app)
+    started, execution_id, job_id = registry(app)
     docs = ok_json(cli("worker", "list", "--json"))
     assert [(d["id"], d["state"]) for d in docs] == [
         ("w-busy", "running"),
@@ -67,22 +72,27 @@ def test_list_json_shape_and_states(app, cli):
         "age_seconds",
         "pending_command",
         "executions",
+        "lost",
     }
     assert (busy["host"], busy["pid"], busy["slots"], busy["busy"], busy["idle"]) == ("host-a", 4242, 4, 1, False)
     assert busy["queues"] == ["default", "reports"] and busy["pending_command"] is None
-    assert busy["executions"] == [{"id": 7, "job_id": 3, "job_name": "nightly", "attempt": 1, "started_at": started}]
+    assert busy["executions"] == [
+        {"id": execution_id, "job_id": job_id, "job_name": "nightly", "attempt": 1, "started_at": started}
+    ]
     assert busy["last_seen"].endswith("Z") and busy["started_at"].endswith("Z")
     assert docs[1]["idle"] is True and docs[1]["slots"] == 2
     assert docs[3]["busy"] == 0 and docs[3]["executions"] == []
 
 
 def test_list_text(app, cli):
-    registry(app)
+    _, execution_id, _ = registry(app)
     lines = ok(cli("worker", "list")).splitlines()
     assert lines[0].split()[:6] == ["ID", "HOST", "PID", "STATUS", "STATE", "QUEUES"]
     statuses = {line.split()[0]: line.split()[3] for line in lines[1:]}
     assert statuses == {"w-busy": "alive", "w-drain": "alive", "w-stale": "lost", "w-gone": "stopped"}
-    assert "w-busy" in lines[1] and "default,reports" in lines[1] and "1/4" in lines[1] and "7@" in lines[1]
+    assert (
+        "w-busy" in lines[1] and "default,reports" in lines[1] and "1/4" in lines[1] and f"{execution_id}@" in lines[1]
+    )
     assert "w-drain" in lines[2] and "0/2 idle" in lines[2]
     assert [line.split()[0] for line in lines[1:]] == ["w-busy", "w-drain", "w-stale", "w-gone"]
 

@@ -67,3 +67,14 @@ def test_make_run_relays_every_process_in_one_line_format():
     as_json = json.loads(run_all.uniform("worker w-1 started", "worker", as_json=True))
     assert as_json["logger"] == "worker" and as_json["level"] == "INFO" and as_json["message"] == "worker w-1 started"
     assert run_all.uniform('  File "x.py", line 1', "worker", as_json=False) == '  File "x.py", line 1'
+
+
+def test_the_run_banner_promises_admin_admin_only_where_that_account_exists(app, app_env):
+    from tests.factories import make_user
+
+    run_all = _run_all()
+    assert "flask user create NAME --superuser" in run_all.sign_in_hint(app_env)
+    make_user("alice", "a-long-password")
+    assert "admin/admin" not in run_all.sign_in_hint(app_env)
+    make_user("admin", "admin")
+    assert "admin/admin" in run_all.sign_in_hint(app_env)

@@ -105,6 +105,7 @@ MATRIX: dict[str, Row] = {
     "jobs.submit_batch": row("POST", NOT_ALLOWED, NOT_ALLOWED, SIGN_IN, INVALID, operator=True),
     "jobs.backfill": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True),
     "alerts.create_channel": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
+    "alerts.edit_channel": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
     "queues.create": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
     "queues.edit": row("GET,POST", SIGN_IN, OK, SIGN_IN, INVALID, operator=True, admin=True),
     # operator actions (POST only)
@@ -127,6 +128,7 @@ MATRIX: dict[str, Row] = {
     "alerts.save_routing": row("POST", **{**ACTION, "admin": True}),
     "queues.pause": row("POST", **ACTION),
     "queues.resume": row("POST", **ACTION),
+    "queues.delete": row("POST", **{**ACTION, "admin": True}),
     "workers.drain": row("POST", **ACTION),
     "workers.stop": row("POST", **ACTION),
     # user management: admins only (an empty form is refused inline)

@@ -231,13 +231,13 @@ def test_pause_without_a_reason(app, operator):
     assert queue.paused and queue.paused_reason is None
 
 
-@pytest.mark.parametrize("reason", ["x" * 2001, "nul\x00here"])
-def test_a_bad_reason_is_shown_inline_and_the_queue_stays_active(app, operator, reason):
+@pytest.mark.parametrize(("reason", "message"), [("x" * 501, "at most 500 characters"), ("nul\x00here", "without NUL")])
+def test_a_bad_reason_is_shown_inline_and_the_queue_stays_active(app, operator, reason, message):
     make_queue("careful")
     response = operator.post("/queues/careful/pause", {"reason": reason})
     body = response.get_data(as_text=True)
     assert response.status_code == 400
-    assert "at most 2000 characters" in body and 'aria-invalid="true"' in body
+    assert message in body and 'aria-invalid="true"' in body
     assert not stored("careful").paused
 
 
@@ -326,3 +326,22 @@ def test_a_rate_limit_is_set_shown_with_its_window_and_refused_inline_when_malfo
     assert stored("partner").rate_limit == "10/minute"
     assert admin.post("/queues/partner/edit", {"priority": "0", "rate_limit": ""}).status_code == 303
     assert stored("partner").rate_limit is None
+
+
+def test_an_admin_deletes_an_unused_queue_on_the_web_and_a_used_one_says_why_not(app):
+    from tests.helpers.web import signed_in_client
+
+    admin = signed_in_client(app, "admin")
+    make_queue("spare")
+    make_job("user-of-busy", queue="busy")
+    page = admin.get("/queues/spare").get_data(as_text=True)
+    assert 'action="/queues/spare/delete"' in page
+    response = admin.post("/queues/spare/delete")
+    assert response.status_code == 303 and response.headers["Location"].endswith("/queues/")
+    db.session.rollback()
+    assert db.session.query(Queue).filter_by(name="spare").count() == 0
+    refused = admin.post("/queues/busy/delete", follow_redirects=True).get_data(as_text=True)
+    assert "is used by 1 job" in refused
+    assert db.session.query(Queue).filter_by(name="busy").count() == 1
+    operator = signed_in_client(app, "operator")
+    assert operator.post("/queues/busy/delete").status_code == 403

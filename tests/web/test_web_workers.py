@@ -47,6 +47,8 @@ def row_of(body: str, worker_id: str) -> str:
 def test_the_registry_shows_every_worker_with_its_state_and_work(app, viewer):
     job = make_job("nightly", queue="reports")
     running = make_execution(job, "running")
+    running.claimed_by = "w-busy"  # what the worker's claim writes: the page checks the heartbeat against it
+    db.session.commit()
     started = (utcnow() - timedelta(seconds=30)).replace(microsecond=0)
     beat(
         "w-busy",
@@ -193,3 +195,48 @@ def test_a_viewer_cannot_cancel_a_running_execution(app, viewer):
     assert viewer.post(f"/executions/{execution.id}/cancel").status_code == 403
     db.session.rollback()
     assert db.session.get(Execution, execution.id).cancel_requested_at is None
+
+
+def test_a_killed_worker_shows_as_lost_with_its_run_lost_then_recovered_and_nothing_finished(app, viewer):
+    """What `kill -9` of a worker mid-run leaves: its last heartbeat names two runs that finished
+    after it was written and misses the run it claimed last; that run stays `running` under the
+    dead worker's lease until lease recovery settles it."""
+    from app.models import Attempt
+    from app.services.engine.recovery import recover_expired_leases
+
+    now = utcnow()
+    stale = app.config["HEARTBEAT_STALE_SECONDS"] + 30
+    job = make_job("nightly", max_attempts=1)
+    done = [make_execution(job, "succeeded", now=now - timedelta(seconds=stale + 5)) for _ in range(2)]
+    lost = make_execution(
+        job,
+        "running",
+        now=now - timedelta(seconds=stale),
+        claimed_by="w-dead",
+        lease_expires_at=now - timedelta(seconds=5),
+    )
+    db.session.query(Attempt).filter_by(execution_id=lost.id).update({"worker_id": "w-dead"})
+    db.session.commit()
+    row = beat(
+        "w-dead",
+        age_seconds=stale,
+        busy=2,
+        running=[e.id for e in done],
+        executions=[{"id": e.id, "job_id": job.id, "job_name": "nightly", "attempt": 1} for e in done],
+    )
+    row.started_at = now - timedelta(hours=1)
+    db.session.commit()
+
+    body = viewer.get("/workers/").get_data(as_text=True)
+    dead = row_of(body, "w-dead")
+    assert ">stale<" in dead and "lost: no heartbeat" in dead and "0 / 4" in dead
+    assert all(f"/executions/{e.id}" not in dead for e in done), "a finished run shown as running"
+    assert f'href="/executions/{lost.id}"' in dead and "recovered when its lease expires" in dead
+    dashboard = viewer.get("/dashboard/panels/heartbeats").get_data(as_text=True)
+    assert "busy" not in dashboard.split("w-dead", 1)[1].split("</tr>", 1)[0]
+
+    recover_expired_leases(db.engine, now=now)
+    db.session.rollback()
+    dead = row_of(viewer.get("/workers/").get_data(as_text=True), "w-dead")
+    assert f'href="/executions/{lost.id}"' in dead and "lost, recovered: now" in dead and "dead" in dead
+    assert all(f"/executions/{e.id}" not in dead for e in done)

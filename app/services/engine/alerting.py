@@ -205,7 +205,8 @@ def _job_alerts(conn: Connection, now: datetime, report: AlertReport) -> None:
                 condition=failures >= job.alert_after_failures,
                 key=f"consecutive_failures:job:{job.id}",
                 kind="consecutive_failures",
-                message=f"job {job.name!r}: its last {failures} runs failed",
+                message=f"job {job.name!r}: "
+                + ("its last run failed" if failures == 1 else f"its last {failures} runs failed"),
                 **common,
             )
         if job.pause_after_failures and failures >= job.pause_after_failures:

@@ -21,7 +21,7 @@ from sqlalchemy import and_, case, false, func, or_, select
 
 from app.domain.states import TERMINAL, ExecutionStatus, values
 from app.extensions import db
-from app.models import Execution, Job, Queue
+from app.models import Execution, Job, Organization, Project, Queue
 from app.models.execution import runs_task
 from app.services import scoping
 from app.services.caller import Caller
@@ -44,9 +44,30 @@ def _like(text: str) -> str:
 class JobFilters:
     search: str = ""  # in name, task or description, any case
     enabled: bool | None = None
-    queue_id: int | None = None
+    queue_ids: tuple[int, ...] | None = None  # None: any queue (a name is one queue per project in view)
     task: str = ""
     outcome: str = ""  # one of OUTCOMES, or "" for any
+    sort: str = ""  # one of JOB_SORTS, or "" for the id (creation) order
+    descending: bool = False
+
+
+# The columns the jobs list sorts by. Rows without a value (no next run, never finished) come last
+# in either direction, and the id breaks ties, so a page boundary never repeats or skips a row.
+JOB_SORTS = ("name", "next_run", "last_outcome", "created")
+
+
+def _job_order(filters: JobFilters) -> list:
+    column = {
+        "name": Job.name,
+        "next_run": Job.next_run_at,
+        "last_outcome": _last_finished_status(),
+        "created": Job.created_at,
+    }.get(filters.sort)
+    if column is None:
+        return [Job.id.desc() if filters.descending else Job.id]
+    direction = column.desc() if filters.descending else column.asc()
+    tie = Job.id.desc() if filters.descending else Job.id
+    return [column.is_(None), direction, tie]
 
 
 def _last_finished_status():
@@ -62,8 +83,9 @@ def _last_finished_status():
 
 
 def jobs_query(filters: JobFilters, caller: Caller | None = None):
-    """The jobs matching `filters`, oldest first (for `app.web.pagination.paginate`)."""
-    query = select(Job).order_by(Job.id)
+    """The jobs matching `filters` in their sort order, oldest first by default (for
+    `app.web.pagination.paginate`)."""
+    query = select(Job).order_by(*_job_order(filters))
     if filters.search:
         pattern = _like(filters.search)
         query = query.where(
@@ -75,8 +97,8 @@ def jobs_query(filters: JobFilters, caller: Caller | None = None):
         )
     if filters.enabled is not None:
         query = query.where(Job.enabled.is_(filters.enabled))
-    if filters.queue_id is not None:
-        query = query.where(Job.queue_id == filters.queue_id)
+    if filters.queue_ids is not None:
+        query = query.where(Job.queue_id.in_(filters.queue_ids))
     if filters.task:
         query = query.where(Job.task == filters.task)
     if filters.outcome == NEVER:
@@ -88,6 +110,18 @@ def jobs_query(filters: JobFilters, caller: Caller | None = None):
 
 # What a row of the jobs list shows (templates/jobs/_table.html), read as plain rows: a Job object
 # brings its eager-joined queue and every column (config, policies) the list never shows.
+def _project_name(queue_id):
+    """`ORG/PROJECT` of the queue `queue_id` (a correlated subquery: one row of each table)."""
+    return (
+        select(Organization.name + "/" + Project.name)
+        .select_from(Queue)
+        .join(Project, Project.id == Queue.project_id)
+        .join(Organization, Organization.id == Project.organization_id)
+        .where(Queue.id == queue_id)
+        .scalar_subquery()
+    )
+
+
 JOB_LIST_COLUMNS = (
     Job.id,
     Job.name,
@@ -98,6 +132,8 @@ JOB_LIST_COLUMNS = (
     Job.enabled,
     Job.disabled_reason,
     Job.next_run_at,
+    Job.created_at,
+    _project_name(Job.queue_id).label("project"),
 )
 
 
@@ -168,7 +204,7 @@ def job_rows(jobs: list, now: datetime) -> dict[int, JobRow]:
 class ExecutionFilters:
     status: str | None = None
     job_ids: tuple[int, ...] | None = None  # None: any job
-    queue_id: int | None = None
+    queue_ids: tuple[int, ...] | None = None  # None: any queue
     trigger: str | None = None
     task: str | None = None  # the task it runs (a one-off run's, a callback's or its job's)
     created_from: datetime | None = None
@@ -203,6 +239,7 @@ LIST_COLUMNS = (
     Execution.finished_at,
     Execution.attempts,
     Execution.max_attempts,
+    _project_name(Execution.queue_id).label("project"),
 )
 
 
@@ -214,8 +251,8 @@ def executions_query(filters: ExecutionFilters, caller: Caller | None = None):
         query = query.where(Execution.status == filters.status)
     if filters.job_ids is not None:
         query = query.where(Execution.job_id.in_(filters.job_ids))
-    if filters.queue_id is not None:
-        query = query.where(Execution.queue_id == filters.queue_id)
+    if filters.queue_ids is not None:
+        query = query.where(Execution.queue_id.in_(filters.queue_ids))
     if filters.trigger:
         query = query.where(Execution.trigger == filters.trigger)
     if filters.task:

@@ -7,6 +7,14 @@ Stopped and stale workers stay listed until HEARTBEAT_PRUNE_SECONDS removes thei
 Used by `flask worker list` and the workers page; `worker_to_dict` is the JSON shape of both.
 Workers are the site's, shared by every organization: a caller narrowed to an organization sees
 every worker but only the running executions of its own jobs.
+
+What a worker runs is read from the executions, not only from its last heartbeat: a heartbeat is
+a snapshot up to a few seconds old, and a killed worker's last one goes on naming runs that have
+finished since and misses the one it claimed last. So a live worker shows the runs its heartbeat
+names that are still in flight, plus any in-flight run claimed by it that the heartbeat missed;
+a stale or stopped worker runs nothing: its in-flight runs are listed as lost (recovered when
+their lease expires), and the runs it lost that lease recovery already settled as recovered,
+with the status they have now.
 """
 
 from __future__ import annotations
@@ -18,9 +26,9 @@ from flask import current_app
 from sqlalchemy import select
 
 from app.clock import iso_z
-from app.domain.states import WorkerState, process_state, process_status
+from app.domain.states import AttemptStatus, ExecutionStatus, WorkerState, process_state, process_status
 from app.extensions import db
-from app.models import Execution, Heartbeat
+from app.models import Attempt, Execution, Heartbeat, Job
 from app.services import scoping
 from app.services.caller import Caller
 from app.services.engine import worker_commands
@@ -37,6 +45,22 @@ class RunningExecution:
 
 
 @dataclass(frozen=True)
+class LostExecution:
+    """A run of a worker that died: still waiting for its lease to expire, or already recovered."""
+
+    id: int
+    job_id: int | None
+    job_name: str | None
+    status: str  # its status now: running (lease not yet expired), retry_scheduled, dead_lettered...
+    recovered: bool
+    lease_expires_at: datetime | None = None
+
+
+_IN_FLIGHT = (ExecutionStatus.CLAIMED.value, ExecutionStatus.RUNNING.value)
+LOST_SHOWN = 20  # recovered runs listed per dead worker (its newest)
+
+
+@dataclass(frozen=True)
 class WorkerView:
     id: str
     host: str
@@ -50,6 +74,7 @@ class WorkerView:
     age_seconds: float
     executions: list[RunningExecution] = field(default_factory=list)
     pending_command: str | None = None  # drain | stop, stored but not yet taken by the worker
+    lost: list[LostExecution] = field(default_factory=list)  # a stale or stopped worker's runs
 
     @property
     def idle(self) -> bool:
@@ -98,26 +123,98 @@ def _view(beat: Heartbeat, now: datetime, stale_after: int, pending: str | None)
     )
 
 
+def _in_flight_by_worker(worker_ids: list[str]) -> dict[str, list]:
+    """Worker id -> the in-flight executions it holds (claimed_by), from the executions table."""
+    rows = db.session.execute(
+        select(
+            Execution.id,
+            Execution.job_id,
+            Job.name,
+            Execution.attempts,
+            Execution.started_at,
+            Execution.claimed_by,
+            Execution.status,
+            Execution.lease_expires_at,
+        )
+        .outerjoin(Job, Job.id == Execution.job_id)
+        .where(Execution.status.in_(_IN_FLIGHT), Execution.claimed_by.in_(worker_ids))
+        .order_by(Execution.id)
+    ).all()
+    found: dict[str, list] = {}
+    for row in rows:
+        found.setdefault(row.claimed_by, []).append(row)
+    return found
+
+
+def _recovered_of(view: WorkerView) -> list[LostExecution]:
+    """The runs a dead worker lost that lease recovery settled (its abandoned attempts since it started)."""
+    rows = db.session.execute(
+        select(Execution.id, Execution.job_id, Job.name, Execution.status)
+        .select_from(Attempt)
+        .join(Execution, Execution.id == Attempt.execution_id)
+        .outerjoin(Job, Job.id == Execution.job_id)
+        .where(
+            Attempt.worker_id == view.id,
+            Attempt.status == AttemptStatus.ABANDONED.value,
+            Attempt.started_at >= view.started_at,
+        )
+        .order_by(Attempt.id.desc())
+        .limit(LOST_SHOWN)
+    ).all()
+    return [LostExecution(row.id, row.job_id, row.name, row.status, recovered=True) for row in rows]
+
+
+def _truthful(views: list[WorkerView]) -> list[WorkerView]:
+    """Each view's runs checked against the executions table (see the module's docstring)."""
+    if not views:
+        return views
+    in_flight = _in_flight_by_worker([view.id for view in views])
+    checked = []
+    for view in views:
+        held = in_flight.get(view.id, [])
+        if view.state in (WorkerState.RUNNING, WorkerState.DRAINING):
+            ids = {row.id for row in held}
+            executions = [item for item in view.executions if item.id in ids]
+            named = {item.id for item in executions}
+            executions += [
+                RunningExecution(row.id, row.job_id, row.name, row.attempts, row.started_at)
+                for row in held
+                if row.id not in named
+            ]
+            checked.append(replace(view, executions=executions, busy=len(executions)))
+            continue
+        lost = [
+            LostExecution(
+                row.id, row.job_id, row.name, row.status, recovered=False, lease_expires_at=row.lease_expires_at
+            )
+            for row in held
+        ]
+        checked.append(replace(view, executions=[], busy=0, lost=lost + _recovered_of(view)))
+    return checked
+
+
 def _visible(views: list[WorkerView], caller: Caller | None) -> list[WorkerView]:
-    """The views with only the running executions the caller may see (its jobs' runs, and the
-    one-off runs of its projects)."""
+    """The views with only the running (or lost) executions the caller may see (its jobs' runs,
+    and the one-off runs of its projects)."""
+    views = _truthful(views)
     jobs = scoping.job_ids(caller)
     if jobs is None:
         return views
     mine = set(db.session.scalars(jobs))
-    one_off_ids = {item.id for view in views for item in view.executions if item.job_id is None}
+    one_off_ids = {item.id for view in views for item in [*view.executions, *view.lost] if item.job_id is None}
     visible = set()
     if one_off_ids:
         query = scoping.executions(select(Execution.id).where(Execution.id.in_(one_off_ids)), caller)
         visible = set(db.session.scalars(query))
+
+    def shown(item) -> bool:
+        return item.job_id in mine if item.job_id is not None else item.id in visible
+
     return [
         replace(
             view,
-            executions=[
-                item
-                for item in view.executions
-                if (item.job_id in mine if item.job_id is not None else item.id in visible)
-            ],
+            executions=[item for item in view.executions if shown(item)],
+            lost=[item for item in view.lost if shown(item)],
         )
         for view in views
     ]
@@ -161,6 +258,17 @@ def worker_to_dict(view: WorkerView) -> dict:
         "last_seen": iso_z(view.last_seen),
         "age_seconds": view.age_seconds,
         "pending_command": view.pending_command,
+        "lost": [
+            {
+                "id": item.id,
+                "job_id": item.job_id,
+                "job_name": item.job_name,
+                "status": item.status,
+                "recovered": item.recovered,
+                "lease_expires_at": iso_z(item.lease_expires_at),
+            }
+            for item in view.lost
+        ],
         "executions": [
             {
                 "id": item.id,

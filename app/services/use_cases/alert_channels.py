@@ -16,6 +16,7 @@ from sqlalchemy import select
 
 from app.clock import iso_z
 from app.database import begin_write
+from app.definitions import text_limits
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import AlertChannel, AlertDelivery
@@ -27,7 +28,7 @@ from app.services.errors import NotFound, ValidationFailed
 from app.services.events import record_event
 from app.services.use_cases import notify_routes, tenancy
 
-NAME_MAX, TARGET_MAX, SECRET_MAX = 100, 500, 200
+NAME_MAX, TARGET_MAX, SECRET_MAX = text_limits.CHANNEL_NAME.maximum, text_limits.CHANNEL_TARGET.maximum, 200
 URL_KINDS = URL_CHANNEL_KINDS  # shown in full only in the answer to the channel's creation
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
@@ -163,6 +164,43 @@ def update_channel(
     db.session.flush()
     audit_trail.record_change(
         caller or actor, "changed", "channel", channel.id, before, _audited(channel), now=now, **_about(channel)
+    )
+    db.session.commit()
+    return channel
+
+
+def edit_channel(
+    channel_id: int, data: dict, *, now: datetime, actor: str, caller: Caller | None = None
+) -> AlertChannel:
+    """Change a channel's name, target, alert kinds or secret; an empty target or secret keeps the
+    current one (the page never shows them in full), and the kind stays what it was."""
+    _require(caller, Action.ADMINISTER)
+    begin_write(db.session)
+    channel = get_channel(channel_id, caller)
+    secret = (data.get("secret") or "").strip() or channel.secret
+    cleaned = check_channel(
+        {
+            "name": data.get("name") if data.get("name") is not None else channel.name,
+            "kind": channel.kind,
+            "target": (data.get("target") or "").strip() or channel.target,
+            "secret": secret,
+            "kinds": data.get("kinds") if data.get("kinds") is not None else channel.kinds,
+        }
+    )
+    if cleaned["name"] != channel.name and db.session.scalar(
+        select(AlertChannel.id).where(
+            AlertChannel.project_id == channel.project_id, AlertChannel.name == cleaned["name"]
+        )
+    ):
+        raise ValidationFailed({"name": f"a channel named {cleaned['name']!r} already exists in this project"})
+    before = _audited(channel)
+    channel.name, channel.target, channel.kinds = cleaned["name"], cleaned["target"], cleaned["kinds"]
+    channel.secret = cleaned["secret"]
+    channel.updated_at = now
+    db.session.flush()
+    record_event("alert_channel_updated", now=now, actor=actor, channel_id=channel.id, name=channel.name)
+    audit_trail.record_change(
+        caller or actor, "updated", "channel", channel.id, before, _audited(channel), now=now, **_about(channel)
     )
     db.session.commit()
     return channel

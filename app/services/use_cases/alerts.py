@@ -29,9 +29,13 @@ def list_alerts(*, include_resolved: bool = False, limit: int = 200, caller: Cal
     return list(db.session.scalars(query))
 
 
+def dead_letters_query(caller: Caller | None = None):
+    """The dead letters the caller may see, newest first (for a paged list)."""
+    return scoping.dead_letters(select(DeadLetter).order_by(DeadLetter.id.desc()), caller)
+
+
 def list_dead_letters(*, limit: int = 200, caller: Caller | None = None) -> list[DeadLetter]:
-    query = scoping.dead_letters(select(DeadLetter).order_by(DeadLetter.id.desc()).limit(limit), caller)
-    return list(db.session.scalars(query))
+    return list(db.session.scalars(dead_letters_query(caller).limit(limit)))
 
 
 def resolve_alerts(alert_ids: list[int], *, now: datetime, actor: str, caller: Caller | None = None) -> int:

@@ -20,6 +20,7 @@ from sqlalchemy import select
 from sqlalchemy.exc import IntegrityError
 
 from app.database import begin_write
+from app.definitions import text_limits
 from app.domain.permissions import at_most
 from app.domain.states import Role, values
 from app.extensions import db
@@ -32,7 +33,7 @@ from app.services.use_cases import users
 from app.services.use_cases.tenancy import caller_for_user
 from app.services.use_cases.users import check_password_rules
 
-USERNAME_MAX = 150
+USERNAME_MAX = text_limits.USERNAME.maximum
 INVITATION_SALT = "cronwell-invitation"
 
 

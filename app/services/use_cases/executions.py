@@ -14,6 +14,7 @@ from sqlalchemy.orm import defer, selectinload
 from app import cache
 from app.clock import iso_z
 from app.database import begin_write
+from app.definitions import text_limits
 from app.domain.permissions import Action
 from app.domain.states import CANCELLABLE, RETRYABLE, RUNNING_CANCELLABLE, ExecutionStatus, values
 from app.extensions import db
@@ -119,7 +120,7 @@ def retry_execution(execution_id: int, *, now: datetime, actor: str, caller: Cal
     return get_execution(new_id)
 
 
-REASON_MAX_CHARS = 500
+REASON_MAX_CHARS = text_limits.CANCEL_REASON.maximum
 
 
 def cancel_execution(
@@ -132,8 +133,10 @@ def cancel_execution(
     if caller is not None:
         caller.require(Action.OPERATE)
     reason = (reason or "").strip() or None
-    if reason is not None and (len(reason) > REASON_MAX_CHARS or "\x00" in reason):
-        raise ValidationFailed({"reason": f"must be at most {REASON_MAX_CHARS} characters, without NUL characters"})
+    if reason is not None and "\x00" in reason:
+        raise ValidationFailed({"reason": "must be text without NUL characters"})
+    if reason is not None and (problem := text_limits.too_long(reason, text_limits.CANCEL_REASON)):
+        raise ValidationFailed({"reason": problem})
     begin_write(db.session)
     execution = get_execution(execution_id, caller=caller)
     status = ExecutionStatus(execution.status)

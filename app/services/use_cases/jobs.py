@@ -10,7 +10,7 @@ are unique within a project, any case."""
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, null, select
@@ -21,6 +21,7 @@ from app.database import begin_write
 from app.definitions import EDITABLE, dump_job
 from app.domain import run_limits
 from app.domain.permissions import Action
+from app.domain.run_times import past_run_time_problem
 from app.extensions import db
 from app.models import Execution, Job, Project, Queue
 from app.scheduling import Schedule, ScheduleError, parse_schedule, preview
@@ -80,13 +81,8 @@ def _first_run(
 ) -> datetime | None:
     if schedule_type == "one_time":
         run_at = schedule.next_after(datetime.min.replace(tzinfo=now.tzinfo))
-        if run_at is not None and run_at < now - timedelta(seconds=grace_seconds):
-            raise ValidationFailed(
-                {
-                    "schedule": f"run_at {run_at.isoformat()} is in the past; "
-                    "use a future time, or trigger the job to run it now"
-                }
-            )
+        if run_at is not None and (problem := past_run_time_problem(run_at, now=now, grace_seconds=grace_seconds)):
+            raise ValidationFailed({"schedule": f"run_at {problem}"})
         return run_at
     return run_limits.first_run(schedule.next_after, now=now, start_at=start_at)
 

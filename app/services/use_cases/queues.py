@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 
 from app import cache
 from app.database import begin_write
+from app.definitions import text_limits
 from app.domain.names import NAME_PATTERN, NAME_RULE
 from app.domain.permissions import Action
 from app.domain.rate_limits import RateLimitError, parse_rate_limit
@@ -33,7 +34,8 @@ from app.services.use_cases.tenancy import working_project
 
 PRIORITY_RANGE = (-1000, 1000)
 LIMIT_RANGE = (1, 100_000)
-DESCRIPTION_MAX = 2000
+DESCRIPTION_MAX = text_limits.QUEUE_DESCRIPTION.maximum
+PAUSE_REASON_MAX = text_limits.PAUSE_REASON.maximum
 
 
 def default_project() -> Project:
@@ -68,17 +70,45 @@ def known_names(caller: Caller | None = None, *, project_id: int | None = None) 
     return list(db.session.scalars(select(Queue.name).where(Queue.project_id == project_id).order_by(Queue.name)))
 
 
-def unknown_queue_message(name: str, caller: Caller | None = None, *, project_id: int | None = None) -> str:
-    known = known_names(caller, project_id=project_id)
+def unknown_queue_message(
+    name: str, caller: Caller | None = None, *, project_id: int | None = None, everywhere: bool = False
+) -> str:
+    """ "unknown queue ..." with the names known in `project_id` (the caller's project by default;
+    with `everywhere`, in every project the caller sees)."""
+    if everywhere:
+        seen = scoping.queues(select(Queue.name).distinct().order_by(Queue.name), caller)
+        known = list(db.session.scalars(seen))
+    else:
+        known = known_names(caller, project_id=project_id)
     listed = ", ".join(known) if known else "none"
     return f"unknown queue {name!r}; known queues: {listed} (create one with `flask queue add NAME`)"
 
 
-def get_queue(name: str, caller: Caller | None = None) -> Queue:
-    """The queue called `name` in the caller's project; NotFound for a name it has none of.
+def queues_named(name: str, caller: Caller | None = None) -> list[Queue]:
+    """Every queue called `name` that the caller sees (one per project in view), by project;
+    NotFound when there is none, listing the known names."""
+    found = list(
+        db.session.scalars(scoping.queues(select(Queue).where(Queue.name == name), caller).order_by(Queue.project_id))
+    )
+    if not found:
+        raise NotFound(unknown_queue_message(name, caller, everywhere=caller is not None and caller.project_id is None))
+    return found
+
+
+def get_queue(name: str, caller: Caller | None = None, *, project: str | None = None) -> Queue:
+    """The queue called `name` in the caller's project (or in `project`, named ORG/PROJECT, which
+    the caller must see); NotFound for a name it has none of.
 
     A caller in an organization with several projects and none chosen finds a name that only one
     of its projects has; a name several have is looked up in the working project."""
+    if project:
+        from app.services.use_cases.tenancy import find_project
+
+        in_project = find_project(project, caller)
+        queue = db.session.scalar(select(Queue).where(Queue.name == name, Queue.project_id == in_project.id))
+        if queue is None:
+            raise NotFound(unknown_queue_message(name, project_id=in_project.id))
+        return queue
     queue = None
     if caller is not None and caller.project_id is None and caller.organization_id is not None:
         found = list(db.session.scalars(scoping.queues(select(Queue).where(Queue.name == name), caller).limit(2)))
@@ -105,11 +135,11 @@ def _allowed(caller: Caller | None, action: Action) -> None:
         caller.require(action)
 
 
-def _text_problem(text: str) -> str | None:
-    """Why a description or pause reason cannot be stored (PostgreSQL refuses NUL), or None."""
-    if len(text) > DESCRIPTION_MAX or "\x00" in text:
-        return f"must be at most {DESCRIPTION_MAX} characters, without NUL characters"
-    return None
+def _text_problem(text: str, limit: text_limits.TextLimit = text_limits.QUEUE_DESCRIPTION) -> str | None:
+    """Why a description or pause reason cannot be stored (too long; PostgreSQL refuses NUL), or None."""
+    if "\x00" in text:
+        return "must be text without NUL characters"
+    return text_limits.too_long(text, limit)
 
 
 def _clean(data: dict, *, creating: bool) -> dict:
@@ -207,8 +237,8 @@ def pause_queue(
 ) -> Queue:
     """Stop new claims from the queue; running work finishes."""
     _allowed(caller, Action.OPERATE)
-    if reason is not None and _text_problem(reason):
-        raise ValidationFailed({"reason": _text_problem(reason)})
+    if reason is not None and (problem := _text_problem(reason, text_limits.PAUSE_REASON)):
+        raise ValidationFailed({"reason": problem})
     begin_write(db.session)
     queue = get_queue(name, caller)
     if not queue.paused:

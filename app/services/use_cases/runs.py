@@ -51,7 +51,9 @@ def trigger_run(
         caller.require(Action.OPERATE)
     job = _job(job_id, caller)
     try:
-        run = load_run(data or {}, now=now, task=job.task, job_config=job.config)
+        run = load_run(
+            data or {}, now=now, task=job.task, job_config=job.config, grace_seconds=job.misfire_grace_seconds
+        )
     except ValidationError as exc:
         raise ValidationFailed(field_messages(exc)) from None
     begin_write(db.session)

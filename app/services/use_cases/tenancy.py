@@ -13,6 +13,7 @@ from datetime import datetime
 from sqlalchemy import func, select
 
 from app.database import begin_write
+from app.definitions import text_limits
 from app.domain.names import NAME_PATTERN, NAME_RULE
 from app.domain.permissions import Action
 from app.extensions import db
@@ -24,7 +25,7 @@ from app.services.caller import Caller
 from app.services.errors import Conflict, Forbidden, NotFound, ValidationFailed
 from app.services.events import record_event
 
-DESCRIPTION_MAX = 2000
+DESCRIPTION_MAX = text_limits.PROJECT_DESCRIPTION.maximum
 
 
 def check_name(value, field: str = "name") -> str:
@@ -154,8 +155,10 @@ def add_project(org_name: str, name: str, *, now: datetime, caller: Caller, desc
         raise Forbidden("only an admin of the organization may create projects")
     check_name(name)
     description = description or ""
-    if len(description) > DESCRIPTION_MAX or "\x00" in description:
-        raise ValidationFailed({"description": f"must be at most {DESCRIPTION_MAX} characters, without NUL characters"})
+    if "\x00" in description:
+        raise ValidationFailed({"description": "must be text without NUL characters"})
+    if problem := text_limits.too_long(description, text_limits.PROJECT_DESCRIPTION):
+        raise ValidationFailed({"description": problem})
     begin_write(db.session)
     if db.session.scalar(select(Project.id).where(Project.organization_id == org.id, Project.name == name)):
         raise ValidationFailed({"name": f"a project named {org.name}/{name} already exists"})

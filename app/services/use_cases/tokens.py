@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from sqlalchemy import select, update
 
 from app.database import begin_write
+from app.definitions import text_limits
 from app.domain.permissions import Action, at_most
 from app.domain.states import Role, values
 from app.extensions import db
@@ -29,7 +30,7 @@ from app.services.events import record_event
 from app.services.use_cases.tenancy import find_project, get_project
 
 PREFIX = "cw_"
-NAME_MAX = 100
+NAME_MAX = text_limits.TOKEN_NAME.maximum
 EXPIRES_DAYS_MAX = 3650
 # Last use is written at most this often per token, so a busy token costs no write per request.
 LAST_USED_RESOLUTION = timedelta(seconds=60)

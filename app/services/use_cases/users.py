@@ -16,6 +16,7 @@ from sqlalchemy.exc import IntegrityError
 from werkzeug.security import check_password_hash
 
 from app.database import begin_write
+from app.definitions import text_limits
 from app.domain.permissions import Action
 from app.domain.states import Role, values
 from app.extensions import db
@@ -124,7 +125,7 @@ _DUMMY_HASH = "scrypt:32768:8:1$cronwelldummysalt$" + "0" * 128
 
 # --- user management (flask user ..., the /users/ pages) -------------------------------------
 
-USERNAME_MAX = 150
+USERNAME_MAX = text_limits.USERNAME.maximum
 
 
 def _check_username(username) -> str:
