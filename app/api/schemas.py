@@ -14,7 +14,6 @@ from app.api.scope import ID_MAX
 from app.definitions import text_limits
 from app.definitions.fields import Instant, Text, TextLength, printable
 from app.domain.event_kinds import EVENT_KINDS
-from app.services.use_cases.queues import DESCRIPTION_MAX as QUEUE_DESCRIPTION_MAX
 from app.models.ids import id_in_range, is_whole_number
 from app.services.use_cases.queues import NAME_PATTERN as QUEUE_NAME
 from app.services.use_cases.queues import NAME_RULE as QUEUE_NAME_RULE

@@ -46,6 +46,7 @@ EVENT_KINDS: dict[str, str] = {
     "alerts_muted": "A job's alerts were muted.",
     "alerts_unmuted": "A job's alerts were unmuted.",
     "alert_channel_created": "An alert channel was added.",
+    "alert_channel_updated": "An alert channel's name, target, alert kinds or secret was changed.",
     "alert_channel_deleted": "An alert channel was removed.",
     "alert_channel_tested": "A test message was sent to an alert channel.",
     "organization_created": "An organization was created.",

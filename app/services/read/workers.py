@@ -201,13 +201,14 @@ def _visible(views: list[WorkerView], caller: Caller | None) -> list[WorkerView]
     if jobs is None:
         return views
     mine = set(db.session.scalars(jobs))
-    one_off_ids = {item.id for view in views for item in [*view.executions, *view.lost] if item.job_id is None}
+    one_off_ids = {item.id for view in views for item in view.executions if item.job_id is None}
+    one_off_ids |= {item.id for view in views for item in view.lost if item.job_id is None}
     visible = set()
     if one_off_ids:
         query = scoping.executions(select(Execution.id).where(Execution.id.in_(one_off_ids)), caller)
         visible = set(db.session.scalars(query))
 
-    def shown(item) -> bool:
+    def shown(item: RunningExecution | LostExecution) -> bool:
         return item.job_id in mine if item.job_id is not None else item.id in visible
 
     return [
