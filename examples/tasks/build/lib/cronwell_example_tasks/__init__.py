@@ -1,1 +1,0 @@
-"""Example Cronwell tasks; the tasks themselves are in `cronwell_example_tasks.tasks`."""
