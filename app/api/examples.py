@@ -553,6 +553,7 @@ WORKER = {
     "executions": [
         {"id": 346, "job_id": 12, "job_name": "nightly report", "attempt": 1, "started_at": "2026-06-01T01:59:40Z"}
     ],
+    "lost": [],
 }
 WORKER_STOP = {"now": False}
 EVENT = {

@@ -52,8 +52,10 @@ class Execution(Model):
     cancel_requested_by: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
+    task_version: str | None = None
     output: str | None = None
     error: str | None = None
+    result: Any | None = None
     raw: dict[str, Any] | None = None
 
 
@@ -118,6 +120,11 @@ class Job(Model):
     pause_after_failures: int | None = None
     expect_success_within_seconds: int | None = None
     alert_after_failures: int | None = None
+    unique: bool | None = None
+    unique_key: str | None = None
+    rate_limit: str | None = None
+    steps: Any | None = None
+    rate_starts: list[Any] | None = None
     managed_by: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
@@ -131,6 +138,8 @@ class Queue(Model):
     project: str | None = None
     description: str | None = None
     concurrency_limit: int | None = None
+    rate_limit: str | None = None
+    rate_window: Any | None = None
     priority: int | None = None
     paused: bool | None = None
     paused_by: str | None = None
