@@ -102,5 +102,5 @@ def test_an_admin_edits_a_channel_on_the_web_keeping_what_is_left_empty(app):
         secret,
     )
     bad = admin.post(f"/alerts/channels/{channel.id}/edit", {"name": "", "kinds": "nonsense"})
-    assert bad.status_code == 400 and "unknown alert kind" in bad.get_data(as_text=True)
+    assert bad.status_code == 400 and "unknown kind(s) nonsense" in bad.get_data(as_text=True)
     assert signed_in_client(app, "operator").get(f"/alerts/channels/{channel.id}/edit").status_code == 403

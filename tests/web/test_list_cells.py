@@ -9,13 +9,13 @@ from markupsafe import Markup
 from app.web.filters import enabled_badge, name_link, status_badge, time_cell, url_pattern
 
 
-def test_time_cell_shows_the_instant_without_its_zone_and_the_full_text_on_hover():
+def test_time_cell_shows_the_instant_with_its_zone_and_the_utc_instant_on_hover():
     moment = datetime(2026, 6, 1, 12, 0, 5, 250000, tzinfo=UTC)
     assert time_cell(moment) == (
-        '<time datetime="2026-06-01T12:00:05.250000Z" title="2026-06-01 12:00:05 UTC">2026-06-01 12:00:05</time>'
+        '<time datetime="2026-06-01T12:00:05.250000Z" title="2026-06-01 12:00:05 UTC">2026-06-01 12:00:05 UTC</time>'
     )
     assert time_cell("2026-06-01T12:00:05Z") == (
-        '<time datetime="2026-06-01T12:00:05Z" title="2026-06-01 12:00:05 UTC">2026-06-01 12:00:05</time>'
+        '<time datetime="2026-06-01T12:00:05Z" title="2026-06-01 12:00:05 UTC">2026-06-01 12:00:05 UTC</time>'
     )
     assert time_cell(None) == '<span class="muted">—</span>'
     assert time_cell("") == '<span class="muted">—</span>'

@@ -71,6 +71,8 @@ ROUTES: dict[str, str] = {
     "projects.delete": "administer",
     "projects.delete_organization": "administer",
     "tokens.index": "read",  # a member's own API tokens
+    "tasks.index": "read",  # the task catalog: the deployer's, the same for everyone signed in
+    "tasks.detail": "read",
     "tokens.create": "read",
     "tokens.revoke": "read",
     "jobs.create": "operate",
@@ -233,7 +235,13 @@ def tenants(app) -> dict:
 
 
 def sample_args(world: dict) -> dict:
-    return {**world["args"], "name": "summary", "worker_id": "worker-shared", "filename": "vendor/htmx.min.js"}
+    return {
+        **world["args"],
+        "name": "summary",
+        "worker_id": "worker-shared",
+        "task_name": "echo",
+        "filename": "vendor/htmx.min.js",
+    }
 
 
 def missing_args(world: dict) -> dict:
