@@ -8,6 +8,8 @@ import click
 from flask.cli import AppGroup
 
 from app.domain.event_kinds import EVENT_KINDS
+from app.models import Event
+from app.models.ids import key_max
 from app.services import audit_trail
 from app.services.read import events as event_log
 from cli.common import JOB_ID, check_tz, emit_json, fmt_instant, handle_errors, json_option, print_table, tz_option
@@ -24,7 +26,11 @@ PAYLOAD_WIDTH = 70
 @click.option("--since", metavar="ISO", help="Only events at or after this instant (UTC unless it says).")
 @click.option("--until", metavar="ISO", help="Only events before this instant.")
 @click.option(
-    "--before", "cursor", type=click.IntRange(1), metavar="ID", help="Only events older than event ID (paging)."
+    "--before",
+    "cursor",
+    type=click.IntRange(1, key_max(Event)),
+    metavar="ID",
+    help="Only events older than event ID (paging).",
 )
 @click.option("--limit", type=click.IntRange(1, event_log.PAGE_MAX), default=event_log.PAGE_DEFAULT, show_default=True)
 @tz_option

@@ -7,7 +7,7 @@ from flask import Blueprint, render_template, request
 from app.domain.event_kinds import EVENT_KINDS
 from app.domain.permissions import Action
 from app.events.forms import EventFilterForm
-from app.models import Job
+from app.models import Event, Job
 from app.models.ids import id_in_range, is_whole_number, key_max
 from app.services import audit_trail
 from app.services.errors import NotFound, ValidationFailed
@@ -68,7 +68,7 @@ def index():
             else:
                 since, until = (value, until) if name == "since" else (since, value)
     cursor_text = request.args.get("before", "")
-    cursor = int(cursor_text) if is_whole_number(cursor_text) and id_in_range(cursor_text, 2**63 - 1) else None
+    cursor = int(cursor_text) if is_whole_number(cursor_text) and id_in_range(cursor_text, key_max(Event)) else None
     page = event_log.EventPage([], None)
     if not errors:
         wanted = event_log.EventFilters(

@@ -40,7 +40,7 @@ def _organization():
     return caller, org
 
 
-@bp.post("/<int:project_id>/rename")
+@bp.post("/<id:project_id>/rename")
 @requires(Action.ADMINISTER)
 def rename(project_id: int):
     """Rename a project of the organization; a bad or taken name is shown on the page (400)."""
@@ -81,7 +81,7 @@ def rename_organization():
     return redirect(url_for("projects.index"), code=303)
 
 
-@bp.route("/<int:project_id>/delete", methods=["GET", "POST"])
+@bp.route("/<id:project_id>/delete", methods=["GET", "POST"])
 @requires(Action.ADMINISTER)
 def delete(project_id: int):
     """Show what deleting the project removes; on POST, delete it (with the box ticked, all of it)."""
