@@ -21,7 +21,12 @@ from app.tasks.registry import TaskContext, task
 WITNESS_ENV = "CRONWELL_TEST_WITNESS_FILE"
 
 
-@task("test_witness", description="Append 'execution attempt pid time' to the witness file.", schema={"type": "object"})
+@task(
+    "test_witness",
+    description="Append 'execution attempt pid time' to the witness file.",
+    schema={"type": "object"},
+    env=[WITNESS_ENV],  # a task process receives only the variables its task declares
+)
 def witness(config: dict, ctx: TaskContext) -> None:
     fd = os.open(os.environ[WITNESS_ENV], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
     try:

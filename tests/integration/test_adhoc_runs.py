@@ -52,12 +52,14 @@ def test_a_delayed_run_does_not_start_before_its_time_and_starts_within_a_second
     assert timedelta(0) <= row.started_at - due < timedelta(seconds=1)
 
 
-def test_at_an_instant_and_in_the_past_means_now(app, clock):
-    job = make_job(now=clock(), task="echo", every="1h")
+def test_an_instant_within_the_grace_runs_now_and_one_older_is_refused(app, clock):
+    job = make_job(now=clock(), task="echo", every="1h", misfire_grace_seconds=300)
     later = runs.trigger_run(job.id, {"at": "2026-06-01T13:00:00Z"}, now=clock(), actor="test")
     assert later.available_at == clock().replace(hour=13)
-    local = runs.trigger_run(job.id, {"at": "2026-06-01T12:30:00+02:00"}, now=clock(), actor="test")
-    assert local.available_at == clock()  # 10:30 UTC is past: it runs now
+    local = runs.trigger_run(job.id, {"at": "2026-06-01T13:58:00+02:00"}, now=clock(), actor="test")
+    assert local.available_at == clock()  # 11:58 UTC is two minutes past, inside the grace: it runs now
+    with pytest.raises(ValidationFailed, match="in the past"):
+        runs.trigger_run(job.id, {"at": "2026-06-01T12:30:00+02:00"}, now=clock(), actor="test")
     naive = runs.trigger_run(job.id, {"at": "2026-06-01T12:00:05"}, now=clock(), actor="test")
     assert naive.available_at == clock() + timedelta(seconds=5)  # no offset: UTC
 

@@ -310,6 +310,7 @@ def test_a_run_that_ended_gets_its_callback_once_bare(db):
         "attempts": 1,
         "trigger": "manual",
         "finished_at": iso_z(NOW),
+        "result": None,
     }
     assert db.session.query(Event).filter_by(type="callback_created", execution_id=callback.id).count() == 1
 

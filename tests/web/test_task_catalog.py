@@ -12,6 +12,7 @@ from app.clock import utcnow
 from app.extensions import db
 from app.tasks import TaskDefinitionError, task
 from app.tasks.describe import example_config
+from app.tasks.registry import all_tasks
 from tests.factories import make_execution, make_job, make_user
 from tests.helpers.api import ApiClient
 from tests.helpers.web import signed_in_client
@@ -47,6 +48,11 @@ def test_task_list_json_names_module_async_env_and_schema(cli, monkeypatch):
 
 
 def test_task_show_prints_the_example_and_task_check_reports_missing_env(cli, monkeypatch):
+    # Other tasks this process registered (test helpers, an installed example package) declare
+    # variables of their own: set those, so only the one under test is missing.
+    for spec in all_tasks():
+        for name in spec.env:
+            monkeypatch.setenv(name, "set-by-the-test")
     monkeypatch.delenv("CATALOG_TEST_TOKEN", raising=False)
     shown = cli("task", "show", SECRET_TASK)
     unknown = cli("task", "show", "no_such_task")
