@@ -500,8 +500,8 @@ class JobSchema(Schema):
             "Workflow steps (JSON list)",
             "A workflow's steps: each with name, task, config, after (the steps it waits for), and optionally "
             "max_attempts, timeout_seconds and queue. Checked at once: cycles, unknown steps, unknown tasks and "
-            "bad configs are refused naming the step. Stored and checked only for now: the runner that starts "
-            "the steps is not built yet, so the job still runs its own task.",
+            "bad configs are refused naming the step. Each occurrence then runs the steps (a step starts once "
+            "every step it waits for succeeded) instead of the job's own task.",
             metavar="FILE",
             cli_file=True,
             form_widget="textarea",

@@ -27,7 +27,8 @@ JOB_VALUES: dict[str, Any] = {
     "config": None,  # its whole config is the run's config_override
 }
 
-# The job columns a one-off run has on its own row instead (same column name on executions).
+# The job columns a one-off run has on its own row instead (same column name on executions); a
+# workflow step carries them too, over its job's.
 OWN_COLUMNS: frozenset[str] = frozenset({"task", "timeout_seconds"})
 
 
@@ -47,7 +48,9 @@ def job_column_sql(column: str, *, execution_alias: str, job_alias: str) -> str:
     if column == "name":
         fallback = f"('{LABEL} ' || {execution_alias}.task)"
     elif column in OWN_COLUMNS:
-        fallback = f"{execution_alias}.{column}"
+        # A job's run may carry its own value too (a workflow step's task and timeout): it wins.
+        own = f"{execution_alias}.{column}"
+        return f"CASE WHEN {execution_alias}.job_id IS NULL THEN {own} ELSE COALESCE({own}, {job_alias}.{column}) END"
     elif column in JOB_VALUES:
         fallback = _literal(JOB_VALUES[column])
     else:

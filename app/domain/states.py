@@ -125,6 +125,7 @@ class Trigger(str, Enum):
     CALLBACK = "callback"  # a job's on_success/on_failure or a batch's on_complete task (parent_id / batch_id)
     BATCH = "batch"  # one item of a batch (batch_id), with its config override
     BACKFILL = "backfill"  # a past occurrence run on request (keyed like the scheduled one: no duplicate)
+    WORKFLOW = "workflow"  # one step of a workflow run (workflow_run_id, step)
 
 
 class AttemptStatus(str, Enum):

@@ -114,3 +114,74 @@ def run_status(nodes: Sequence[Node], statuses: Mapping[str, str]) -> str:
         return SUCCEEDED
     ended = all(statuses.get(node.name) in ENDED_BADLY | {SUCCEEDED} for node in nodes)
     return "failed" if ended else "running"
+
+
+# What a workflow run's `state` holds for a step that will never run (a step with an execution
+# holds its id instead; a step with neither is waiting).
+CANCELLED = "cancelled"
+NEVER_RUN = frozenset({UPSTREAM_FAILED, CANCELLED})
+
+
+@dataclass(frozen=True)
+class Advance:
+    """What a workflow run does next: steps to start now, steps marked as never to run, and,
+    once every step has ended, the run's own outcome (None while it goes on)."""
+
+    start: list[str]
+    upstream_failed: list[str]
+    cancelled: list[str]
+    outcome: str | None
+
+
+def step_statuses(
+    nodes: Sequence[Node], state: Mapping[str, Mapping[str, object]], execution_status: Mapping[int, str]
+) -> dict[str, str]:
+    """Each step's status as the graph reads it: its execution's status (a step whose execution
+    history retention has removed counts as succeeded: only ended runs are pruned, and a run
+    whose step failed has ended), or the state it was marked with; waiting steps are absent."""
+    statuses: dict[str, str] = {}
+    for node in nodes:
+        entry = state.get(node.name) or {}
+        execution_id = entry.get("execution_id")
+        if isinstance(execution_id, int):
+            statuses[node.name] = execution_status.get(execution_id, SUCCEEDED)
+        elif entry.get("state") in NEVER_RUN:
+            statuses[node.name] = str(entry["state"])
+    return statuses
+
+
+def advance(nodes: Sequence[Node], statuses: Mapping[str, str], *, cancelling: bool = False) -> Advance:
+    """The next move of a run whose steps stand at `statuses` (`step_statuses`). A step starts
+    once every step it waits for succeeded; a step downstream of one that ended any other way
+    is marked `upstream_failed`; while the run is being cancelled nothing starts and every
+    waiting step is marked `cancelled`. The outcome: succeeded when every step did, cancelled
+    when the run was cancelled, failed otherwise."""
+    held = held_back(nodes, statuses)
+    if cancelling:
+        start: list[str] = []
+        cancelled = [node.name for node in nodes if node.name not in statuses and node.name not in held]
+    else:
+        start = ready_steps(nodes, statuses)
+        cancelled = []
+    after = {**statuses, **{name: UPSTREAM_FAILED for name in held}, **{name: CANCELLED for name in cancelled}}
+    status = run_status(nodes, after) if not start else "running"
+    if status == "running":
+        return Advance(start, held, cancelled, None)
+    if status == "failed" and (cancelling or CANCELLED in after.values()):
+        status = CANCELLED
+    return Advance(start, held, cancelled, status)
+
+
+def depths(nodes: Sequence[Node]) -> dict[str, int]:
+    """Each step's column when the graph is drawn: 0 for a root, else one more than the deepest
+    step it waits for (the graph is acyclic: `check_graph`)."""
+    by_name = {node.name: node for node in nodes}
+    depth: dict[str, int] = {}
+    for name in check_graph(nodes):
+        depth[name] = 1 + max((depth[up] for up in by_name[name].after), default=-1)
+    return depth
+
+
+def nodes_of(steps: Sequence[Mapping[str, object]]) -> list[Node]:
+    """The graph of a stored steps list (app/definitions/workflow.py's shape)."""
+    return [Node(str(step["name"]), tuple(str(up) for up in step.get("after") or ())) for step in steps]  # type: ignore[union-attr]

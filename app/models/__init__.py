@@ -17,6 +17,7 @@ from app.models.queue import Project, Queue
 from app.models.tenancy import Membership, Organization
 from app.models.user import User
 from app.models.web_session import WebSession
+from app.models.workflow import WorkflowRun
 
 __all__ = [
     "Alert",
@@ -44,5 +45,6 @@ __all__ = [
     "RevokedToken",
     "User",
     "WebSession",
+    "WorkflowRun",
     "WorkerCommand",
 ]

@@ -113,6 +113,12 @@ class Execution(Model):
     queued_ttl_seconds: Mapped[int | None] = mapped_column(Integer)
     success_ttl_seconds: Mapped[int | None] = mapped_column(Integer)
     failure_ttl_seconds: Mapped[int | None] = mapped_column(Integer)
+    # A workflow step's run (the anchor execution's id: app/models/workflow.py), the step's name
+    # and what the steps it waited for returned (step name -> result), fixed when it was created.
+    # Not a foreign key: workflow_runs.id references executions, and a key each way would be a cycle.
+    workflow_run_id: Mapped[int | None] = mapped_column(Integer)
+    step: Mapped[str | None] = mapped_column(String(64))
+    upstream_results: Mapped[dict | None] = mapped_column(JSONType)
     # The job's unique key (`job:<id>`, or `key:<project>:<name>`) when the job is unique; NULL otherwise.
     unique_key: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -248,6 +254,14 @@ class Execution(Model):
             "id",
             postgresql_where=text("task IS NOT NULL"),
             sqlite_where=text("task IS NOT NULL"),
+        ),
+        # A workflow run's steps (the run page, the hand-off's reads); job runs leave it empty.
+        Index(
+            "ix_executions_workflow_run",
+            "workflow_run_id",
+            "id",
+            postgresql_where=text("workflow_run_id IS NOT NULL"),
+            sqlite_where=text("workflow_run_id IS NOT NULL"),
         ),
         {"sqlite_autoincrement": True},  # never reuse an id a bookmark or script may still hold
     )

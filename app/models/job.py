@@ -140,6 +140,13 @@ class Job(Model):
         ),
         # The due query (`enabled AND next_run_at <= now`) scans only enabled jobs in time order.
         Index("ix_jobs_due", "next_run_at", postgresql_where=text("enabled"), sqlite_where=text("enabled")),
+        # The workflow passes look at workflow jobs only: none at all on most installations.
+        Index(
+            "ix_jobs_workflows",
+            "id",
+            postgresql_where=text("steps IS NOT NULL"),
+            sqlite_where=text("steps IS NOT NULL"),
+        ),
         {"sqlite_autoincrement": True},  # never reuse an id a bookmark or script may still hold
     )
 

@@ -28,12 +28,13 @@ EXECUTION_DATETIMES = frozenset(
         "updated_at",
     }
 )
-EXECUTION_DOCUMENTS = frozenset({"config_override"})
+EXECUTION_DOCUMENTS = frozenset({"config_override", "upstream_results"})
 
 _ENDED_WITH_JOBS = f"""
 SELECT e.id, e.job_id, e."trigger", e.status, e.exit_code, e.error, e.batch_id, e.callback_task,
        e.attempts, e.finished_at, j.name AS job_name, j.on_success, j.on_success_config,
-       j.on_failure, j.on_failure_config, j.queue_id, j.priority, j.max_attempts, j.overlap_policy, e.result
+       j.on_failure, j.on_failure_config, j.queue_id, j.priority, j.max_attempts, j.overlap_policy, e.result,
+       e.workflow_run_id
 FROM executions AS e JOIN jobs AS j ON e.job_id = j.id
 WHERE e.id {{ids}} AND e.status IN ({sql_statuses(TERMINAL)})
 """
@@ -121,6 +122,15 @@ def _insert_execution(columns: tuple[str, ...]) -> Statement:
         datetimes=tuple(column for column in columns if column in EXECUTION_DATETIMES),
         documents=tuple(column for column in columns if column in EXECUTION_DOCUMENTS),
     )
+
+
+EXECUTION_BY_KEY = Statement("SELECT id FROM executions WHERE idempotency_key = :key")
+
+
+def execution_by_key(conn: DBConnection, key: str) -> int | None:
+    """The id of the execution with idempotency key `key`, if any."""
+    found: int | None = execute(conn, EXECUTION_BY_KEY, {"key": key}).scalar()
+    return found
 
 
 def insert_execution(conn: DBConnection, row: Mapping[str, Any]) -> int | None:

@@ -83,7 +83,9 @@ def _new_row(
         reason=None,
         attempts=0,
         max_attempts=job.max_attempts,
-        queue_id=job.queue_id,
+        # A workflow job's occurrence runs as its steps' executions: with no queue no worker
+        # claims it (app/services/engine/workflows.py starts it). Its callbacks run in the queue.
+        queue_id=None if getattr(job, "steps", None) and trigger != "callback" else job.queue_id,
         priority=job.priority,
         exclusive=job.overlap_policy != "allow",
         available_at=scheduled_for,
@@ -288,6 +290,11 @@ class ClaimedExecution:
     on_success: str | None = _col("jobs", "on_success")
     on_failure: str | None = _col("jobs", "on_failure")
     isolation: str = _col("jobs", "isolation")  # process | pool: how the executor runs it
+    # A workflow step: its run, its name and what the steps it waited for returned. Its task and
+    # timeout are its own (`task`, `timeout_seconds` above read the row's value over the job's).
+    workflow_run_id: int | None = _col("executions", "workflow_run_id")
+    step: str | None = _col("executions", "step")
+    upstream_results: dict[str, Any] | None = _col("executions", "upstream_results")
 
     @property
     def task_to_run(self) -> str:
@@ -296,10 +303,10 @@ class ClaimedExecution:
 
     @property
     def config_to_run(self) -> dict[str, Any]:
-        """The config the task gets: a callback's own config; otherwise the job's config with the
+        """The config the task gets: a callback's or a workflow step's own config; otherwise the job's config with the
         run's override merged over it (top-level keys of the override win)."""
-        if self.callback_task:
-            return dict(self.config_override or {})
+        if self.callback_task or self.step:
+            return dict(self.config_override or {})  # a callback's or a step's whole config
         return {**(self.config or {}), **(self.config_override or {})}
 
     @classmethod

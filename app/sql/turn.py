@@ -152,7 +152,7 @@ ORDER BY x.priority, x.available_at, x.id
 _CLAIMED_READ: dict[str, Any] = dict(
     datetimes=("now",),
     returns_datetimes=tuple(CLAIMED_FIELDS.index(name) for name in ("lease_expires_at", "scheduled_for")),
-    returns_documents=tuple(CLAIMED_FIELDS.index(name) for name in ("config", "config_override")),
+    returns_documents=tuple(CLAIMED_FIELDS.index(name) for name in ("config", "config_override", "upstream_results")),
 )
 CANDIDATES = Statement(_CANDIDATES.format(queue_filter=""), **_CLAIMED_READ)
 CANDIDATES_IN_QUEUES = Statement(

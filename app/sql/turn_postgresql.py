@@ -70,7 +70,13 @@ CANDIDATES = f"""
 
 _CLAIMED = claimed_sql_list(execution_alias="x", job_alias="j")
 _NO_CLAIMED = claimed_null_list(
-    {"config": "jsonb", "config_override": "jsonb", "lease_expires_at": "timestamptz", "scheduled_for": "timestamptz"},
+    {
+        "config": "jsonb",
+        "config_override": "jsonb",
+        "upstream_results": "jsonb",
+        "lease_expires_at": "timestamptz",
+        "scheduled_for": "timestamptz",
+    },
     given={"id": "id"},
 )
 

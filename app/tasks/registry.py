@@ -67,6 +67,10 @@ class TaskContext:
     # every other run.
     parent_execution_id: int | None = None
     parent_result: Any = None
+    # A workflow step's name and what each step it waited for returned (step name -> result);
+    # None and empty for every other run.
+    step: str | None = None
+    upstream_results: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

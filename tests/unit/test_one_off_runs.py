@@ -27,8 +27,11 @@ def test_every_job_column_the_worker_reads_has_a_one_off_value():
         if f.metadata["table"] == "jobs":
             assert f.metadata["column"] in JOB_VALUES or f.metadata["column"] in OWN_COLUMNS | {"name"}, f.name
     rendered = claimed_sql_list(execution_alias="x", job_alias="j")
-    assert "CASE WHEN x.job_id IS NULL THEN x.task ELSE j.task END AS task" in rendered
-    assert "CASE WHEN x.job_id IS NULL THEN x.timeout_seconds ELSE j.timeout_seconds END AS timeout_seconds" in rendered
+    assert "CASE WHEN x.job_id IS NULL THEN x.task ELSE COALESCE(x.task, j.task) END AS task" in rendered
+    assert (
+        "CASE WHEN x.job_id IS NULL THEN x.timeout_seconds ELSE COALESCE(x.timeout_seconds, j.timeout_seconds) END"
+        " AS timeout_seconds"
+    ) in rendered
     assert "CASE WHEN x.job_id IS NULL THEN 'web' ELSE j.alert_mode END AS alert_mode" in rendered
 
 

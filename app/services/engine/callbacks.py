@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from app.clock import iso_z
 from app.domain.batches import batch_status, full_counts
 from app.domain.states import ExecutionStatus as S
+from app.services.engine import workflows
 from app.sql import follow_ups
 from app.sql.events import insert_event
 from app.sql.rows import callback_row
@@ -52,10 +53,11 @@ ERROR_CHARS = 2000  # of the parent's error, in the callback's context
 
 @dataclass
 class FollowUps:
-    """What `after_final` created: callback execution ids, and batches completed."""
+    """What `after_final` created: callback and workflow step execution ids, and batches completed."""
 
     callbacks: list[int] = field(default_factory=list)
     batches: list[int] = field(default_factory=list)
+    steps: list[int] = field(default_factory=list)  # workflow steps that may start now
     job_ids: set[int] = field(default_factory=set)
 
 
@@ -72,11 +74,17 @@ def callback_kind(is_callback: bool, status: str) -> str | None:
 
 
 def may_follow(
-    *, is_callback: bool, batch_id: int | None, status: str, on_success: str | None, on_failure: str | None
+    *,
+    is_callback: bool,
+    batch_id: int | None,
+    status: str,
+    on_success: str | None,
+    on_failure: str | None,
+    workflow_run_id: int | None = None,
 ) -> bool:
     """Whether a run ending in `status` may need a follow-up (a cheap test on what the worker
     already holds, so a turn with nothing to follow stays one statement)."""
-    if batch_id is not None:
+    if batch_id is not None or workflow_run_id is not None:
         return True
     kind = callback_kind(is_callback, status)
     return (kind == "on_success" and bool(on_success)) or (kind == "on_failure" and bool(on_failure))
@@ -92,6 +100,8 @@ def after_final(conn: Connection, execution_ids: Iterable[int], *, now: datetime
     rows = follow_ups.ended_with_jobs(conn, ids)
     new_rows = []
     for row in rows:
+        if row.workflow_run_id is not None:
+            continue  # a step: its run's end fires the job's callbacks, once
         kind = callback_kind(row.callback_task is not None, row.status)
         task = getattr(row, kind) if kind else None
         if not kind or not task:
@@ -112,6 +122,16 @@ def after_final(conn: Connection, execution_ids: Iterable[int], *, now: datetime
         new_rows.append(callback_row(_job(row), kind=kind, task=task, config=config, now=now, parent_id=row.id))
     done.callbacks += _create(conn, new_rows, now=now)
     done.job_ids |= {row.job_id for row in rows}
+    run_ids = workflows.runs_of(rows)
+    if run_ids:
+        moved = workflows.hand_off(conn, run_ids, now=now)
+        done.steps += moved.steps
+        done.job_ids |= moved.job_ids
+        if moved.ended:  # the runs' anchors ended: their job's callbacks follow
+            more = after_final(conn, moved.ended, now=now)
+            done.callbacks += more.callbacks
+            done.steps += more.steps
+            done.job_ids |= more.job_ids
     batch_ids = sorted({row.batch_id for row in rows if row.batch_id is not None and row.trigger == "batch"})
     if batch_ids:
         more = settle_batches(conn, now=now, batch_ids=batch_ids)

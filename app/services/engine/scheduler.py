@@ -41,8 +41,18 @@ from app.domain.states import ExecutionStatus as S
 from app.extensions import db
 from app.scheduling import Schedule, parse_schedule
 from app.services import audit_trail
-from app.services.engine import alerting, callbacks, deliveries, heartbeats, recovery, retention, wakeups
+from app.services.engine import (
+    alerting,
+    callbacks,
+    deliveries,
+    heartbeats,
+    recovery,
+    retention,
+    wakeups,
+    workflows,
+)
 from app.services.events import insert_event
+from app.sql import workflows as workflow_statements
 from app.sql.rows import JobColumns
 from app.store import occurrence_row, store_for
 
@@ -180,6 +190,7 @@ class Scheduler:
             report.job_ids |= recovered.job_ids or set()
             self._housekeeping(now, report)
             self._expire_and_finish(now, report)
+            self._advance_workflows(now, report)
         if report.job_ids:
             cache.get_cache().delete(cache.keys_for_jobs(report.job_ids))
         metrics_exposition.refresh_database_gauges(self.engine, now)
@@ -226,7 +237,8 @@ class Scheduler:
                 skip = job.overlap_policy == "skip"
                 # A unique job's run is deduplicated against what waits or runs at its time, so
                 # it is never written ahead (as a job with run limits is not).
-                has_limits = job.max_runs is not None or job.end_at is not None or job.unique
+                # A workflow's occurrence starts its steps when it is due, so it is not either.
+                has_limits = job.max_runs is not None or job.end_at is not None or job.unique or job.steps is not None
                 if (skip and job.id in waiting) or not lead_time.writes_ahead(
                     next_run_at=job.next_run_at, now=now, lead=self.lead, limited=has_limits
                 ):
@@ -264,6 +276,9 @@ class Scheduler:
                     scheduled_for=_iso(row["scheduled_for"]),
                     unique_key=row["unique_key"],
                 )
+            workflow_jobs = [job.id for job in due_now if job.steps is not None]
+            if workflow_jobs:  # their occurrences start at once, under the locks this tick holds
+                report.job_ids |= workflows.start_due(conn, now=now, job_ids=workflow_jobs).job_ids
             store.advance_jobs(conn, next_runs, runs_added=runs_added, limit_reasons=limited)
             if limited:
                 self._disable_finished(conn, now, job_ids=list(limited))
@@ -535,6 +550,22 @@ class Scheduler:
             report.expired += len(expired)
             report.job_ids |= {row.job_id for row in expired if row.job_id is not None}
             report.job_ids |= self._disable_finished(conn, now)
+
+    def _advance_workflows(self, now: datetime, report: TickReport) -> None:
+        """Start workflow occurrences that came due since (a delayed trigger, one that waited
+        behind its job's run in flight) and advance runs whose step ended where no recorder
+        saw it (expired). Nothing at all while no job is a workflow."""
+        with self.engine.connect() as conn:
+            if not workflow_statements.has_workflows(conn):
+                return
+        with write_transaction(self.engine) as conn:
+            moved = workflows.start_due(conn, now=now)
+            moved.add(workflows.sweep(conn, now=now))
+            if moved.ended:
+                moved.job_ids |= callbacks.after_final(conn, moved.ended, now=now).job_ids
+            report.job_ids |= moved.job_ids
+            if moved.steps:
+                wakeups.notify(conn, wakeups.WORK_CHANNEL)
 
     def _housekeeping(self, now: datetime, report: TickReport) -> None:
         """Every few seconds raise starving work's priority; once a minute prune stale heartbeats;

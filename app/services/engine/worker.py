@@ -145,6 +145,7 @@ class Running:
     on_failure: str | None = None
     retry: RetryPolicy = RetryPolicy()  # the job's retry kind, backoff, cap and jitter
     task: str = ""  # the task it runs (a callback's own)
+    workflow_run_id: int | None = None  # a workflow step: its end hands off to the next steps
 
 
 @dataclass
@@ -561,7 +562,7 @@ class Worker:
                 if follow:
                     followed = callbacks.after_final(conn, [i for i in follow if i in taken.recorded], now=now)
                     self._dirty_jobs |= followed.job_ids
-                    if followed.callbacks:
+                    if followed.callbacks or followed.steps:
                         wakeups.notify(conn, wakeups.WORK_CHANNEL, on=self._notify)
             return taken
 
@@ -669,6 +670,7 @@ class Worker:
                 item.retry_kind, item.retry_backoff_seconds, item.retry_max_delay_seconds, item.retry_jitter
             ),
             task=item.task_to_run,
+            workflow_run_id=item.workflow_run_id,
         )
         self._ready.append(Ready(item, attempt, now, self._now_read_at))
         self._dirty_jobs.add(item.job_id)
@@ -731,6 +733,9 @@ class Worker:
             if isinstance(parent, dict) and parent.get("id") is not None:
                 context["parent_execution_id"] = parent["id"]
                 context["parent_result"] = parent.get("result")
+        if item.step:
+            context["step"] = item.step
+            context["upstream_results"] = dict(item.upstream_results or {})
         env, refused = task_env.request_environment(registered_task(item.task_to_run), os.environ, worker_id=self.id)
         self.executor.submit(
             TaskRequest(
@@ -806,6 +811,7 @@ class Worker:
             status=item.target.value,
             on_success=run.on_success,
             on_failure=run.on_failure,
+            workflow_run_id=run.workflow_run_id,
         )
 
     def _finished(self, result: TaskResult, now: datetime) -> Finished:

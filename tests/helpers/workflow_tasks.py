@@ -1,0 +1,50 @@
+"""Tasks for the workflow tests: steps that return what they saw, fail on request, or leave a
+witness line, preloaded by the fork server (`PRELOAD`)."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from app.tasks import TaskContext, task
+
+PRELOAD = ("app.tasks.catalog", __name__)
+WITNESS_ENV = "CRONWELL_TEST_WORKFLOW_WITNESS"
+
+
+@task(
+    "wf_emit",
+    description="Return config['value'], the step's name and what its upstream steps returned.",
+    schema={"type": "object"},
+)
+def emit(config: dict, ctx: TaskContext) -> dict:
+    return {"value": config.get("value"), "step": ctx.step, "upstream": ctx.upstream_results}
+
+
+@task(
+    "wf_fail_unless",
+    description="Fail unless the file config['path'] exists; then return config['value'].",
+    schema={"type": "object"},
+)
+def fail_unless(config: dict, ctx: TaskContext) -> dict:
+    if not os.path.exists(config["path"]):
+        raise RuntimeError(f"{config['path']} is missing")
+    return {"value": config.get("value"), "upstream": ctx.upstream_results}
+
+
+@task(
+    "wf_witness",
+    description="Append 'run step pid start end' to the witness file, holding the slot config['seconds'].",
+    schema={"type": "object"},
+    env=[WITNESS_ENV],
+)
+def witness(config: dict, ctx: TaskContext) -> dict:
+    started = time.time()
+    time.sleep(config.get("seconds", 0))
+    line = f"{ctx.job_id} {ctx.step} {ctx.execution_id} {os.getpid()} {started:.6f} {time.time():.6f}\n"
+    fd = os.open(os.environ[WITNESS_ENV], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+    return {"step": ctx.step, "upstream": sorted(ctx.upstream_results)}

