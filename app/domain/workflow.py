@@ -156,11 +156,12 @@ def advance(nodes: Sequence[Node], statuses: Mapping[str, str], *, cancelling: b
     is marked `upstream_failed`; while the run is being cancelled nothing starts and every
     waiting step is marked `cancelled`. The outcome: succeeded when every step did, cancelled
     when the run was cancelled, failed otherwise."""
-    held = held_back(nodes, statuses)
     if cancelling:
+        held: list[str] = []
         start: list[str] = []
-        cancelled = [node.name for node in nodes if node.name not in statuses and node.name not in held]
+        cancelled = [node.name for node in nodes if node.name not in statuses]
     else:
+        held = held_back(nodes, statuses)
         start = ready_steps(nodes, statuses)
         cancelled = []
     after = {**statuses, **{name: UPSTREAM_FAILED for name in held}, **{name: CANCELLED for name in cancelled}}

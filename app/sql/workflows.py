@@ -65,7 +65,7 @@ SELECT w.id, w.job_id, w.steps, w.state, w.finished_at, a.status AS anchor_statu
        a.cancel_requested_at IS NOT NULL AS cancelling, a.priority, j.queue_id, j.max_attempts,
        j.name AS job_name
 FROM workflow_runs AS w JOIN executions AS a ON a.id = w.id JOIN jobs AS j ON j.id = w.job_id
-WHERE w.id {ids} AND w.finished_at IS NULL
+WHERE w.id {ids} AND w.finished_at IS NULL AND a.status = 'running'
 ORDER BY w.id
 """
 LOCK_RUNS = with_lists(
@@ -94,12 +94,18 @@ END_ANCHOR = Statement(
        WHERE id = :id AND status = 'running'""",
     datetimes=("now",),
 )
+LOCK_JOB = Statement("SELECT id FROM jobs WHERE id = :id FOR UPDATE", sqlite_text="SELECT id FROM jobs WHERE id = :id")
 HAS_WORKFLOWS = Statement("SELECT 1 FROM jobs WHERE steps IS NOT NULL LIMIT 1")
 LIVE_STEPS = with_lists(
     f"""SELECT id, status FROM executions
         WHERE workflow_run_id {{ids}} AND status IN ({sql_statuses(CLAIMABLE | IN_FLIGHT)})""",
     {"ids": "bigint"},
 )
+
+
+def lock_job(conn: DBConnection, job_id: int) -> None:
+    """Lock a workflow job's row, as the scheduler's tick does before it starts its runs."""
+    execute(conn, LOCK_JOB, {"id": job_id})
 
 
 def has_workflows(conn: DBConnection) -> bool:

@@ -15,7 +15,10 @@ from app.extensions import db
 from app.models import Event, Execution, WorkflowRun
 from app.services.engine.scheduler import Scheduler
 from app.services.engine.worker import Worker
+from app.services.errors import Conflict, ValidationFailed
 from app.services.read.ledger import verify
+from app.services.use_cases import executions, runs
+from app.services.use_cases import workflows as workflow_use_cases
 from tests.factories import make_job
 from tests.helpers import workflow_tasks
 
@@ -109,4 +112,96 @@ def test_a_failed_step_marks_its_downstream_upstream_failed_and_fails_the_run(ap
     assert run.state["d"] == {"state": "upstream_failed"}
     anchor = db.session.get(Execution, run.id)
     assert anchor.status == "failed" and "step c did not succeed" in anchor.error
+    assert verify(now=clock()).ok
+
+
+def test_retry_from_the_failed_step_keeps_the_results_that_succeeded_and_reruns_only_the_rest(
+    app, clock, drain, tmp_path
+):
+    marker = tmp_path / "c-may-succeed"
+    steps = [
+        DIAMOND[0],
+        DIAMOND[1],
+        {
+            "name": "c",
+            "task": "wf_fail_unless",
+            "config": {"path": str(marker), "value": 3},
+            "after": ["a"],
+            "max_attempts": 1,
+        },
+        DIAMOND[3],
+    ]
+    job = make_job(now=clock(), task="echo", every="1h", steps=steps)
+    first = runs.trigger_run(job.id, {}, now=clock(), actor="test")  # a trigger starts it at once
+    assert first.status == "running"
+    drain()
+    old = steps_of(first.id)
+    assert old["c"].status == "failed"
+
+    with pytest.raises(ValidationFailed, match="has no step 'x'"):
+        workflow_use_cases.retry_run(first.id, now=clock(), actor="test", from_step="x")
+    with pytest.raises(ValidationFailed, match="step 'd' waits for c, which did not succeed"):
+        workflow_use_cases.retry_run(first.id, now=clock(), actor="test", from_step="d")
+    marker.touch()
+    clock.advance(seconds=1)
+    second = workflow_use_cases.retry_run(first.id, now=clock(), actor="test", from_step="c")
+    assert (second.retry_of_id, second.retry_from) == (first.id, "c")
+    assert second.state["a"] == {"execution_id": old["a"].id} and second.state["b"] == {"execution_id": old["b"].id}
+    drain()
+
+    new = steps_of(second.id)
+    assert set(new) == {"c", "d"} and {row.status for row in new.values()} == {"succeeded"}  # a, b not rerun
+    assert json.loads(new["c"].result)["upstream"] == {"a": {"value": 1, "step": "a", "upstream": {}}}
+    assert json.loads(new["d"].result)["upstream"]["b"]["value"] == 2  # b's result, taken over
+    db.session.rollback()
+    assert db.session.get(Execution, second.id).status == "succeeded"
+    assert db.session.get(Execution, first.id).status == "failed"  # history stays as it was
+    with pytest.raises(Conflict, match="only a failed or cancelled workflow run"):
+        workflow_use_cases.retry_run(second.id, now=clock(), actor="test")
+    assert verify(now=clock()).ok
+
+
+def test_cancel_stops_queued_steps_and_marks_the_waiting_ones(app, clock, drain):
+    job = make_job(now=clock(), task="echo", every="1h", steps=DIAMOND)
+    run = runs.trigger_run(job.id, {}, now=clock(), actor="test")
+    assert set(steps_of(run.id)) == {"a"}
+
+    with pytest.raises(Conflict, match="is a workflow run: cancel it with flask workflow cancel"):
+        executions.cancel_execution(run.id, now=clock(), actor="test")
+    cancelled = workflow_use_cases.cancel_run(run.id, now=clock(), actor="test", reason="not today")
+    assert cancelled.anchor.status == "cancelled"
+    assert {name: entry.get("state") for name, entry in cancelled.state.items() if "state" in entry} == {
+        "b": "cancelled",
+        "c": "cancelled",
+        "d": "cancelled",
+    }
+    assert steps_of(run.id)["a"].status == "cancelled"
+    assert drain().claimed == 0
+    with pytest.raises(Conflict, match="only a running workflow run can be cancelled"):
+        workflow_use_cases.cancel_run(run.id, now=clock(), actor="test")
+
+
+def test_a_step_is_retried_with_its_run_not_on_its_own(app, clock, drain):
+    job = make_job(now=clock(), task="echo", every="1h", steps=DIAMOND[:1])
+    run = runs.trigger_run(job.id, {}, now=clock(), actor="test")
+    drain()
+    step = steps_of(run.id)["a"]
+    with pytest.raises(Conflict, match="is step 'a' of workflow run"):
+        executions.retry_execution(step.id, now=clock(), actor="test")
+
+
+def test_an_exclusive_workflow_job_runs_one_run_at_a_time_and_the_next_starts_after(app, clock, drain):
+    job = make_job(now=clock(), task="echo", every="1h", steps=DIAMOND, overlap_policy="queue")
+    first = runs.trigger_run(job.id, {}, now=clock(), actor="test")
+    second = runs.trigger_run(job.id, {}, now=clock(), actor="test")
+    assert (first.status, second.status) == ("running", "pending")  # it waits behind the first
+    drain()
+    db.session.rollback()
+    assert db.session.get(Execution, first.id).status == "succeeded"
+    assert db.session.get(Execution, second.id).status == "pending"
+    clock.advance(seconds=1)
+    tick(app, clock)  # the scheduler's pass starts it now that the first has ended
+    drain()
+    db.session.rollback()
+    assert db.session.get(Execution, second.id).status == "succeeded"
     assert verify(now=clock()).ok

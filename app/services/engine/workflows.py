@@ -77,54 +77,33 @@ def start_due(
     return moved
 
 
-def start(
-    conn: DBConnection,
-    anchor: SimpleNamespace,
-    *,
-    now: datetime,
-    moved: Moved,
-    kept: dict[str, Any] | None = None,
-    retry_of_id: int | None = None,
-    retry_from: str | None = None,
-) -> bool:
-    """Start one occurrence: running, its run row, its first steps. `kept` (a retry) is the
-    state of the steps taken over from the run it resumes. False if it had moved on."""
+def start_job_now(conn: DBConnection, job_id: int, *, now: datetime) -> Moved:
+    """Start a workflow job's due runs at once (a trigger's), under its row's lock."""
+    statements.lock_job(conn, job_id)
+    return start_due(conn, now=now, job_ids=[job_id])
+
+
+def start(conn: DBConnection, anchor: SimpleNamespace, *, now: datetime, moved: Moved) -> bool:
+    """Start one occurrence: running, its run row (the job's steps as they are now, unless the
+    row exists already: a retry wrote it with the steps it takes over), its first steps. False
+    if it had moved on."""
     if not statements.start_anchor(conn, anchor.id, now=now):
         return False
-    steps = list(anchor.steps or [])
-    state = dict(kept or {})
     statements.insert_run(
-        conn,
-        run_id=anchor.id,
-        job_id=anchor.job_id,
-        steps=steps,
-        state=state,
-        now=now,
-        retry_of_id=retry_of_id,
-        retry_from=retry_from,
+        conn, run_id=anchor.id, job_id=anchor.job_id, steps=list(anchor.steps or []), state={}, now=now
     )
+    [run] = statements.lock_runs(conn, [anchor.id])
     insert_event(
         conn,
         "workflow_started",
         now=now,
         job_id=anchor.job_id,
         execution_id=anchor.id,
-        steps=len(steps),
-        **({"retry_of": retry_of_id, "retry_from": retry_from} if retry_of_id is not None else {}),
+        steps=len(run.steps),
+        kept=sorted(run.state),
     )
     moved.started_runs.append(anchor.id)
     moved.job_ids.add(anchor.job_id)
-    run = SimpleNamespace(
-        id=anchor.id,
-        job_id=anchor.job_id,
-        job_name=anchor.job_name,
-        steps=steps,
-        state=state,
-        cancelling=False,
-        priority=anchor.priority,
-        queue_id=anchor.queue_id,
-        max_attempts=anchor.max_attempts,
-    )
     moved.add(_advance(conn, run, now=now))
     return True
 

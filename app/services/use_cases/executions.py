@@ -18,7 +18,7 @@ from app.definitions import text_limits
 from app.domain.permissions import Action
 from app.domain.states import CANCELLABLE, RETRYABLE, RUNNING_CANCELLABLE, ExecutionStatus, values
 from app.extensions import db
-from app.models import Execution, Job
+from app.models import Execution, Job, WorkflowRun
 from app.models.execution import ONE_OFF_LABEL, runs_task
 from app.services import audit_trail, scoping
 from app.services.caller import Caller
@@ -82,6 +82,7 @@ def retry_execution(execution_id: int, *, now: datetime, actor: str, caller: Cal
         caller.require(Action.OPERATE)
     begin_write(db.session)
     original = get_execution(execution_id, caller=caller)
+    _refuse_workflow_parts(original, "retried", "flask workflow retry {run} [--from STEP]")
     if ExecutionStatus(original.status) not in RETRYABLE:
         raise Conflict(
             f"execution {execution_id} is {original.status}; only failed, timed_out, dead_lettered "
@@ -145,6 +146,10 @@ def cancel_execution(
             f"execution {execution_id} is {execution.status}; only pending, retry_scheduled, claimed or running "
             "executions can be cancelled"
         )
+    if db.session.get(WorkflowRun, execution_id) is not None:
+        raise Conflict(
+            f"execution {execution_id} is a workflow run: cancel it with flask workflow cancel {execution_id}"
+        )
     why = f"cancelled by {actor}" + (f": {reason}" if reason else "")
     conn = db.session.connection()
     store = store_for(conn)
@@ -181,8 +186,9 @@ def cancel_execution(
     else:
         if not store.cancel_execution(conn, execution_id, now=now, reason=why):
             raise Conflict(f"execution {execution_id} changed state meanwhile; nothing was cancelled")
-        if execution.batch_id is not None:
-            callbacks.after_final(conn, [execution_id], now=now)  # it may have been its batch's last item
+        if execution.batch_id is not None or execution.workflow_run_id is not None:
+            # It may have been its batch's last item, or a step others wait for.
+            callbacks.after_final(conn, [execution_id], now=now)
         audit_trail.record_change(
             actor,
             "cancelled",
@@ -206,6 +212,17 @@ def cancel_execution(
     db.session.commit()
     db.session.expire_all()
     return get_execution(execution_id)
+
+
+def _refuse_workflow_parts(execution: Execution, done: str, how: str) -> None:
+    """A workflow run and its steps are retried as a run (which keeps the steps that succeeded)."""
+    if execution.workflow_run_id is not None:
+        raise Conflict(
+            f"execution {execution.id} is step {execution.step!r} of workflow run {execution.workflow_run_id}: "
+            f"it is {done} with its run: " + how.format(run=execution.workflow_run_id)
+        )
+    if db.session.get(WorkflowRun, execution.id) is not None:
+        raise Conflict(f"execution {execution.id} is a workflow run: " + how.format(run=execution.id))
 
 
 def _retry_one_off(original: Execution, *, now: datetime, actor: str) -> Execution:

@@ -24,7 +24,7 @@ from app.extensions import db
 from app.models import Execution, Job
 from app.services import audit_trail, scoping
 from app.services.caller import Caller
-from app.services.engine import wakeups
+from app.services.engine import wakeups, workflows
 from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.services.events import record_event
 from app.store import store_for
@@ -56,6 +56,10 @@ def trigger_run(
         )
     except ValidationError as exc:
         raise ValidationFailed(field_messages(exc)) from None
+    if job.steps is not None and run["config_override"]:
+        raise ValidationFailed(
+            {"config_override": "a workflow's run takes no config override: each step has its own config"}
+        )
     begin_write(db.session)
     job = _job(job_id, caller)
     if not job.enabled:
@@ -94,6 +98,9 @@ def trigger_run(
         },
         **audit_trail.about_job(job),
     )
+    if job.steps is not None and (run["available_at"] is None or run["available_at"] <= now):
+        # A workflow's run starts its first steps now, as the scheduler's tick would.
+        workflows.start_job_now(conn, job.id, now=now)
     cache.invalidate_on_commit(db.session, cache.keys_for_job_change(job.id))
     wakeups.notify_on_commit(db.session, jobs_changed=True, work=True)
     db.session.commit()

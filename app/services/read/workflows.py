@@ -1,0 +1,125 @@
+"""A workflow run as people and programs read it: each step's status, timing, result and why it
+is where it is (the run page, `flask workflow show`, the API all print this one shape)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+from app.clock import iso_z
+from app.domain.workflow import CANCELLED, UPSTREAM_FAILED, depths, nodes_of, step_statuses
+from app.models import Execution, WorkflowRun
+
+WAITING = "waiting"
+
+
+def step_views(run: WorkflowRun, executions: dict[int, Execution]) -> list[dict[str, Any]]:
+    """One dict per step, in the definition's order."""
+    nodes = nodes_of(run.steps)
+    statuses = step_statuses(nodes, run.state, {row.id: row.status for row in executions.values()})
+    column = depths(nodes)
+    views = []
+    for step in run.steps:
+        name = step["name"]
+        after = list(step.get("after") or [])
+        entry = run.state.get(name) or {}
+        execution = executions.get(entry["execution_id"]) if isinstance(entry.get("execution_id"), int) else None
+        status = statuses.get(name, WAITING)
+        kept = execution is not None and execution.workflow_run_id != run.id
+        views.append(
+            {
+                "name": name,
+                "task": step["task"],
+                "after": after,
+                "status": status,
+                "execution_id": execution.id if execution is not None else entry.get("execution_id"),
+                "kept_from_run": execution.workflow_run_id if kept and execution is not None else None,
+                "attempts": execution.attempts if execution is not None else 0,
+                "started_at": iso_z(execution.started_at) if execution is not None else None,
+                "finished_at": iso_z(execution.finished_at) if execution is not None else None,
+                "duration_ms": _duration_ms(execution),
+                "result": _result(execution),
+                "depth": column[name],
+                "explain": _explain(name, after, status, statuses, execution, kept),
+            }
+        )
+    return views
+
+
+def run_view(run: WorkflowRun, executions: dict[int, Execution]) -> dict[str, Any]:
+    """The whole run: its anchor's status and times, where it came from, and its steps."""
+    anchor = run.anchor
+    steps = step_views(run, executions)
+    return {
+        "id": run.id,
+        "job_id": run.job_id,
+        "job": run.job.name,
+        "status": anchor.status,
+        "trigger": anchor.trigger,
+        "scheduled_for": iso_z(anchor.scheduled_for),
+        "started_at": iso_z(anchor.started_at),
+        "finished_at": iso_z(anchor.finished_at),
+        "cancel_requested_by": anchor.cancel_requested_by,
+        "retry_of": run.retry_of_id,
+        "retry_from": run.retry_from,
+        "error": anchor.error or "",
+        "counts": dict(Counter(step["status"] for step in steps)),
+        "steps": steps,
+    }
+
+
+def run_summary(run: WorkflowRun) -> dict[str, Any]:
+    """A run in a list: no step details beyond how many stand where."""
+    anchor = run.anchor
+    marked = Counter(entry.get("state") for entry in run.state.values() if entry.get("state"))
+    return {
+        "id": run.id,
+        "job_id": run.job_id,
+        "status": anchor.status,
+        "trigger": anchor.trigger,
+        "scheduled_for": iso_z(anchor.scheduled_for),
+        "started_at": iso_z(anchor.started_at),
+        "finished_at": iso_z(anchor.finished_at),
+        "steps": len(run.steps),
+        "started_steps": sum(1 for entry in run.state.values() if "execution_id" in entry),
+        "upstream_failed": marked.get(UPSTREAM_FAILED, 0),
+        "retry_of": run.retry_of_id,
+    }
+
+
+def _explain(
+    name: str, after: list[str], status: str, statuses: dict[str, str], execution: Execution | None, kept: bool
+) -> str:
+    if status == WAITING:
+        waiting_for = [up for up in after if statuses.get(up) != "succeeded"]
+        return "waiting for " + ", ".join(f"`{up}`" for up in waiting_for) if waiting_for else "about to start"
+    if status == UPSTREAM_FAILED:
+        failed = [up for up in after if statuses.get(up) not in (None, "succeeded")]
+        return "will not run: " + ", ".join(f"`{up}`" for up in failed) + " did not succeed"
+    if status == CANCELLED:
+        return "will not run: the run was cancelled"
+    if execution is None:
+        return status  # its execution was removed by history retention
+    if kept:
+        return f"taken over from workflow run {execution.workflow_run_id}, where it succeeded"
+    if status in ("pending", "retry_scheduled"):
+        return f"queued in {execution.queue or 'its queue'}, waiting for a worker (execution {execution.id})"
+    if status == "running":
+        return f"running, attempt {execution.attempts} of {execution.max_attempts}"
+    return f"{status} after {execution.attempts} attempt{'s' if execution.attempts != 1 else ''}"
+
+
+def _duration_ms(execution: Execution | None) -> int | None:
+    if execution is None or execution.started_at is None or execution.finished_at is None:
+        return None
+    return int((execution.finished_at - execution.started_at).total_seconds() * 1000)
+
+
+def _result(execution: Execution | None) -> Any:
+    if execution is None or execution.result is None:
+        return None
+    try:
+        return json.loads(execution.result)
+    except ValueError:
+        return None
