@@ -30,6 +30,7 @@ COMMANDS: list[tuple[str, str, str, str]] = [
     ("queue", "queue", "queue_cli", "Create, tune, pause and inspect queues."),
     ("execution", "execution", "execution_cli", "List, inspect, retry and cancel executions."),
     ("batch", "batch", "batch_cli", "Submit, list, inspect and cancel batches (one run of a job per item)."),
+    ("workflow", "workflow", "workflow_cli", "A workflow job's runs: list, show each step, cancel, retry from a step."),
     ("alerts", "alerts", "alerts_cli", "List and resolve alerts; list dead letters."),
     ("channel", "channel", "channel_cli", "Notification channels: webhook, slack, teams and email, per project."),
     ("audit", "audit", "audit_cli", "Read the audit log: every change, who made it, when and from where."),

@@ -1,7 +1,7 @@
 """A job's workflow `steps` through the adapters, on both databases: `flask job add --steps FILE`
 (JSON or YAML) stores them, `--json` and the API show them, and a bad graph is refused naming the
-step (CLI: one line, exit 1; API: 422 with the field's message). Running the steps is not built
-yet: these tests cover the definition only."""
+step (CLI: one line, exit 1; API: 422 with the field's message). Running them:
+tests/integration/test_workflow_runs.py."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import json
 import pytest
 from sqlalchemy import select
 
+from app.clock import utcnow
 from app.executor import ForkServer
 from app.extensions import db
 from app.models import Event, Execution, WorkflowRun
@@ -35,7 +36,8 @@ def drain(app, clock):
     executor = ForkServer(preload=workflow_tasks.PRELOAD, kill_grace_seconds=1.0)
 
     def run(**kwargs):
-        return Worker(app, worker_id="w-workflow", clock=clock, executor=executor, **kwargs).run(burst=True)
+        on = kwargs.pop("clock", clock)
+        return Worker(app, worker_id="w-workflow", clock=on, executor=executor, **kwargs).run(burst=True)
 
     yield run
     executor.stop()
@@ -205,3 +207,54 @@ def test_an_exclusive_workflow_job_runs_one_run_at_a_time_and_the_next_starts_af
     db.session.rollback()
     assert db.session.get(Execution, second.id).status == "succeeded"
     assert verify(now=clock()).ok
+
+
+def test_the_cli_lists_shows_retries_and_cancels_runs_and_refuses_bad_input_on_one_line(app, clock, drain, tmp_path):
+    marker = tmp_path / "c-may-succeed"
+    steps = [
+        DIAMOND[0],
+        {"name": "c", "task": "wf_fail_unless", "config": {"path": str(marker)}, "after": ["a"], "max_attempts": 1},
+    ]
+    path = tmp_path / "steps.json"
+    path.write_text(json.dumps(steps))
+    runner = app.test_cli_runner()
+
+    def cli(*args):
+        return runner.invoke(args=[str(a) for a in args])
+
+    added = cli("job", "add", "pipeline", "echo", "interval", "--every", "1h", "--steps", path, "--json")
+    assert added.exit_code == 0, added.output
+    job_id = json.loads(added.output)["id"]
+    assert cli("job", "trigger", job_id).exit_code == 0
+    drain(clock=utcnow)  # the CLI's runs are due by the wall clock
+    db.session.rollback()  # the commands share this process's session: read what the worker wrote
+
+    listed = cli("workflow", "runs", job_id, "--json")
+    assert listed.exit_code == 0, listed.output
+    [summary] = json.loads(listed.output)
+    assert (summary["status"], summary["steps"], summary["started_steps"]) == ("failed", 2, 2)
+    run_id = summary["id"]
+    shown = json.loads(cli("workflow", "show", run_id, "--json").output)
+    assert [(step["name"], step["status"]) for step in shown["steps"]] == [("a", "succeeded"), ("c", "failed")]
+    assert shown["steps"][1]["explain"] == "failed after 1 attempt"
+    table = cli("workflow", "show", run_id, "--tz", "Asia/Tokyo")
+    assert table.exit_code == 0 and "+09:00" in table.output and "failed after 1 attempt" in table.output
+
+    for args, message in [
+        (("workflow", "show", 99999), "Error: workflow run 99999 does not exist"),
+        (("workflow", "show", shown["steps"][0]["execution_id"]), "is not a workflow run"),
+        (("workflow", "retry", run_id, "--from", "nope"), "has no step 'nope'"),
+        (("workflow", "cancel", run_id), "only a running workflow run can be cancelled"),
+        (("workflow", "show", run_id, "--tz", "Mars/Olympus"), "unknown time zone"),
+    ]:
+        refused = cli(*args)
+        assert refused.exit_code == 1, (args, refused.output)
+        assert message in refused.output and len(refused.output.strip().splitlines()) == 1, refused.output
+
+    marker.touch()
+    retried = cli("workflow", "retry", run_id)
+    assert retried.exit_code == 0 and "taken over: a" in retried.output, retried.output
+    drain(clock=utcnow)
+    db.session.rollback()
+    [newer, older] = json.loads(cli("workflow", "runs", job_id, "--json").output)
+    assert (newer["status"], newer["retry_of"], older["status"]) == ("succeeded", run_id, "failed")

@@ -77,6 +77,8 @@ def submit_batch(job_id: int, data: dict, *, now: datetime, actor: str, caller: 
     job = _job(job_id, caller)
     if not job.enabled:
         raise Conflict(f"job {job.id} ({job.name}) is disabled; enable it before submitting a batch")
+    if job.steps is not None:
+        raise Conflict(f"job {job.id} ({job.name}) is a workflow; a batch runs a job's own task once per item")
     items = batch_data["items"]
     batch = Batch(
         job_id=job.id,

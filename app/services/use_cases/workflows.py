@@ -32,7 +32,10 @@ from app.store.rows import manual_row
 
 def get_run(run_id: int, *, caller: Caller | None = None) -> WorkflowRun:
     """The workflow run `run_id` (its anchor execution's id), scoped like that execution."""
-    anchor = get_execution(run_id, caller=caller)
+    try:
+        anchor = get_execution(run_id, caller=caller)
+    except NotFound:
+        raise NotFound(f"workflow run {run_id} does not exist") from None
     run = db.session.get(WorkflowRun, anchor.id)
     if run is None:
         if anchor.job is not None and anchor.job.steps is not None and anchor.status == "pending":
