@@ -1,18 +1,21 @@
 """cronwell-client: a Python client for a Cronwell server's REST API, sync (`Client`) and async
-(`AsyncClient`), on httpx. See README.md for a quick start."""
+(`AsyncClient`), on httpx. See README.md for a quick start and docs/api.md for the reference."""
 
-from cronwell_client.client import AsyncClient, Client
+from cronwell_client._version import __version__
+from cronwell_client.async_client import AsyncClient
+from cronwell_client.client import Client
 from cronwell_client.errors import (
     Conflict,
     CronwellError,
     Forbidden,
     NotFound,
+    PreconditionFailed,
     RateLimited,
     RunTimeout,
     Unauthorized,
     ValidationFailed,
 )
-from cronwell_client.models import Attempt, Execution, ExecutionExplain, Job, Queue
+from cronwell_client.models import Attempt, Execution, ExecutionExplain, Job, Output, Plan, Queue, Task
 
 __all__ = [
     "AsyncClient",
@@ -25,9 +28,14 @@ __all__ = [
     "Forbidden",
     "Job",
     "NotFound",
+    "Output",
+    "Plan",
+    "PreconditionFailed",
     "Queue",
     "RateLimited",
     "RunTimeout",
+    "Task",
     "Unauthorized",
     "ValidationFailed",
+    "__version__",
 ]

@@ -1,48 +1,32 @@
-"""`Client` (sync) and `AsyncClient` (async) for a Cronwell server's REST API (/api/v1)."""
+"""`Client`: a Cronwell server's REST API (/api/v1), synchronous, on httpx.Client.
+
+Every method builds its request and reads its answer with cronwell_client._requests; this module
+only sends (retrying what is safe to send again) and sleeps. async_client.py mirrors it line for line.
+"""
 
 from __future__ import annotations
 
-import asyncio
 import time
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import Iterator, Mapping
+from datetime import datetime
+from typing import Any, TypeVar
 
 import httpx
 
 from cronwell_client import _requests as rq
-from cronwell_client.errors import CronwellError, RunTimeout
-from cronwell_client.models import Execution, ExecutionExplain, Job
+from cronwell_client._version import __version__
+from cronwell_client.models import Attempt, Execution, ExecutionExplain, Job, Output, Plan, Task
 
 DEFAULT_TIMEOUT = 30.0
+T = TypeVar("T")
 
 
-class _Base:
-    def __init__(self, base_url: str, token: str | None, retries: int) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.api = self.base_url + "/api/v1"
-        self.retries = retries
-        self.headers = {"Accept": "application/json", "User-Agent": "cronwell-client/0.1"}
-        if token:
-            self.headers["Authorization"] = f"Bearer {token}"
+class Client:
+    """A Cronwell server: `Client("http://host:8000", token)`. Use as a context manager, or `close()`.
 
-    def _url(self, path: str) -> str:
-        if path.startswith("http://") or path.startswith("https://"):
-            return path
-        if path.startswith("/api/"):
-            return self.base_url + path  # a `next` link
-        return self.api + path
-
-    def _should_retry(self, call: rq.Call, attempt: int, error: Exception | None, status: int | None) -> bool:
-        if not call.retry or attempt >= self.retries:
-            return False
-        return error is not None or status in rq.RETRIED_STATUSES
-
-
-# --- sync ------------------------------------------------------------------------------------
-
-
-class Client(_Base):
-    """A Cronwell server: `Client("http://host:8000", token)`. Use as a context manager, or `close()`."""
+    `retries`: how many times a call that is safe to send again (reads, and runs, jobs and
+    triggers created with their Idempotency-Key) is sent again after a dropped connection or a
+    502/503/504; `httpx_options` go to httpx.Client (a `transport`, `verify`, ...)."""
 
     def __init__(
         self,
@@ -53,8 +37,9 @@ class Client(_Base):
         retries: int = 3,
         **httpx_options: Any,
     ) -> None:
-        super().__init__(base_url, token, retries)
-        self._http = httpx.Client(timeout=timeout, headers=self.headers, **httpx_options)
+        self.server = rq.Server.at(base_url, token, f"cronwell-client/{__version__}")
+        self.retries = retries
+        self._http = httpx.Client(timeout=timeout, headers=self.server.headers, **httpx_options)
         self.runs = Runs(self)
         self.jobs = Jobs(self)
         self.executions = Executions(self)
@@ -63,32 +48,46 @@ class Client(_Base):
     def __enter__(self) -> Client:
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:
+        """Close the connections."""
         self._http.close()
 
-    def request(self, call: rq.Call) -> Any:
+    def request(self, call: rq.Call[T]) -> T:
+        """Send `call` (again, while `rq.retry_delay` allows) and parse its answer."""
         attempt = 0
         while True:
             try:
                 response = self._http.request(
-                    call.method, self._url(call.path), params=call.params or None, json=call.json, headers=call.headers
+                    call.method, self.server.url(call), params=call.params or None, json=call.json, headers=call.headers
                 )
-            except httpx.TransportError as exc:
-                if not self._should_retry(call, attempt, exc, None):
+            except httpx.TransportError:
+                delay = rq.retry_delay(call, attempt, self.retries)
+                if delay is None:
                     raise
             else:
-                if not self._should_retry(call, attempt, None, response.status_code):
-                    return rq.read(response)
+                delay = rq.retry_delay(
+                    call, attempt, self.retries, status=response.status_code, headers=response.headers
+                )
+                if delay is None:
+                    return call.parse(rq.read(response.status_code, response.headers, response.content))
             attempt += 1
-            time.sleep(min(0.25 * 2**attempt, 4.0))
+            time.sleep(delay)
+
+    def pages(self, call: rq.Call[rq.Page[T]]) -> Iterator[T]:
+        """Every item of a list, reading its cursor pages one by one as the iteration reaches them."""
+        following: rq.Call[rq.Page[T]] | None = call
+        while following is not None:
+            page = self.request(following)
+            yield from page.items
+            following = page.next
 
     def run(
         self,
         task: str,
-        config: dict[str, Any] | None = None,
+        config: Mapping[str, Any] | None = None,
         *,
         delay: str | None = None,
         at: str | None = None,
@@ -100,99 +99,119 @@ class Client(_Base):
         project: str | None = None,
     ) -> Execution:
         """Run `task` once without a job (a one-off run), now, after `delay` ("30s") or `at` an ISO
-        instant. A retried call never runs it twice (an Idempotency-Key goes with every call)."""
-        call = rq.run_call(
-            task,
-            config,
-            delay=delay,
-            at=at,
-            queue=queue,
-            priority=priority,
-            max_attempts=max_attempts,
-            timeout_seconds=timeout_seconds,
-            idempotency_key=idempotency_key,
-            project=project,
+        instant. A retried call never runs it twice (an Idempotency-Key goes with every call);
+        `idempotency_key` is yours: a second run with it answers the first run."""
+        return self.request(
+            rq.create_run(
+                task,
+                config,
+                delay=delay,
+                at=at,
+                queue=queue,
+                priority=priority,
+                max_attempts=max_attempts,
+                timeout_seconds=timeout_seconds,
+                idempotency_key=idempotency_key,
+                project=project,
+            )
         )
-        return Execution.from_dict(self.request(call))
 
     def apply(
-        self, document: dict[str, Any], *, dry_run: bool = True, prune: bool = False, project: str | None = None
-    ) -> dict[str, Any]:
-        """Plan (dry_run, the default) or apply a job file document; the plan."""
-        return self.request(rq.apply_call(document, dry_run=dry_run, prune=prune, project=project))
+        self, document: Mapping[str, Any], *, dry_run: bool = True, prune: bool = False, project: str | None = None
+    ) -> Plan:
+        """Plan (dry_run, the default) or apply a job file document (`project`, `jobs`, `queues`)."""
+        return self.request(rq.apply(document, dry_run=dry_run, prune=prune, project=project))
 
 
 class Runs:
+    """Runs (executions) by id: create, read, wait for."""
+
     def __init__(self, client: Client) -> None:
         self._client = client
 
-    def create_many(self, runs: list[dict[str, Any]]) -> list[Execution]:
+    def create_many(self, runs: list[Mapping[str, Any]]) -> list[Execution]:
         """Up to 1,000 one-off runs in one transaction (the API's field names: task, config, in, ...)."""
-        answer = self._client.request(rq.many_call(runs))
-        return [Execution.from_dict(item) for item in answer["items"]]
+        return self._client.request(rq.create_runs(runs))
 
     def get(self, execution_id: int) -> Execution:
-        return Execution.from_dict(self._client.request(rq.Call("GET", f"/executions/{execution_id}", retry=True)))
+        """The run, with its output, error and result."""
+        return self._client.request(rq.get_execution(execution_id))
 
     def wait(self, execution_id: int, timeout: float = 300.0, *, poll: float = 0.5) -> Execution:
         """The run once it has ended (any terminal status); RunTimeout after `timeout` seconds."""
         deadline = time.monotonic() + timeout
         while True:
             execution = self.get(execution_id)
-            if execution.status in rq.TERMINAL:
+            delay = rq.poll_delay(execution, timeout=timeout, remaining=deadline - time.monotonic(), poll=poll)
+            if delay is None:
                 return execution
-            if time.monotonic() >= deadline:
-                raise RunTimeout(execution, timeout)
-            time.sleep(min(poll, max(0.0, deadline - time.monotonic())))
+            time.sleep(delay)
 
     def explain(self, execution_id: int) -> ExecutionExplain:
-        answer = self._client.request(rq.Call("GET", f"/executions/{execution_id}/explain", retry=True))
-        return ExecutionExplain.from_dict(answer)
+        """Why the run is where it is (or why it ended as it did)."""
+        return self._client.request(rq.explain_execution(execution_id))
+
+    def output(self, execution_id: int) -> Output:
+        """What the run printed (`output`) and its error."""
+        return self._client.request(rq.execution_output(execution_id))
+
+    def attempts(self, execution_id: int) -> list[Attempt]:
+        """The run's attempts, first to last."""
+        return self._client.request(rq.execution_attempts(execution_id))
 
 
 class Jobs:
+    """Jobs: `update` and `delete` take a Job as read (its ETag becomes If-Match) or an id."""
+
     def __init__(self, client: Client) -> None:
         self._client = client
 
     def list(self, *, limit: int = 100) -> Iterator[Job]:
-        for item in _pages(self._client, "/jobs", {"limit": limit}):
-            yield Job.from_dict(item)
+        """Every job of the token's project, following the cursor pages (`limit` per page)."""
+        return self._client.pages(rq.list_jobs(limit))
 
-    def get(self, job_id: int) -> Job:
-        return Job.from_dict(self._client.request(rq.Call("GET", f"/jobs/{job_id}", retry=True)))
+    def get(self, job: int | Job) -> Job:
+        """The job, with its ETag."""
+        return self._client.request(rq.get_job(job))
 
     def create(self, **fields: Any) -> Job:
-        import uuid
+        """A new job from its definition's fields (name, task, schedule_type, schedule, ...)."""
+        return self._client.request(rq.create_job(fields))
 
-        call = rq.Call("POST", "/jobs", json=fields, headers={"Idempotency-Key": uuid.uuid4().hex}, retry=True)
-        return Job.from_dict(self._client.request(call))
+    def update(self, job: int | Job, /, *, if_match: str | None = None, **fields: Any) -> Job:
+        """Change some fields. PreconditionFailed (412) when the job changed since `job` (a Job as
+        read) or the ETag `if_match` was read; with an id and no if_match the edit is unconditional."""
+        return self._client.request(rq.update_job(job, fields, if_match))
 
-    def update(self, job_id: int, **fields: Any) -> Job:
-        return Job.from_dict(self._client.request(rq.Call("PATCH", f"/jobs/{job_id}", json=fields)))
+    def delete(self, job: int | Job, /, *, if_match: str | None = None) -> None:
+        """Delete the job and its history (PreconditionFailed as for `update`)."""
+        return self._client.request(rq.delete_job(job, if_match))
 
-    def delete(self, job_id: int) -> None:
-        self._client.request(rq.Call("DELETE", f"/jobs/{job_id}"))
+    def trigger(
+        self,
+        job: int | Job,
+        /,
+        *,
+        delay: str | None = None,
+        at: str | None = None,
+        config_override: Mapping[str, Any] | None = None,
+    ) -> Execution:
+        """Run the job now, after `delay` or `at` an instant, optionally with a config override;
+        sent with an Idempotency-Key (a retried call never runs it twice)."""
+        return self._client.request(rq.trigger_job(job, delay=delay, at=at, config_override=config_override))
 
-    def trigger(self, job_id: int, **fields: Any) -> Execution:
-        import uuid
+    def enable(self, job: int | Job) -> Job:
+        """Enable the job: it resumes from now."""
+        return self._client.request(rq.enable_job(job))
 
-        call = rq.Call(
-            "POST",
-            f"/jobs/{job_id}/trigger",
-            json=fields or None,
-            headers={"Idempotency-Key": uuid.uuid4().hex},
-            retry=True,
-        )
-        return Execution.from_dict(self._client.request(call))
-
-    def enable(self, job_id: int) -> Job:
-        return Job.from_dict(self._client.request(rq.Call("POST", f"/jobs/{job_id}/enable")))
-
-    def disable(self, job_id: int) -> Job:
-        return Job.from_dict(self._client.request(rq.Call("POST", f"/jobs/{job_id}/disable")))
+    def disable(self, job: int | Job) -> Job:
+        """Disable the job and cancel its queued runs."""
+        return self._client.request(rq.disable_job(job))
 
 
 class Executions:
+    """Executions, listed with filters (the runs of jobs and one-off runs alike)."""
+
     def __init__(self, client: Client) -> None:
         self._client = client
 
@@ -204,160 +223,31 @@ class Executions:
         queue: str | None = None,
         task: str | None = None,
         one_off: bool | None = None,
-        since: str | None = None,
-        until: str | None = None,
+        since: str | datetime | None = None,
+        until: str | datetime | None = None,
         limit: int = 100,
     ) -> Iterator[Execution]:
-        """Every matching execution, newest first, following the cursor pages as it goes."""
-        params = rq.list_params(
-            status=status, job=job, queue=queue, task=task, one_off=one_off, since=since, until=until, limit=limit
+        """Every matching execution, newest first, reading the cursor pages as the iteration goes."""
+        call = rq.list_executions(
+            limit, status=status, job=job, queue=queue, task=task, one_off=one_off, since=since, until=until
         )
-        for item in _pages(self._client, "/executions", params):
-            yield Execution.from_dict(item)
+        return self._client.pages(call)
 
     def get(self, execution_id: int) -> Execution:
-        return self._client.runs.get(execution_id)
+        """One execution (the same as `runs.get`)."""
+        return self._client.request(rq.get_execution(execution_id))
 
 
 class Tasks:
+    """The server's task catalog."""
+
     def __init__(self, client: Client) -> None:
         self._client = client
 
-    def list(self) -> list[dict[str, Any]]:
-        """The server's task catalog (GET /api/v1/tasks)."""
-        answer = self._client.request(rq.Call("GET", "/tasks", retry=True))
-        return answer["items"] if isinstance(answer, dict) and "items" in answer else answer
+    def list(self) -> list[Task]:
+        """Every task a job or a run can name."""
+        return self._client.request(rq.list_tasks())
 
-
-def _pages(client: Client, path: str, params: dict[str, Any]) -> Iterator[dict[str, Any]]:
-    call: rq.Call | None = rq.Call("GET", path, params=params, retry=True)
-    while call is not None:
-        page = client.request(call)
-        yield from page["items"]
-        call = rq.Call("GET", page["next"], retry=True) if page.get("next") else None
-
-
-# --- async -----------------------------------------------------------------------------------
-
-
-class AsyncClient(_Base):
-    """The same API, awaited: `async with AsyncClient(url, token) as client: await client.run(...)`."""
-
-    def __init__(
-        self,
-        base_url: str,
-        token: str | None = None,
-        *,
-        timeout: float = DEFAULT_TIMEOUT,
-        retries: int = 3,
-        **httpx_options: Any,
-    ) -> None:
-        super().__init__(base_url, token, retries)
-        self._http = httpx.AsyncClient(timeout=timeout, headers=self.headers, **httpx_options)
-        self.runs = AsyncRuns(self)
-        self.jobs = AsyncJobs(self)
-        self.executions = AsyncExecutions(self)
-
-    async def __aenter__(self) -> AsyncClient:
-        return self
-
-    async def __aexit__(self, *exc: Any) -> None:
-        await self.aclose()
-
-    async def aclose(self) -> None:
-        await self._http.aclose()
-
-    async def request(self, call: rq.Call) -> Any:
-        attempt = 0
-        while True:
-            try:
-                response = await self._http.request(
-                    call.method, self._url(call.path), params=call.params or None, json=call.json, headers=call.headers
-                )
-            except httpx.TransportError as exc:
-                if not self._should_retry(call, attempt, exc, None):
-                    raise
-            else:
-                if not self._should_retry(call, attempt, None, response.status_code):
-                    return rq.read(response)
-            attempt += 1
-            await asyncio.sleep(min(0.25 * 2**attempt, 4.0))
-
-    async def run(self, task: str, config: dict[str, Any] | None = None, **options: Any) -> Execution:
-        """See `Client.run`."""
-        call = rq.run_call(
-            task,
-            config,
-            **{
-                name: options.get(name)
-                for name in (
-                    "delay",
-                    "at",
-                    "queue",
-                    "priority",
-                    "max_attempts",
-                    "timeout_seconds",
-                    "idempotency_key",
-                    "project",
-                )
-            },
-        )
-        return Execution.from_dict(await self.request(call))
-
-    async def apply(
-        self, document: dict[str, Any], *, dry_run: bool = True, prune: bool = False, project: str | None = None
-    ) -> dict[str, Any]:
-        return await self.request(rq.apply_call(document, dry_run=dry_run, prune=prune, project=project))
-
-
-class AsyncRuns:
-    def __init__(self, client: AsyncClient) -> None:
-        self._client = client
-
-    async def get(self, execution_id: int) -> Execution:
-        answer = await self._client.request(rq.Call("GET", f"/executions/{execution_id}", retry=True))
-        return Execution.from_dict(answer)
-
-    async def wait(self, execution_id: int, timeout: float = 300.0, *, poll: float = 0.5) -> Execution:
-        deadline = time.monotonic() + timeout
-        while True:
-            execution = await self.get(execution_id)
-            if execution.status in rq.TERMINAL:
-                return execution
-            if time.monotonic() >= deadline:
-                raise RunTimeout(execution, timeout)
-            await asyncio.sleep(min(poll, max(0.0, deadline - time.monotonic())))
-
-
-class AsyncJobs:
-    def __init__(self, client: AsyncClient) -> None:
-        self._client = client
-
-    async def get(self, job_id: int) -> Job:
-        return Job.from_dict(await self._client.request(rq.Call("GET", f"/jobs/{job_id}", retry=True)))
-
-    async def list(self, *, limit: int = 100) -> AsyncIterator[Job]:
-        async for item in _apages(self._client, "/jobs", {"limit": limit}):
-            yield Job.from_dict(item)
-
-
-class AsyncExecutions:
-    def __init__(self, client: AsyncClient) -> None:
-        self._client = client
-
-    async def list(self, **filters: Any) -> AsyncIterator[Execution]:
-        params = rq.list_params(**{"limit": 100, **filters})
-        async for item in _apages(self._client, "/executions", params):
-            yield Execution.from_dict(item)
-
-
-async def _apages(client: AsyncClient, path: str, params: dict[str, Any]) -> AsyncIterator[dict[str, Any]]:
-    call: rq.Call | None = rq.Call("GET", path, params=params, retry=True)
-    while call is not None:
-        page = await client.request(call)
-        for item in page["items"]:
-            yield item
-        call = rq.Call("GET", page["next"], retry=True) if page.get("next") else None
-
-
-__all__ = ["AsyncClient", "Client", "CronwellError"]
+    def get(self, name: str) -> Task:
+        """One task, with its config schema and an example config."""
+        return self._client.request(rq.get_task(name))

@@ -33,6 +33,11 @@ class Conflict(CronwellError):
     """409: the current state forbids it (a disabled job, a request with this key still running)."""
 
 
+class PreconditionFailed(CronwellError):
+    """412: the object changed since it was read (its ETag, sent as If-Match, is stale): read it
+    again and reapply the change."""
+
+
 class ValidationFailed(CronwellError):
     """422: the fields in `errors` were refused."""
 
@@ -56,6 +61,7 @@ _BY_STATUS: dict[int, type[CronwellError]] = {
     403: Forbidden,
     404: NotFound,
     409: Conflict,
+    412: PreconditionFailed,
     422: ValidationFailed,
     429: RateLimited,
 }

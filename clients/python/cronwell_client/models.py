@@ -3,19 +3,29 @@ server's OpenAPI document (/api/v1/openapi.json): do not edit by hand; regenerat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any, Self
 
 
+@dataclass(frozen=True)
 class Model:
-    """`from_dict` keeps the fields this client knows; `raw` holds the whole document."""
+    """One object of the API. `from_dict` keeps the fields this client knows; `raw` is the whole
+    document (a field a newer server added is there, and `model["name"]` reads it); `etag` is the
+    answer's ETag header when it sent one (what `jobs.update` sends back as If-Match)."""
 
-    raw: dict[str, Any]
+    raw: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    etag: str | None = field(default=None, repr=False, compare=False)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]):
-        known = {f.name for f in fields(cls)} - {"raw"}  # type: ignore[arg-type]
-        return cls(**{name: data.get(name) for name in known}, raw=dict(data))  # type: ignore[call-arg]
+    def from_dict(cls, data: Mapping[str, Any], etag: str | None = None) -> Self:
+        """The model of `data`, a JSON object the API answered."""
+        own = (f for f in fields(cls) if f.name not in ("raw", "etag"))
+        return cls(**{f.name: data.get(f.metadata.get("key", f.name)) for f in own}, raw=dict(data), etag=etag)
+
+    def __getitem__(self, key: str) -> Any:
+        """The document's field `key`, as the server sent it."""
+        return self.raw[key]
 
 
 @dataclass(frozen=True)
@@ -56,7 +66,6 @@ class Execution(Model):
     output: str | None = None
     error: str | None = None
     result: Any | None = None
-    raw: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -73,7 +82,14 @@ class Attempt(Model):
     exit_code: int | None = None
     output: str | None = None
     error: str | None = None
-    raw: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Output(Model):
+    execution_id: int | None = None
+    status: str | None = None
+    output: str | None = None
+    error: str | None = None
 
 
 @dataclass(frozen=True)
@@ -128,7 +144,6 @@ class Job(Model):
     managed_by: str | None = None
     created_at: str | None = None
     updated_at: str | None = None
-    raw: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -148,7 +163,6 @@ class Queue(Model):
     created_at: str | None = None
     updated_at: str | None = None
     stats: Any | None = None
-    raw: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -162,4 +176,30 @@ class ExecutionExplain(Model):
     execution_id: int | None = None
     status: str | None = None
     details: dict[str, Any] | None = None
-    raw: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Task(Model):
+    name: str | None = None
+    description: str | None = None
+    module: str | None = None
+    builtin: bool | None = None
+    async_: bool | None = field(default=None, metadata={"key": "async"})
+    env: list[Any] | None = None
+    schema: dict[str, Any] | None = None
+    example: dict[str, Any] | None = None
+    version: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan(Model):
+    project: str | None = None
+    dry_run: bool | None = None
+    prune: bool | None = None
+    changed: bool | None = None
+    created: list[Any] | None = None
+    updated: list[Any] | None = None
+    unchanged: list[Any] | None = None
+    deleted: list[Any] | None = None
+    adopted: list[Any] | None = None
+    queues: dict[str, Any] | None = None
