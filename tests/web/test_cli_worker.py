@@ -71,6 +71,8 @@ def test_list_json_shape_and_states(app, cli):
         "last_seen",
         "age_seconds",
         "pending_command",
+        "reloading",
+        "tasks",
         "executions",
         "lost",
     }
