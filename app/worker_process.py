@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 
@@ -151,6 +152,10 @@ def serve(
         where = f"http://{metrics_host}:{metrics_port}/metrics"
         status.emit("metrics", f"worker metrics on {where} port={metrics_port}", port=metrics_port, host=metrics_host)
     stop = StopFlag().install()
+    if not once:
+        # SIGHUP: finish what runs, restart the fork server with the code now on disk, go on
+        # (the same as `flask worker reload`; the handler only sets a flag the loop reads).
+        signal.signal(signal.SIGHUP, lambda signum, frame: worker.request_reload("SIGHUP"))
     served = ",".join(queues) if queues else "all"
     if not once:
         status.emit(

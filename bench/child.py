@@ -11,7 +11,8 @@ JSON line with what it did. Modes:
   Flask: `--kind worker`, the default); `--kind web` builds its runtime from the whole app.
 - `dbpath`: limit (a): the worker's turn statement (`store.record_and_claim`: record the last
   batch, claim and start the next, one transaction) in a tight loop, no executor, no Python
-  worker loop around it.
+  worker loop around it; with `--tasks`, filtered on the catalog's task names as a worker's turn
+  is (`--no-tasks`: without the filter, to measure what it costs).
 - `nullworker`: the real Worker with an executor that "runs" every task instantly: the worker
   loop and its SQL without the fork, to tell the loop's cost from the fork's.
 - `fork`: limit (b): fork + exit + waitpid with `--slots` children in flight, in an interpreter
@@ -154,10 +155,10 @@ class DbPath:
     worker's: each turn records the previous batch as succeeded and claims + starts the next
     (`store.record_and_claim`, one statement on PostgreSQL), in a tight loop."""
 
-    def __init__(self, app, worker_id: str, slots: int) -> None:
+    def __init__(self, app, worker_id: str, slots: int, tasks: list[str] | None = None) -> None:
         from app.extensions import db
 
-        self.worker_id, self.slots = worker_id, slots
+        self.worker_id, self.slots, self.tasks = worker_id, slots, tasks
         self.lease = (app.config["LEASE_SECONDS"], app.config["LEASE_BUFFER_SECONDS"])
         self.conn = db.engine.connect()  # opened before the go signal, like the worker's
         self.running: list[tuple[int, int]] = []
@@ -180,6 +181,7 @@ class DbPath:
                 queue_ids=None,
                 lease_seconds=self.lease[0],
                 buffer_seconds=self.lease[1],
+                tasks=self.tasks,
             )
         self.running = [(item.id, number) for item, number in turn.started]
         return len(turn.started)
@@ -189,10 +191,19 @@ class DbPath:
             self.turn()
 
 
-def run_dbpath(slots: int, worker_id: str) -> dict:
+def _advertised(with_tasks: bool) -> list[str] | None:
+    """The task names a worker's turn is filtered on (the catalog's), or None for no filter."""
+    if not with_tasks:
+        return None
+    from app.tasks.loading import catalog_versions
+
+    return sorted(catalog_versions())
+
+
+def run_dbpath(slots: int, worker_id: str, with_tasks: bool = True) -> dict:
     app = _app()
     with app.app_context():
-        path = DbPath(app, worker_id, slots)
+        path = DbPath(app, worker_id, slots, _advertised(with_tasks))
         go = _ready_then_go()
         done = 0
         while True:
@@ -208,7 +219,7 @@ def run_dbpath(slots: int, worker_id: str) -> dict:
 def run_claimloop(slots: int, worker_id: str, seconds: float, window: float) -> dict:
     app = _app()
     with app.app_context():
-        path = DbPath(app, worker_id, slots)
+        path = DbPath(app, worker_id, slots, _advertised(True))
         go = _ready_then_go()
         counts: list[int] = []
         latencies: list[list[float]] = []
@@ -328,6 +339,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--windows", type=float, default=5.0)
     parser.add_argument("--worker-id", default=f"bench-{os.getpid()}")
+    parser.add_argument("--tasks", action=argparse.BooleanOptionalAction, default=True)
     parser.add_argument(
         "--kind",
         choices=["web", "worker"],
@@ -342,7 +354,7 @@ def main() -> None:
     elif args.mode == "nullworker":
         result = run_worker(args.slots, args.worker_id, null=True, kind=args.kind)
     elif args.mode == "dbpath":
-        result = run_dbpath(args.slots, args.worker_id)
+        result = run_dbpath(args.slots, args.worker_id, with_tasks=args.tasks)
     elif args.mode == "claimloop":
         result = run_claimloop(args.slots, args.worker_id, args.seconds, args.windows)
     else:

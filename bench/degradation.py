@@ -60,7 +60,7 @@ def _candidate_sql() -> str:
     """The claim's candidate scan (the store's own WHERE and ORDER BY), without the row locks."""
     from app.store.common import CANDIDATE_WHERE
 
-    where = CANDIDATE_WHERE.format(queue_filter="").replace(":now", "now()")
+    where = CANDIDATE_WHERE.format(queue_filter="", task_filter="").replace(":now", "now()")
     return (
         f"SELECT e.id FROM executions AS e, queues AS q WHERE {where} ORDER BY e.priority, e.available_at, e.id LIMIT 4"
     )

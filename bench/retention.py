@@ -140,7 +140,7 @@ def _plans(db: BenchDatabase) -> dict:
 
     candidates = (
         "SELECT e.id, e.queue_id FROM executions AS e, queues AS q WHERE "
-        + CANDIDATE_WHERE.format(queue_filter="").replace(":now", "now()")
+        + CANDIDATE_WHERE.format(queue_filter="", task_filter="").replace(":now", "now()")
         + f" ORDER BY {CANDIDATE_ORDER} LIMIT 4"
     )
     due = "SELECT * FROM jobs WHERE enabled AND next_run_at <= now() ORDER BY next_run_at LIMIT 500"

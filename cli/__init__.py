@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 # name, module in cli/, attribute holding its Click group or command, its line in `flask --help`
 COMMANDS: list[tuple[str, str, str, str]] = [
     ("scheduler", "scheduler", "scheduler_cli", "Run the scheduler process."),
-    ("worker", "worker", "worker_cli", "Run, list and stop worker processes."),
+    ("worker", "worker", "worker_cli", "Run, list, stop and reload worker processes."),
     ("demo", "demo", "demo_cli", "Self-checking demonstrations of the guarantees."),
     ("verify", "verify", "verify_command", "Check the ledger: every due occurrence has exactly one execution or a misfire event, no expired..."),
     ("job", "job", "job_cli", "Create, change, inspect, run and remove jobs."),

@@ -14,9 +14,11 @@ Fates:
 - `expired`: waited longer than the job's queued TTL;
 - `cancelled`: cancelled (by whom);
 - `disabled`: not created because the job was disabled then (by whom, when, why);
-- `queue_paused`, `rate_limited`, `no_worker`, `waiting`: created but not started: its queue is
-  paused, its queue's or job's rate limit is reached, no live worker serves its queue, or it waits
-  for a slot or its (jittered) start time;
+- `queue_paused`, `rate_limited`, `no_worker`, `no_worker_for_task`, `waiting`: created but not
+  started: its queue is paused, its queue's or job's rate limit is reached, no live worker serves
+  its queue, the live workers serving it do not offer its task (a worker claims only the tasks it
+  advertises: during a deploy, until one with the task's module runs or reloads), or it waits for
+  a slot or its (jittered) start time;
 - `not_created_yet`: due, but no scheduler has reached it (scheduler down or behind);
 - `not_due`: in the future;
 - `before_job`: before the job existed;
@@ -50,6 +52,7 @@ class RunRecord:
     available_at: datetime
     finished_at: datetime | None = None
     cancel_requested_by: str | None = None
+    task: str | None = None  # the task it forks; None for a workflow's own run, which forks none
 
 
 @dataclass(frozen=True)
@@ -81,6 +84,9 @@ class QueueState:
     paused_by: str | None = None
     paused_reason: str | None = None
     live_workers: int = 0
+    # The tasks those live workers advertise, together; None when one of them advertises nothing
+    # (a release before advertising: it claims every task).
+    offered_tasks: frozenset[str] | None = None
     # The queue's rate limit (`10/minute`) and how many more it lets start now; None: no limit.
     rate_limit: str | None = None
     rate_room: int | None = None
@@ -250,6 +256,18 @@ def _waiting(run: RunRecord, evidence: Evidence, details: dict[str, Any], base: 
             run.scheduled_for,
             "no_worker",
             f"Waiting: no live worker serves queue {queue.name!r}; execution #{run.id} has waited "
+            f"{_duration((evidence.now - run.available_at).total_seconds())}.",
+            details=details,
+            **base,
+        )
+    if run.task is not None and queue.offered_tasks is not None and run.task not in queue.offered_tasks:
+        details["task"] = run.task
+        return Fate(
+            run.scheduled_for,
+            "no_worker_for_task",
+            f"Waiting: no live worker serving queue {queue.name!r} offers task {run.task!r} "
+            f"({queue.live_workers} live worker(s) serve the queue without it: deploy the task's module "
+            f"to one and reload it, `flask worker reload`); execution #{run.id} has waited "
             f"{_duration((evidence.now - run.available_at).total_seconds())}.",
             details=details,
             **base,

@@ -196,6 +196,7 @@ def serves(state: WorkerState) -> bool:
 class WorkerCommandKind(str, Enum):
     DRAIN = "drain"  # stop claiming, let running tasks finish, exit 0
     STOP = "stop"  # stop now: kill running tasks, settle them as abandoned (retried per policy), exit 0
+    RELOAD = "reload"  # finish running tasks, restart the fork server with the new code, advertise, go on
 
 
 class ScheduleType(str, Enum):

@@ -137,10 +137,22 @@ def detail(execution_id: int):
         # Running ones too: the worker kills the task; asked once, the button goes.
         "can_cancel": ExecutionStatus(execution.status) in CANCELLABLE and execution.cancel_requested_at is None,
         "callbacks": run_service.callbacks_of(execution.id),  # what its outcome started (links both ways)
+        "waiting": _why_waiting(execution),
     }
     if is_htmx():
         return render_template("executions/_detail_body.html", **context)
     return render_template("executions/detail.html", **context)
+
+
+def _why_waiting(execution) -> dict | None:
+    """Explain's answer for a run that is due but not started (its queue is paused, no live
+    worker serves its queue or offers its task, ...); None for any other run."""
+    now = utcnow()
+    if execution.status != ExecutionStatus.PENDING.value or execution.available_at > now:
+        return None
+    from app.services.read.explain import explain_execution
+
+    return explain_execution(execution.id, now=now, caller=current_caller())
 
 
 @bp.post("/<id:execution_id>/retry")

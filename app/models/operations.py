@@ -107,12 +107,15 @@ class Heartbeat(Model):
     started_at: Mapped[datetime] = mapped_column(UTCDateTime)
     last_seen: Mapped[datetime] = mapped_column(UTCDateTime, index=True)
     info: Mapped[dict] = mapped_column(JSONType, default=dict)
+    # The tasks a worker advertises, {name: code version}: it claims only runs of these. NULL for a
+    # scheduler, and for a worker of a release before advertising (which claims every task).
+    tasks: Mapped[dict | None] = mapped_column(JSONType)
 
     __table_args__ = (CheckConstraint("kind IN ('scheduler', 'worker')", name="kind"),)
 
 
 class WorkerCommand(Model):
-    """An operator's order to one worker (drain or stop now), stored so it survives a missed
+    """An operator's order to one worker (drain, stop now or reload), stored so it survives a missed
     NOTIFY: the worker reads its unacted commands on every wake and stamps `acted_at`."""
 
     __tablename__ = "worker_commands"
@@ -125,6 +128,6 @@ class WorkerCommand(Model):
     acted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
     __table_args__ = (
-        CheckConstraint("command IN ('drain', 'stop')", name="command"),
+        CheckConstraint("command IN ('drain', 'stop', 'reload')", name="command"),
         {"sqlite_autoincrement": True},
     )

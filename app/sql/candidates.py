@@ -13,11 +13,13 @@ from app.sql.statuses import sql_statuses
 # (`q`, joined by the caller) must not be paused and must have a free slot as far as the
 # statement's snapshot knows; the exact slot count is settled under the queue row's lock
 # (PostgreSQL's turn) or the write lock (SQLite). Plain SQL valid on both databases;
-# `{queue_filter}` is the dialect's own.
+# `{queue_filter}` and `{task_filter}` are the dialect's own (`task_filter`: a worker claims only
+# runs of the tasks it advertises, the job joined as `j` by TASK_JOIN).
 CANDIDATE_WHERE = f"""
     e.status IN ({sql_statuses(CLAIMABLE)})
     AND e.available_at <= :now
     {{queue_filter}}
+    {{task_filter}}
     AND q.id = e.queue_id AND NOT q.paused
     AND (q.concurrency_limit IS NULL OR q.slots_taken < q.concurrency_limit)
     AND (NOT e.exclusive OR (
@@ -32,6 +34,20 @@ CANDIDATE_WHERE = f"""
                                OR (older.available_at = e.available_at AND older.id < e.id)))))
 """
 CANDIDATE_ORDER = "e.priority, e.available_at, e.id"
+
+# The task a run forks: a callback's own task, a one-off run's or a workflow step's own
+# `executions.task`, otherwise its job's (`j`, LEFT JOINed: a one-off run has no job).
+TASK_TO_RUN = "COALESCE(e.callback_task, e.task, j.task)"
+TASK_JOIN = "LEFT JOIN jobs AS j ON j.id = e.job_id"
+
+
+def task_filter(tasks_in: str) -> str:
+    """The candidates' task condition: the run's task is one of the worker's (`tasks_in`, the
+    dialect's membership test of a list parameter, e.g. `= ANY(CAST(:tasks AS text[]))`)."""
+    # A workflow step carries its own task (`e.task`); the workflow's run itself has no queue,
+    # so it is never a candidate at all.
+    return f"AND {TASK_TO_RUN} {tasks_in}"
+
 
 # The turns cancel candidates of disabled jobs instead of starting them: that must be legal.
 assert CLAIMABLE <= QUEUED_CANCELLABLE, "every claimable status must be cancellable"

@@ -17,14 +17,14 @@ DATABASE_NOW = Statement(
 
 UPSERT_HEARTBEAT = Statement(
     """
-    INSERT INTO heartbeats (id, kind, host, pid, started_at, last_seen, info)
-    VALUES (:id, :kind, :host, :pid, :started_at, :last_seen, :info)
+    INSERT INTO heartbeats (id, kind, host, pid, started_at, last_seen, info, tasks)
+    VALUES (:id, :kind, :host, :pid, :started_at, :last_seen, :info, :tasks)
     ON CONFLICT (id) DO UPDATE SET
         last_seen = excluded.last_seen, info = excluded.info, pid = excluded.pid,
-        started_at = excluded.started_at, host = excluded.host
+        started_at = excluded.started_at, host = excluded.host, tasks = excluded.tasks
     """,
     datetimes=("started_at", "last_seen"),
-    documents=("info",),
+    documents=("info", "tasks"),
 )
 
 
@@ -44,7 +44,9 @@ def upsert(
     started_at: datetime,
     now: datetime,
     info: dict[str, Any],
+    tasks: dict[str, str] | None = None,
 ) -> None:
-    """Insert or refresh the heartbeat row of `process_id`."""
+    """Insert or refresh the heartbeat row of `process_id`; a worker's `tasks` are what it
+    advertises ({name: code version}), None for a scheduler."""
     params = {"id": process_id, "kind": kind, "host": host, "pid": pid, "started_at": started_at}
-    execute(conn, UPSERT_HEARTBEAT, {**params, "last_seen": now, "info": info})
+    execute(conn, UPSERT_HEARTBEAT, {**params, "last_seen": now, "info": info, "tasks": tasks})

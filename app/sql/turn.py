@@ -24,7 +24,7 @@ from app.domain.policies import lease_duration
 from app.domain.states import CLAIMABLE, QUEUED_CANCELLABLE, RECORDABLE, AttemptStatus, can_transition, sources_of
 from app.domain.states import ExecutionStatus as S
 from app.sql import turn_postgresql
-from app.sql.candidates import CANDIDATE_ORDER, CANDIDATE_WHERE
+from app.sql.candidates import CANDIDATE_ORDER, CANDIDATE_WHERE, TASK_JOIN, task_filter
 from app.sql.queues import release_slots
 from app.sql.rate_limits import Pacer
 from app.sql.rows import (
@@ -60,11 +60,13 @@ def record_and_claim(
     queue_ids: Sequence[int] | None,
     lease_seconds: int,
     buffer_seconds: int,
+    tasks: Sequence[str] | None = None,
 ) -> Turn:
     """A worker's turn: record `finished` (each guarded by status and owner, so a worker whose
     lease was recovered writes nothing), then start up to `limit` due executions of `queue_ids`
-    (all queues when None): pending | retry_scheduled -> running with its lease and an open
-    Attempt, cancelling those whose job was disabled. Nothing is committed here."""
+    (all queues when None) whose task is one of `tasks` (the worker's; any task when None):
+    pending | retry_scheduled -> running with its lease and an open Attempt, cancelling those
+    whose job was disabled. Nothing is committed here."""
     check_recordable(finished)
     turn = turn_postgresql.record_and_claim if dialect_of(conn) == POSTGRESQL else _turn_on_sqlite
     return turn(
@@ -76,6 +78,7 @@ def record_and_claim(
         queue_ids=queue_ids,
         lease_seconds=lease_seconds,
         buffer_seconds=buffer_seconds,
+        tasks=tasks,
     )
 
 
@@ -143,7 +146,7 @@ def _record(conn: DBConnection, finished: Sequence[Finished], *, worker_id: str,
 _CANDIDATES = f"""
 SELECT {claimed_sql_list(execution_alias="x", job_alias="j")}
 FROM executions AS x LEFT JOIN jobs AS j ON j.id = x.job_id
-WHERE x.id IN (SELECT e.id FROM executions AS e, queues AS q
+WHERE x.id IN (SELECT e.id FROM executions AS e {{task_join}}, queues AS q
                WHERE {CANDIDATE_WHERE}
                ORDER BY {CANDIDATE_ORDER}
                LIMIT :limit)
@@ -154,11 +157,17 @@ _CLAIMED_READ: dict[str, Any] = dict(
     returns_datetimes=tuple(CLAIMED_FIELDS.index(name) for name in ("lease_expires_at", "scheduled_for")),
     returns_documents=tuple(CLAIMED_FIELDS.index(name) for name in ("config", "config_override", "upstream_results")),
 )
-CANDIDATES = Statement(_CANDIDATES.format(queue_filter=""), **_CLAIMED_READ)
+_IN_QUEUES = "AND e.queue_id IN (SELECT value FROM json_each(:queues))"
+# The worker's task names, one JSON list parameter: a run reaches only a worker that has its task.
+_OF_TASKS = dict(task_filter=task_filter("IN (SELECT value FROM json_each(:tasks))"), task_join=TASK_JOIN)
+_ANY_TASK = dict(task_filter="", task_join="")
+CANDIDATES = Statement(_CANDIDATES.format(queue_filter="", **_ANY_TASK), **_CLAIMED_READ)
 CANDIDATES_IN_QUEUES = Statement(
-    _CANDIDATES.format(queue_filter="AND e.queue_id IN (SELECT value FROM json_each(:queues))"),
-    lists=("queues",),
-    **_CLAIMED_READ,
+    _CANDIDATES.format(queue_filter=_IN_QUEUES, **_ANY_TASK), lists=("queues",), **_CLAIMED_READ
+)
+CANDIDATES_OF_TASKS = Statement(_CANDIDATES.format(queue_filter="", **_OF_TASKS), lists=("tasks",), **_CLAIMED_READ)
+CANDIDATES_OF_TASKS_IN_QUEUES = Statement(
+    _CANDIDATES.format(queue_filter=_IN_QUEUES, **_OF_TASKS), lists=("queues", "tasks"), **_CLAIMED_READ
 )
 # The write lock makes counting exact: a limited queue's free slots are its limit minus its
 # running executions that hold a slot.
@@ -211,14 +220,23 @@ def _turn_on_sqlite(
     queue_ids: Sequence[int] | None,
     lease_seconds: int,
     buffer_seconds: int,
+    tasks: Sequence[str] | None = None,
 ) -> Turn:
     recorded = _record(conn, finished, worker_id=worker_id, now=now)
     if limit <= 0:
         return Turn(recorded, [], [])
+    params: dict[str, Any] = {"now": now, "limit": limit}
     if queue_ids:
-        read = execute(conn, CANDIDATES_IN_QUEUES, {"now": now, "limit": limit, "queues": list(queue_ids)})
-    else:
-        read = execute(conn, CANDIDATES, {"now": now, "limit": limit})
+        params["queues"] = list(queue_ids)
+    if tasks is not None:
+        params["tasks"] = list(tasks)
+    statement = {
+        (False, False): CANDIDATES,
+        (True, False): CANDIDATES_IN_QUEUES,
+        (False, True): CANDIDATES_OF_TASKS,
+        (True, True): CANDIDATES_OF_TASKS_IN_QUEUES,
+    }[(bool(queue_ids), tasks is not None)]
+    read = execute(conn, statement, params)
     candidates = [ClaimedExecution.from_mapping(row) for row in _mappings(read)]
     limited = {item.queue_id for item in candidates}
     free = dict(execute(conn, FREE_SLOTS, {"ids": sorted(limited)}).rows) if limited else {}

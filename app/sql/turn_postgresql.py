@@ -20,7 +20,7 @@ from typing import Any
 from app.domain.one_off import job_column_sql
 from app.domain.states import RECORDABLE, AttemptStatus
 from app.domain.states import ExecutionStatus as S
-from app.sql.candidates import CANDIDATE_ORDER, CANDIDATE_WHERE
+from app.sql.candidates import CANDIDATE_ORDER, CANDIDATE_WHERE, TASK_JOIN, task_filter
 from app.sql.rate_limits import recorded_sql, room_sql
 from app.sql.rows import (
     DISABLED_BEFORE_RUN,
@@ -58,9 +58,10 @@ _RUNNABLE = "(x.job_id IS NULL OR j.enabled)"
 # Pick and lock the batch (lower priority value first, then oldest), skipping rows other
 # workers hold. `q` is each queue as this turn sees it once the runs it records have given back
 # their slots (`released`): otherwise a full limited queue would offer no candidates to the turn
-# that frees its slots, and every finish would cost a second turn to claim the successor.
+# that frees its slots, and every finish would cost a second turn to claim the successor. The
+# job is joined only for the task filter (`{task_join}`): the worker claims only its tasks' runs.
 CANDIDATES = f"""
-    SELECT e.id, e.queue_id FROM executions AS e,
+    SELECT e.id, e.queue_id FROM executions AS e {{task_join}},
         (SELECT q0.id, q0.paused, q0.concurrency_limit, q0.slots_taken - COALESCE(r.n, 0) AS slots_taken
          FROM queues AS q0 LEFT JOIN released AS r ON r.queue_id = q0.id) AS q
     WHERE {CANDIDATE_WHERE}
@@ -229,8 +230,12 @@ UNION ALL SELECT 'disabled' AS kind, * FROM cancelled
 """
 
 
+# The worker's task names, one array parameter: a run reaches only a worker that has its task.
+TASK_FILTER = task_filter("= ANY(CAST(:tasks AS text[]))")
+
+
 @lru_cache(maxsize=64)
-def _turn_statement(filtered: bool, limit: int) -> str:
+def _turn_statement(filtered: bool, limit: int, by_task: bool = False) -> str:
     """The turn statement for a batch of `limit` (a literal, so that its plan knows it).
 
     Each text is prepared once per connection (psycopg prepares a statement on its fifth use)
@@ -238,9 +243,15 @@ def _turn_statement(filtered: bool, limit: int) -> str:
     costs more than running it, and it is the same for every turn. With the limit a literal, the
     one plan is the plan of a small batch (walk the claimable index in order, stop after
     `limit`), never one guessed for an unknown limit. A worker has at most `slots` texts.
+    `by_task`: only runs of the tasks in `:tasks` (what the worker advertises).
     """
     queue_filter = "AND e.queue_id = ANY(CAST(:queues AS integer[]))" if filtered else ""
-    return TURN_SQL.format(queue_filter=queue_filter, limit=int(limit))
+    return TURN_SQL.format(
+        queue_filter=queue_filter,
+        task_filter=TASK_FILTER if by_task else "",
+        task_join=TASK_JOIN if by_task else "",
+        limit=int(limit),
+    )
 
 
 _COLUMNS: dict[bytes, list[str]] = {}  # the turn's result columns, by statement text
@@ -248,7 +259,7 @@ _PARAMETER = re.compile(r"(?<![:\w]):(\w+)")  # a :name bind parameter (not a ::
 
 
 @lru_cache(maxsize=64)
-def _turn_query(filtered: bool, limit: int) -> tuple[bytes, tuple[str, ...]]:
+def _turn_query(filtered: bool, limit: int, by_task: bool = False) -> tuple[bytes, tuple[str, ...]]:
     """`_turn_statement`'s text with PostgreSQL's own $n placeholders, and the parameter names in
     $n order, for a psycopg `RawCursor`.
 
@@ -264,7 +275,7 @@ def _turn_query(filtered: bool, limit: int) -> tuple[bytes, tuple[str, ...]]:
             names.append(match.group(1))
         return f"${names.index(match.group(1)) + 1}"
 
-    sql = _PARAMETER.sub(number, _turn_statement(filtered, limit))
+    sql = _PARAMETER.sub(number, _turn_statement(filtered, limit, by_task))
     return sql.encode(), tuple(names)
 
 
@@ -314,10 +325,11 @@ def record_and_claim(
     queue_ids: Sequence[int] | None,
     lease_seconds: int,
     buffer_seconds: int,
+    tasks: Sequence[str] | None = None,
 ) -> Turn:
     """A worker's turn in one statement (`TURN_SQL`): record `finished`, then start up to
-    `limit` due executions (cancelling those whose job was disabled). `finished` is checked by
-    the caller (app.sql.turn.record_and_claim)."""
+    `limit` due executions of `tasks` (any task when None; cancelling those whose job was
+    disabled). `finished` is checked by the caller (app.sql.turn.record_and_claim)."""
     from psycopg import RawCursor  # here, not at import: a worker on SQLite never loads psycopg
 
     raw = conn.connection.dbapi_connection if hasattr(conn, "exec_driver_sql") else conn
@@ -332,10 +344,12 @@ def record_and_claim(
     )
     if queue_ids:
         params["queues"] = list(queue_ids)
+    if tasks is not None:
+        params["tasks"] = list(tasks)
     recorded: set[int] = set()
     started: list[tuple[ClaimedExecution, int]] = []
     cancelled: list[ClaimedExecution] = []
-    query, names = _turn_query(bool(queue_ids), max(0, limit))
+    query, names = _turn_query(bool(queue_ids), max(0, limit), tasks is not None)
     # On the DB-API connection itself, so in the caller's transaction (or its autocommit).
     with RawCursor(raw) as cursor:
         cursor.execute(query, [params[name] for name in names])

@@ -138,8 +138,10 @@ class Store(Protocol):
         queue_ids: Sequence[int] | None,
         lease_seconds: int,
         buffer_seconds: int,
+        tasks: Sequence[str] | None = None,
     ) -> Turn:
-        """A worker's turn: record `finished`, start up to `limit` due rows, cancel those of disabled jobs."""
+        """A worker's turn: record `finished`, start up to `limit` due rows (of `tasks`, any task when
+        None), cancel those of disabled jobs."""
 
     def record_finished(
         self, conn: Connection, finished: Sequence[Finished], *, worker_id: str, now: datetime

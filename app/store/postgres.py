@@ -86,6 +86,7 @@ class PostgresStore(CommonStore):
         queue_ids: Sequence[int] | None,
         lease_seconds: int,
         buffer_seconds: int,
+        tasks: Sequence[str] | None = None,
     ) -> Turn:
         """A worker's turn in one statement (`TURN_SQL`, app/sql/turn_postgresql.py): record
         `finished`, then start up to `limit` due executions (cancelling those whose job was disabled)."""
@@ -98,4 +99,5 @@ class PostgresStore(CommonStore):
             queue_ids=queue_ids,
             lease_seconds=lease_seconds,
             buffer_seconds=buffer_seconds,
+            tasks=tasks,
         )

@@ -33,6 +33,7 @@ class SqliteStore(CommonStore):
         queue_ids: Sequence[int] | None,
         lease_seconds: int,
         buffer_seconds: int,
+        tasks: Sequence[str] | None = None,
     ) -> Turn:
         """A worker's turn as steps under the write lock (app/sql/turn.py): record `finished`, then
         start up to `limit` due executions (pending | retry_scheduled -> running + Attempt row),
@@ -47,4 +48,5 @@ class SqliteStore(CommonStore):
             queue_ids=queue_ids,
             lease_seconds=lease_seconds,
             buffer_seconds=buffer_seconds,
+            tasks=tasks,
         )

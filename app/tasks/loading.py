@@ -9,6 +9,11 @@ hands it to its fork server to preload.
 A module that fails to import, or a task name defined twice, is a `TaskModuleError` whose message
 is one line naming the module(s): the process entry points print it and exit 1.
 
+A worker told to reload (`flask worker reload`, SIGHUP) imports the deployer's modules again from
+disk (`reload_task_modules`): the list is resolved again (a new entry point counts), the modules
+and their submodules are dropped from `sys.modules` and imported afresh, so the catalog and each
+task's version are those of the code now deployed; if one fails, the catalog stays as it was.
+
 importlib.metadata (a heavy import) is used only here, in the processes that resolve the list;
 the zygote is handed plain module names.
 """
@@ -21,7 +26,15 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from app.tasks.registry import TaskDefinitionError, TaskSpec
+from app.tasks.registry import (
+    TaskDefinitionError,
+    TaskSpec,
+    all_tasks,
+    forget_tasks_of,
+    in_modules,
+    registry_snapshot,
+    restore_registry,
+)
 
 BUILTIN_MODULE = "app.tasks.catalog"
 MODULES_VARIABLE = "CRONWELL_TASK_MODULES"
@@ -98,6 +111,65 @@ def load_task_modules(configured: str | None, errors: list[str] | None = None) -
             continue
         _LOADED[module.name] = module
     return modules
+
+
+@dataclass(frozen=True)
+class CatalogState:
+    """What the catalog was at one moment: the registered tasks, the deployer modules loaded and
+    the versions computed, so a failed reload can put it back as it was."""
+
+    tasks: dict[str, TaskSpec]
+    loaded: dict[str, TaskModule]
+    versions: dict[str, str]
+
+
+def catalog_state() -> CatalogState:
+    return CatalogState(registry_snapshot(), dict(_LOADED), dict(_VERSIONS))
+
+
+def restore_catalog(state: CatalogState) -> None:
+    restore_registry(state.tasks)
+    _LOADED.clear()
+    _LOADED.update(state.loaded)
+    _VERSIONS.clear()
+    _VERSIONS.update(state.versions)
+
+
+def reload_task_modules(configured: str | None) -> list[TaskModule]:
+    """Import the deployer's task modules again from the code on disk (a deploy replaced it).
+
+    The list is resolved again (entry points included), each module and its submodules are
+    dropped from `sys.modules` with their tasks and imported afresh, and every version is computed
+    again. Raises TaskModuleError (one line) when one fails, leaving the catalog and `sys.modules`
+    as they were."""
+    state = catalog_state()
+    # Finders cache directory listings and distribution metadata: a file or a distribution the
+    # deploy added since the last import would not be found without this.
+    importlib.invalidate_caches()
+    modules = deployer_modules(configured)
+    names = {module.name for module in modules} | set(_LOADED)
+    saved = {name: module for name, module in sys.modules.items() if in_modules(name, names)}
+    forget_tasks_of(names)
+    for name in saved:
+        del sys.modules[name]
+    _LOADED.clear()
+    _VERSIONS.clear()
+    try:
+        for module in modules:
+            import_task_module(module.name)
+            _LOADED[module.name] = module
+    except TaskModuleError:
+        for name in [name for name in sys.modules if in_modules(name, names)]:
+            del sys.modules[name]
+        sys.modules.update(saved)
+        restore_catalog(state)
+        raise
+    return modules
+
+
+def catalog_versions() -> dict[str, str]:
+    """Every registered task and its code version (`task_version`): what a worker advertises."""
+    return {spec.name: task_version(spec) for spec in all_tasks()}
 
 
 def import_task_module(name: str) -> None:

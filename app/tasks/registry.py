@@ -194,6 +194,31 @@ def all_tasks() -> list[TaskSpec]:
     return sorted(_REGISTRY.values(), key=lambda spec: spec.name)
 
 
+def registry_snapshot() -> dict[str, TaskSpec]:
+    """The catalog as registered now (a copy), for `restore_registry` should a reload fail."""
+    return dict(_REGISTRY)
+
+
+def restore_registry(snapshot: dict[str, TaskSpec]) -> None:
+    """Put back the catalog `registry_snapshot` took."""
+    _REGISTRY.clear()
+    _REGISTRY.update(snapshot)
+
+
+def forget_tasks_of(modules: set[str]) -> list[str]:
+    """Unregister every task defined in one of `modules` or a submodule of one (a reload imports
+    them again, so a task removed from the code leaves the catalog); returns their names."""
+    gone = [name for name, spec in _REGISTRY.items() if in_modules(spec.module, modules)]
+    for name in gone:
+        del _REGISTRY[name]
+    return gone
+
+
+def in_modules(name: str, modules: set[str]) -> bool:
+    """Whether module `name` is one of `modules` or inside one of them (a package's submodule)."""
+    return any(name == module or name.startswith(module + ".") for module in modules)
+
+
 def validate_config(name: str, config: Any) -> dict:
     """Validate `config` for task `name`; return it (never mutated) or raise TaskConfigError."""
     spec = get_task(name)

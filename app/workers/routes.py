@@ -1,4 +1,4 @@
-"""Worker pages: the registry and the drain / stop orders, thin adapters over
+"""Worker pages: the registry and the drain / stop / reload orders, thin adapters over
 `app.services.read.workers` and `app.services.use_cases.workers`.
 
 The page polls itself: an HTMX GET of the same URL answers with the registry fragment only.
@@ -45,6 +45,25 @@ def drain(worker_id: str):
 def stop(worker_id: str):
     """Stop at once: running tasks are killed and retried per their jobs' policies."""
     return _order(worker_id, at_once=True)
+
+
+@bp.post("/<path:worker_id>/reload")
+@requires(Action.OPERATE)
+def reload(worker_id: str):
+    """Finish what runs, restart the fork server on the task code now on disk, go on."""
+    now = utcnow()
+    get_worker(worker_id, now)  # an unknown id is the 404 page
+    try:
+        worker_service.reload_worker(worker_id, now=now, actor=current_actor())
+    except Conflict as exc:
+        flash(str(exc), "error")
+    else:
+        flash(
+            f"Worker {worker_id} was told to reload: it finishes what runs, then restarts its fork server on "
+            "the new code. It acts within about a second.",
+            "success",
+        )
+    return redirect(url_for("workers.index"), code=303)
 
 
 def _order(worker_id: str, *, at_once: bool):

@@ -1,7 +1,7 @@
 """workflow runs: one row per occurrence of a workflow job, step executions point at it
 
 Revision ID: 0026
-Revises: 0024
+Revises: 0025
 Create Date: 2026-12-06 20:00:00
 
 A workflow job's occurrence is an execution like any other (the run's anchor: the scheduler,
@@ -24,7 +24,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0026"
-down_revision = "0024"
+down_revision = "0025"
 branch_labels = None
 depends_on = None
 

@@ -80,3 +80,40 @@ def install_acme(directory: Path) -> str:
     if str(directory) not in sys.path:
         sys.path.insert(0, str(directory))
     return ACME_MODULE
+
+
+RELOADABLE_MODULE = "cronwell_test_reloadable_tasks"
+RELOADABLE_WITNESS = "RELOADABLE_WITNESS_FILE"
+
+
+def reloadable_source(code: str) -> str:
+    """A task module whose `reloadable_witness` task appends "execution attempt pid CODE" to the
+    file named by RELOADABLE_WITNESS (one O_APPEND write), then holds its slot config["seconds"]
+    (default 0.02): each version of the module writes its own CODE, so a line says which code ran
+    the attempt."""
+    return f'''
+"""Reloadable tasks for the rolling-deploy tests: code {code}."""
+
+import os
+import time
+
+from app.tasks import TaskContext, task
+
+CODE = {code!r}
+
+
+@task(
+    "reloadable_witness",
+    description="Witness the attempt and the code that ran it.",
+    schema={{"type": "object", "properties": {{"seconds": {{"type": "number"}}}}}},
+    env=[{RELOADABLE_WITNESS!r}],
+)
+def witness(config: dict, ctx: TaskContext) -> str:
+    fd = os.open(os.environ[{RELOADABLE_WITNESS!r}], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, f"{{ctx.execution_id}} {{ctx.attempt}} {{os.getpid()}} {{CODE}}\\n".encode())
+    finally:
+        os.close(fd)
+    time.sleep(config.get("seconds", 0.02))
+    return CODE
+'''

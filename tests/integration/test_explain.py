@@ -117,6 +117,30 @@ def test_waiting_because_no_live_worker_serves_the_queue(app):
     assert fate_at(job.id, minute(1), minute(3))["fate"] == "waiting"
 
 
+def test_waiting_because_no_live_worker_offers_the_task(app):
+    from app.services.read.explain import explain_execution
+
+    job = make_job(now=T0, every="1m", task="echo", config={"message": "hi"})
+    tick(app, minute(1))
+    old = make_heartbeat("old-release", "worker", age_seconds=1, now=minute(3))
+    old.tasks = {"always_succeed": "sha256:aaaaaaaaaaaa"}
+    db.session.commit()
+    fate = fate_at(job.id, minute(1), minute(3))
+    assert fate["fate"] == "no_worker_for_task" and fate["details"]["task"] == "echo"
+    assert "no live worker serving queue 'default' offers task 'echo'" in fate["summary"]
+    db.session.rollback()
+    row = db.session.scalar(select(Execution).where(Execution.job_id == job.id))
+    assert explain_execution(row.id, now=minute(3))["fate"] == "no_worker_for_task"
+    # A worker that advertises nothing (a release before advertising) claims every task.
+    make_heartbeat("older-release", "worker", age_seconds=1, now=minute(3))
+    assert fate_at(job.id, minute(1), minute(3))["fate"] == "waiting"
+    db.session.delete(db.session.get(type(old), "older-release"))
+    new = make_heartbeat("new-release", "worker", age_seconds=1, now=minute(3))
+    new.tasks = {"echo": "sha256:bbbbbbbbbbbb"}
+    db.session.commit()
+    assert fate_at(job.id, minute(1), minute(3))["fate"] == "waiting"
+
+
 def test_cancelled_by_whom(app):
     job = make_job(now=T0, every="1m")
     tick(app, minute(1))

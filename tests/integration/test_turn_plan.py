@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from sqlalchemy import text
 
 from app.clock import utcnow
@@ -40,7 +41,7 @@ def _load_backlog(job_id: int) -> None:
         conn.exec_driver_sql("ANALYZE executions")
 
 
-def _turn(conn, limit: int = 4):
+def _turn(conn, limit: int = 4, tasks=None):
     with write_transaction_on(conn) as tx:
         return store_for(tx).record_and_claim(
             tx,
@@ -51,14 +52,20 @@ def _turn(conn, limit: int = 4):
             queue_ids=None,
             lease_seconds=60,
             buffer_seconds=0,
+            tasks=tasks,
         )
 
 
-def test_turns_on_one_connection_reuse_one_generic_plan(pg_app):
+# A worker's turn is filtered on the tasks it advertises; without a list, on none.
+BY_TASK = pytest.mark.parametrize("tasks", [None, ["always_succeed", "echo"]], ids=["any-task", "by-task"])
+
+
+@BY_TASK
+def test_turns_on_one_connection_reuse_one_generic_plan(pg_app, tasks):
     job = make_job(overlap_policy="allow")
     _load_backlog(job.id)
     with db.engine.connect() as conn:
-        started = [len(_turn(conn).started) for _ in range(8)]
+        started = [len(_turn(conn, tasks=tasks).started) for _ in range(8)]
         plans = conn.exec_driver_sql(
             "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE '%%WITH result AS%%'"
         ).all()
@@ -68,10 +75,11 @@ def test_turns_on_one_connection_reuse_one_generic_plan(pg_app):
     assert custom == 0 and generic >= 3, plans  # psycopg prepares on the 5th use; planned once since
 
 
-def test_the_generic_plan_walks_the_claimable_index_with_a_large_backlog(pg_app):
+@BY_TASK
+def test_the_generic_plan_walks_the_claimable_index_with_a_large_backlog(pg_app, tasks):
     job = make_job(overlap_policy="allow")
     _load_backlog(job.id)
-    sql = _turn_statement(False, 4)
+    sql = _turn_statement(False, 4, tasks is not None)
     names = list(dict.fromkeys(re.findall(r"(?<![:\w]):([a-z_]\w*)", sql)))
     numbered = re.sub(r"(?<![:\w]):([a-z_]\w*)", lambda m: f"${names.index(m.group(1)) + 1}", sql)
     with db.engine.connect() as conn:

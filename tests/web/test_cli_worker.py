@@ -71,6 +71,8 @@ def test_list_json_shape_and_states(app, cli):
         "last_seen",
         "age_seconds",
         "pending_command",
+        "reloading",
+        "tasks",
         "executions",
         "lost",
     }
@@ -139,6 +141,37 @@ def test_stop_refuses_unknown_stopped_and_stale_workers(app, cli):
     assert_error(cli("worker", "stop", "x" * 300), "does not exist")
     assert_error(cli("worker", "stop", "w-gone", "--now"), "worker w-gone is already stopped")
     assert_error(cli("worker", "stop", "w-stale"), "worker w-stale is stale (no heartbeat for")
+    assert row_counts() == before and commands() == []
+
+
+def test_reload_stores_an_order_for_one_worker_or_every_running_one(app, cli):
+    registry(app)
+    out = ok(cli("worker", "reload", "--worker-id", "w-busy"))
+    assert out.strip() == "Worker w-busy told to reload: it finishes 1 running, then restarts its fork server"
+    assert commands() == [("w-busy", "reload", "cli", False)]
+    [event] = cli_events("worker_reload_requested")
+    assert event.payload["worker_id"] == "w-busy"
+    [busy] = [d for d in ok_json(cli("worker", "list", "--json")) if d["id"] == "w-busy"]
+    assert busy["pending_command"] == "reload"
+    assert_error(cli("worker", "reload", "--worker-id", "w-busy"), "worker w-busy has already been told to reload")
+    # Without an id: every running worker that has no order waiting (none is left here).
+    assert_error(cli("worker", "reload"), "no running worker to reload")
+    beat("w-two", state="running")
+    docs = ok_json(cli("worker", "reload", "--json"))
+    assert [d["id"] for d in docs] == ["w-two"] and docs[0]["pending_command"] == "reload"
+
+
+def test_reload_refuses_unknown_stopped_stale_and_draining_workers(app, cli):
+    registry(app)
+    before = row_counts()
+    for worker_id, message in (
+        ("nope", "worker nope does not exist"),
+        ("scheduler-1", "worker scheduler-1 does not exist"),
+        ("w-gone", "worker w-gone is stopped"),
+        ("w-stale", "worker w-stale is stale"),
+        ("w-drain", "worker w-drain is draining or stopping"),
+    ):
+        assert_error(cli("worker", "reload", "--worker-id", worker_id), message)  # one line, exit 1
     assert row_counts() == before and commands() == []
 
 

@@ -131,6 +131,7 @@ MATRIX: dict[str, Row] = {
     "queues.delete": row("POST", **{**ACTION, "admin": True}),
     "workers.drain": row("POST", **ACTION),
     "workers.stop": row("POST", **ACTION),
+    "workers.reload": row("POST", **ACTION),
     # user management: admins only (an empty form is refused inline)
     # API tokens: a member's own (another user's token is 404, like a missing one)
     "tokens.index": row("GET", SIGN_IN, OK, anon_post=SIGN_IN, user_post=INVALID),

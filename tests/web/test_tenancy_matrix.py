@@ -99,6 +99,7 @@ ROUTES: dict[str, str] = {
     "queues.delete": "administer",
     "workers.drain": "operate",
     "workers.stop": "operate",
+    "workers.reload": "operate",
     "queues.create": "administer",
     "queues.edit": "administer",
     "alerts.create_channel": "administer",

@@ -84,6 +84,26 @@ def test_in_flight_detail_polls_and_htmx_gets_the_fragment(app):
     assert fragment.lstrip().startswith('<div id="execution-body"') and "<html" not in fragment
 
 
+def test_a_pending_run_says_why_it_waits_naming_a_task_no_live_worker_offers(app):
+    from tests.factories import make_heartbeat
+
+    job = make_job("waits", task="echo", config={"message": "hi"})
+    execution = make_execution(job, "pending")
+    worker = make_heartbeat("w-old-code", "worker", age_seconds=1)
+    worker.tasks = {"always_succeed": "sha256:aaaaaaaaaaaa"}
+    db.session.commit()
+    client = signed_in_client(app)
+    fragment = client.get(f"/executions/{execution.id}", htmx=True).get_data(as_text=True)
+    notice = fragment.split('id="execution-waiting"', 1)[1].split("</p>", 1)[0]
+    assert 'data-fate="no_worker_for_task"' in notice and "offers task &#39;echo&#39;" in notice
+    worker.tasks = {"echo": "sha256:bbbbbbbbbbbb"}
+    db.session.commit()
+    page = client.get(f"/executions/{execution.id}").get_data(as_text=True)
+    assert 'data-fate="waiting"' in page and "free worker slot" in page
+    done = make_execution(job, "succeeded")
+    assert 'id="execution-waiting"' not in client.get(f"/executions/{done.id}").get_data(as_text=True)
+
+
 def test_missing_execution_is_404(app):
     assert signed_in_client(app).get("/executions/12345").status_code == 404
 

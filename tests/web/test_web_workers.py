@@ -131,6 +131,44 @@ def test_drain_then_stop_are_stored_for_the_worker_and_audited(app, operator):
     assert "worker_drain_requested" in kinds and "worker_stop_requested" in kinds
 
 
+def test_each_worker_shows_its_tasks_and_versions_and_a_reload_button(app, operator):
+    live = beat("w-live")
+    live.tasks = {"echo": "sha256:aaaaaaaaaaaa", "acme_greet": "2.1.0", "always_succeed": "sha256:aaaaaaaaaaaa"}
+    beat("w-old")  # a release before advertising
+    beat("w-drain", state="draining")
+    db.session.commit()
+    body = operator.get("/workers/").get_data(as_text=True)
+    row = row_of(body, "w-live")
+    assert "3 tasks" in row and "sha256:aaaaaaaaaaaa" in row and "acme_greet" in row and "2.1.0" in row
+    assert "/workers/w-live/reload" in row
+    assert "advertises none" in row_of(body, "w-old")
+    assert "/reload" not in row_of(body, "w-drain")
+
+
+def test_reload_is_stored_for_the_worker_audited_and_refused_twice(app, operator, viewer):
+    beat("w-1")
+    assert viewer.post("/workers/w-1/reload").status_code == 403
+    assert operator.post("/workers/w-1/reload", csrf=False).status_code == 400
+    assert orders() == []
+    response = operator.post("/workers/w-1/reload")
+    assert response.status_code == 303 and response.headers["Location"].endswith("/workers/")
+    assert orders() == [("w-1", "reload", "web:operator")]
+    page = operator.get("/workers/").get_data(as_text=True)
+    assert "told to reload" in page and "reload ordered" in page
+    assert "/workers/w-1/reload" not in row_of(page, "w-1") and "/workers/w-1/drain" in row_of(page, "w-1")
+    operator.post("/workers/w-1/reload")
+    assert "has already been told to reload" in operator.get("/workers/").get_data(as_text=True)
+    assert len(orders()) == 1
+    assert operator.post("/workers/nope/reload").status_code == 404
+    db.session.rollback()
+    assert [e.type for e in db.session.scalars(select(Event).order_by(Event.id))].count("worker_reload_requested") == 1
+    # A worker taking it shows reloading until its fork server runs the new code.
+    row = db.session.get(Heartbeat, "w-1")
+    row.info = {**row.info, "reloading": True}
+    db.session.commit()
+    assert "reloading" in row_of(operator.get("/workers/").get_data(as_text=True), "w-1")
+
+
 def test_a_worker_id_with_a_slash_is_addressed_whole(app, operator):
     beat("pool/a-1")
     assert "/workers/pool/a-1/drain" in operator.get("/workers/").get_data(as_text=True)

@@ -2,7 +2,8 @@
 
 A worker's `info` (JSON) is what the worker registry shows (app/services/read/workers.py):
 state (running | draining | stopped), slots, busy, queues, and the executions it runs with their
-start times. A worker that exits cleanly keeps its row marked `stopped` (so operators see it
+start times; its `tasks` column, the tasks it advertises with their code versions (it claims
+only runs of those; explain reads them to say that no live worker offers a run's task). A worker that exits cleanly keeps its row marked `stopped` (so operators see it
 went away on purpose) until HEARTBEAT_PRUNE_SECONDS removes it; `not_stopped()` keeps such rows
 out of liveness checks.
 
@@ -78,10 +79,18 @@ def sync_clock_at_start(engine: Engine) -> None:
 
 
 def beat(
-    conn: DBConnection, *, process_id: str, kind: str, started_at: datetime, now: datetime, info: dict[str, Any]
+    conn: DBConnection,
+    *,
+    process_id: str,
+    kind: str,
+    started_at: datetime,
+    now: datetime,
+    info: dict[str, Any],
+    tasks: dict[str, str] | None = None,
 ) -> None:
     """Insert or refresh this process's heartbeat row (measuring the clock first: if this
-    process's clock had to be corrected, `now` is corrected by as much)."""
+    process's clock had to be corrected, `now` is corrected by as much). A worker passes the
+    tasks it advertises ({name: code version})."""
     now = now + sync_clock(conn)
     sql_heartbeats.upsert(
         conn,
@@ -92,6 +101,7 @@ def beat(
         started_at=started_at,
         now=now,
         info=info,
+        tasks=tasks,
     )
 
 

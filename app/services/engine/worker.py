@@ -83,7 +83,14 @@ from app.sql.connections import is_database_trouble
 from app.sql.events import insert_event
 from app.sql.rows import ClaimedExecution, ExpiredLease, Finished, Outcome, Turn
 from app.sql.transport import DBConnection
-from app.tasks.loading import preload_modules, task_version
+from app.tasks.loading import (
+    TaskModuleError,
+    catalog_state,
+    catalog_versions,
+    preload_modules,
+    reload_task_modules,
+    restore_catalog,
+)
 from app.tasks.registry import needs_database, registered_task
 
 if TYPE_CHECKING:
@@ -203,6 +210,15 @@ class Worker:
             result_max_bytes=cfg.get("RESULT_MAX_BYTES", 65536),
             withhold=task_env.declared_names(),
         )
+        # The catalog's modules as this worker listed them for its fork server; whatever else a
+        # given executor preloads (a test's helper module) is kept across reloads (_next_preload).
+        self._listed_preload = self.executor.preload if executor is None else ()
+        # What this worker advertises in its registry row, {task: code version}: it claims only
+        # runs of these tasks, and records the version with each attempt's outcome.
+        self.tasks: dict[str, str] = catalog_versions()
+        self._task_names = sorted(self.tasks)
+        self._reload_asked: str | None = None  # how a reload was asked (SIGHUP, command), not begun
+        self._reloading: str | None = None  # a reload under way: nothing claimed until nothing runs
         self.poll_seconds = poll_seconds if poll_seconds is not None else cfg["WORKER_POLL_SECONDS"]
         self.running: dict[int, Running] = {}  # claimed by this worker: forked, or waiting in _ready
         self._ready: deque[Ready] = deque()  # claimed ahead, not forked yet (see the module docstring)
@@ -270,6 +286,12 @@ class Worker:
     def request_stop(self) -> None:
         """Stop claiming; running tasks are allowed to finish (see `shutdown`)."""
         self._stopping = True
+
+    def request_reload(self, how: str = "SIGHUP") -> None:
+        """Reload the task code at the next wake-up (safe in a signal handler: it only sets a
+        flag). See `_begin_reload` and `_swap_code`."""
+        if self._reloading is None:
+            self._reload_asked = how
 
     def run(
         self,
@@ -425,6 +447,8 @@ class Worker:
         """
         self._housekeeping(self.clock())
         self._obey(self.control.check(self.clock(), running=bool(self.running)))
+        if self._reload_asked is not None:
+            self._begin_reload()
         self._now_read_at = time.monotonic()
         now = self.clock()  # read after housekeeping so started_at and the lease are not early
         results = [r for r in [*self._unrecorded, *self.executor.poll(0)] if r.execution_id in self.running]
@@ -432,7 +456,7 @@ class Worker:
         # Slots these results freed are refilled from the runs claimed ahead before the turn that
         # records them: the turn is not on the path between a slot freeing and the next fork.
         self._fork_ready(freed=len(results))
-        claiming = not (self._stopping or self._draining)
+        claiming = not (self._stopping or self._draining or self._reloading)
         ahead = self._ahead() if claiming else 0
         free = _claim_size(self.slots + ahead - len(self.running) + len(results)) if claiming else 0
         started = finished = 0
@@ -441,6 +465,10 @@ class Worker:
             self._fork_ready()
         else:
             self._unrecorded = results  # the next turn records them, within RECORD_WITHIN_SECONDS
+        if self._reloading and not self.running:
+            self._swap_code()  # every attempt is recorded: the new code takes over, claiming at once
+            self._flush_cache()
+            return started + finished + 1
         timeout = self.poll_seconds if wait is None else wait
         if self._unrecorded:
             timeout = min(timeout, max(0.0, RECORD_WITHIN_SECONDS - self._unrecorded_age()))
@@ -484,7 +512,7 @@ class Worker:
         # long select would keep a SIGTERMed worker asleep for the whole poll interval.
         deadline = time.monotonic() + timeout
         readable: list[Any] = []
-        while not readable and not self._should_stop():
+        while not readable and not self._should_stop() and self._reload_asked is None:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 break
@@ -496,6 +524,9 @@ class Worker:
     def _obey(self, orders: worker_commands.Orders) -> None:
         """Act on an operator's commands and cancel requests (see ControlCheck)."""
         for command in orders.commands:
+            if command is WorkerCommandKind.RELOAD:
+                self.request_reload("command")  # logged as it begins (_begin_reload)
+                continue
             log.info(
                 f"worker told to {command.value}",
                 extra={"event": f"worker_{command.value}_received", "worker_id": self.id, "busy": len(self.running)},
@@ -517,6 +548,87 @@ class Worker:
                     "cancelling a running execution",
                     extra={"event": "execution_cancelling", "execution_id": execution_id, "worker_id": self.id},
                 )
+
+    # --- reload ------------------------------------------------------------------------------
+
+    def _begin_reload(self) -> None:
+        """Stop claiming until every attempt that runs (or waits in `_ready`, claimed ahead) has
+        finished with the code it started on and is recorded; then `_swap_code`."""
+        how, self._reload_asked = self._reload_asked, None
+        log.info(
+            "worker told to reload its task code",
+            extra={"event": "worker_reload_received", "worker_id": self.id, "how": how, "busy": len(self.running)},
+        )
+        if self._stopping or self._draining:
+            return  # it is exiting: the next start runs the new code anyway
+        self._reloading = how
+        self._last_heartbeat = None  # show `reloading` in the registry at once
+
+    def _next_preload(self) -> tuple[str, ...]:
+        """What a fresh fork server preloads: the catalog's modules listed again (a new entry
+        point counts), then whatever else the previous one preloaded."""
+        listed = preload_modules(self.runtime.settings.get("CRONWELL_TASK_MODULES"))
+        extra = [module for module in self.executor.preload if module not in self._listed_preload]
+        self._listed_preload = listed
+        return tuple(dict.fromkeys([*listed, *extra]))
+
+    def _swap_code(self) -> None:
+        """The reload, once nothing runs here: import the deployer's modules again in this
+        process (what it advertises, the versions it records, the variables it hands tasks),
+        start a fresh fork server (a new interpreter, so it preloads the code now on disk), stop
+        the old one, advertise the new catalog and go on claiming. If the new code does not load,
+        the old catalog and fork server stay and the worker goes on as it was."""
+        how, self._reloading = self._reloading, None
+        before, state = self.tasks, catalog_state()
+        try:
+            reload_task_modules(self.runtime.settings.get("CRONWELL_TASK_MODULES"))
+            tasks = catalog_versions()
+            fresh = ForkServer(
+                kill_grace_seconds=self.executor.kill_grace_seconds,
+                preload=self._next_preload(),
+                pool=self.executor.pool,
+                result_max_bytes=self.executor.result_max_bytes,
+                withhold=task_env.declared_names(),
+            )
+            fresh.start()
+        except (TaskModuleError, ExecutorCrashed) as exc:
+            restore_catalog(state)
+            error = " ".join(str(exc).split())[:300]
+            log.error(
+                "reload failed; the worker goes on with the code it had",
+                extra={"event": "worker_reload_failed", "worker_id": self.id, "how": how, "error": error},
+            )
+            self._record_event("worker_reload_failed", how=how, error=error)
+            self._last_heartbeat = None
+            return
+        old, self.executor = self.executor, fresh
+        old.stop(0)  # nothing runs there any more: every attempt it ran is recorded
+        self.tasks, self._task_names = tasks, sorted(tasks)
+        self._last_heartbeat = None  # advertise the new catalog at once
+        self._record_event(
+            "worker_reloaded",
+            how=how,
+            tasks=len(tasks),
+            added=sorted(set(tasks) - set(before)),
+            removed=sorted(set(before) - set(tasks)),
+            changed={
+                name: [before[name], version] for name, version in tasks.items() if before.get(name, version) != version
+            },
+        )
+
+    def _record_event(self, type_: str, **payload: Any) -> None:
+        """An event of this worker's in the event log (and its log line); a database that does
+        not answer costs the row, not the worker."""
+        try:
+            with self.database.write_transaction() as conn:
+                insert_event(conn, type_, now=self.clock(), worker_id=self.id, **payload)
+        except Exception as exc:
+            if not is_database_trouble(exc):
+                raise
+            log.warning(
+                "could not record a worker event",
+                extra={"event": type_, "worker_id": self.id, "payload": payload, "error": str(exc)[:300]},
+            )
 
     def _settle_and_claim(
         self, results: list[TaskResult], free: int, now: datetime, *, overlap: bool = False
@@ -555,6 +667,7 @@ class Worker:
                     queue_ids=self.queue_ids,
                     lease_seconds=self._lease[0],
                     buffer_seconds=self._lease[1],
+                    tasks=self._task_names,  # only runs of the tasks it advertises
                 )
                 for item, result in zip(finished, results):
                     if item.execution_id in taken.recorded:
@@ -830,7 +943,7 @@ class Worker:
             error=task_env.scrub(error, secrets) if secrets else error,
             pid=result.pid,
             result=task_env.result_text(result.result, secrets),
-            task_version=task_version(spec) if spec is not None else None,
+            task_version=self.tasks.get(run.task),  # the code its fork server loaded
         )
         retry_at = None
         if result.status not in ("succeeded", "cancelled") and run.attempt < run.max_attempts:
@@ -971,8 +1084,10 @@ class Worker:
                 kind="worker",
                 started_at=self.started_at,
                 now=now,
+                tasks=self.tasks,
                 info={
                     "state": state.value,
+                    "reloading": self._reloading is not None,
                     "slots": self.slots,
                     "busy": sum(1 for i in self.running if self.executor.pid_of(i)),  # processes, not runs
                     "queues": self.queues or ["*"],

@@ -1,4 +1,4 @@
-"""Operators' orders to one worker (drain, stop now), stored in `worker_commands`.
+"""Operators' orders to one worker (drain, stop now, reload), stored in `worker_commands`.
 
 A command is a row so it survives a missed NOTIFY or a worker that is busy: the use case stores
 it and notifies `cronwell_control` with the worker's id; the worker takes its unacted commands
@@ -49,8 +49,12 @@ def take(conn: DBConnection, *, worker_id: str, now: datetime) -> list[WorkerCom
     return [WorkerCommandKind(command) for command in control.take_commands(conn, worker_id=worker_id, now=now)]
 
 
+# Which waiting order the registry shows when a worker has several: stop beats drain beats reload.
+_STRENGTH = {WorkerCommandKind.RELOAD: 0, WorkerCommandKind.DRAIN: 1, WorkerCommandKind.STOP: 2}
+
+
 def unacted(conn: Connection, worker_ids: list[str] | None = None) -> dict[str, WorkerCommandKind]:
-    """The strongest order waiting for each worker (stop beats drain): {worker id: command}."""
+    """The strongest order waiting for each worker (stop, then drain, then reload): {worker id: command}."""
     from sqlalchemy import select
 
     from app.models import WorkerCommand
@@ -61,8 +65,9 @@ def unacted(conn: Connection, worker_ids: list[str] | None = None) -> dict[str, 
         stmt = stmt.where(commands.c.worker_id.in_(worker_ids))
     found: dict[str, WorkerCommandKind] = {}
     for worker_id, command in conn.execute(stmt):
-        if found.get(worker_id) is not WorkerCommandKind.STOP:
-            found[worker_id] = WorkerCommandKind(command)
+        kind = WorkerCommandKind(command)
+        if worker_id not in found or _STRENGTH[kind] > _STRENGTH[found[worker_id]]:
+            found[worker_id] = kind
     return found
 
 

@@ -24,7 +24,6 @@ from app.domain.explain import (
     explain_run,
 )
 from app.domain.rate_limits import allowance, parse_rate_limit
-from app.domain.states import WorkerState
 from app.extensions import db
 from app.models import Event, Execution, Heartbeat, Job
 from app.scheduling import ScheduleError, parse_schedule
@@ -32,7 +31,7 @@ from app.scheduling.timezones import resolve_timezone
 from app.services import scoping
 from app.services.caller import Caller
 from app.services.errors import NotFound, ValidationFailed
-from app.services.read.workers import list_workers
+from app.services.read.workers import WorkerView, list_workers, live_serving
 
 MAX_OCCURRENCES = 500
 MAX_WINDOW = timedelta(days=366)
@@ -175,11 +174,7 @@ def _evidence(job: Job, start: datetime, end: datetime, now: datetime) -> Eviden
     ).all()
     beats = db.session.scalars(select(Heartbeat).where(Heartbeat.kind == "scheduler")).all()
     queue = job.queue_row
-    live = sum(
-        1
-        for view in list_workers(now)
-        if view.state is WorkerState.RUNNING and ("*" in view.queues or queue.name in view.queues)
-    )
+    live = live_serving(list_workers(now), queue.name)
     return Evidence(
         now=now,
         job_created_at=job.created_at,
@@ -195,6 +190,7 @@ def _evidence(job: Job, start: datetime, end: datetime, now: datetime) -> Eviden
                 available_at=r.available_at,
                 finished_at=r.finished_at,
                 cancel_requested_by=r.cancel_requested_by,
+                task=_task_forked(r),
             )
             for r in runs
         ],
@@ -216,7 +212,8 @@ def _evidence(job: Job, start: datetime, end: datetime, now: datetime) -> Eviden
             paused_at=queue.paused_at,
             paused_by=queue.paused_by,
             paused_reason=queue.paused_reason,
-            live_workers=live,
+            live_workers=len(live),
+            offered_tasks=_offered(live),
             rate_limit=queue.rate_limit,
             rate_room=_room(queue.rate_limit, queue.rate_starts, now),
         ),
@@ -235,13 +232,7 @@ def explain_execution(execution_id: int, *, now: datetime, caller: Caller | None
     events = db.session.scalars(select(Event).where(Event.execution_id == execution.id).order_by(Event.id)).all()
     beats = db.session.scalars(select(Heartbeat).where(Heartbeat.kind == "scheduler")).all()
     queue = execution.queue_row
-    live = 0
-    if queue is not None:
-        live = sum(
-            1
-            for view in list_workers(now)
-            if view.state is WorkerState.RUNNING and ("*" in view.queues or queue.name in view.queues)
-        )
+    live: list[WorkerView] = live_serving(list_workers(now), queue.name) if queue is not None else []
     run = RunRecord(
         id=execution.id,
         scheduled_for=execution.scheduled_for,
@@ -252,6 +243,7 @@ def explain_execution(execution_id: int, *, now: datetime, caller: Caller | None
         available_at=execution.available_at,
         finished_at=execution.finished_at,
         cancel_requested_by=execution.cancel_requested_by,
+        task=_task_forked(execution),
     )
     evidence = Evidence(
         now=now,
@@ -276,7 +268,8 @@ def explain_execution(execution_id: int, *, now: datetime, caller: Caller | None
             paused_at=queue.paused_at if queue is not None else None,
             paused_by=queue.paused_by if queue is not None else None,
             paused_reason=queue.paused_reason if queue is not None else None,
-            live_workers=live,
+            live_workers=len(live),
+            offered_tasks=_offered(live),
         ),
     )
     fate = explain_run(run, evidence)
@@ -291,6 +284,22 @@ def explain_execution(execution_id: int, *, now: datetime, caller: Caller | None
         "now": iso_z(now),
         **fate.to_json(),
     }
+
+
+def _task_forked(execution: Execution) -> str | None:
+    """The task a run forks (what a worker must offer to claim it), as the claim reads it; None
+    for a workflow's own run, which forks none (the scheduler starts its steps)."""
+    if execution.callback_task is None and execution.task is None and execution.job is not None:
+        if execution.job.steps is not None:
+            return None
+    return execution.task_name
+
+
+def _offered(live: list[WorkerView]) -> frozenset[str] | None:
+    """Every task the live workers `live` advertise; None when one advertises nothing (it claims any)."""
+    if any(view.tasks is None for view in live):
+        return None
+    return frozenset(name for view in live for name in view.tasks or {})
 
 
 def _room(rate_limit: str | None, rate_starts: list | None, now: datetime) -> int | None:

@@ -1,7 +1,8 @@
 """The worker registry: every worker process the heartbeats know, as operators see it.
 
 A worker writes its state (running | draining | stopped), slots, queues and the executions it
-runs into its heartbeat (app/services/engine/worker.py); a heartbeat older than
+runs into its heartbeat (app/services/engine/worker.py), and the tasks it advertises with their
+code versions beside it (it claims only those; explain says when no live worker offers a run's task); a heartbeat older than
 HEARTBEAT_STALE_SECONDS that was not marked stopped reads as `stale` (killed, hung or cut off).
 Stopped and stale workers stay listed until HEARTBEAT_PRUNE_SECONDS removes their rows.
 Used by `flask worker list` and the workers page; `worker_to_dict` is the JSON shape of both.
@@ -73,12 +74,32 @@ class WorkerView:
     last_seen: datetime
     age_seconds: float
     executions: list[RunningExecution] = field(default_factory=list)
-    pending_command: str | None = None  # drain | stop, stored but not yet taken by the worker
+    pending_command: str | None = None  # drain | stop | reload, stored but not yet taken by the worker
     lost: list[LostExecution] = field(default_factory=list)  # a stale or stopped worker's runs
+    # The tasks it advertises, {name: code version}; None for a worker of an older release, which
+    # advertises nothing and claims every task.
+    tasks: dict[str, str] | None = None
+    reloading: bool = False  # finishing what runs before it restarts its fork server on new code
 
     @property
     def idle(self) -> bool:
         return self.busy == 0
+
+    def serves(self, queue_name: str) -> bool:
+        """Whether this worker claims from queue `queue_name` (it serves all queues or that one)."""
+        return "*" in self.queues or queue_name in self.queues
+
+    def offers(self, task: str) -> bool:
+        """Whether this worker may claim a run of `task` (one that advertises nothing may)."""
+        return self.tasks is None or task in self.tasks
+
+    @property
+    def versions(self) -> list[tuple[str, int]]:
+        """The code versions of its tasks, each with how many tasks have it, most first."""
+        counts: dict[str, int] = {}
+        for version in (self.tasks or {}).values():
+            counts[version] = counts.get(version, 0) + 1
+        return sorted(counts.items(), key=lambda item: (-item[1], item[0]))
 
 
 def worker_state(info: dict, age_seconds: float, stale_after_seconds: int) -> WorkerState:
@@ -120,6 +141,8 @@ def _view(beat: Heartbeat, now: datetime, stale_after: int, pending: str | None)
             for item in running
         ],
         pending_command=pending if state in (WorkerState.RUNNING, WorkerState.DRAINING) else None,
+        tasks=dict(beat.tasks) if isinstance(beat.tasks, dict) else None,
+        reloading=bool(info.get("reloading")) and state is WorkerState.RUNNING,
     )
 
 
@@ -243,6 +266,11 @@ def get_worker(worker_id: str, now: datetime, caller: Caller | None = None) -> W
     return _visible([view], caller)[0]
 
 
+def live_serving(views: list[WorkerView], queue_name: str) -> list[WorkerView]:
+    """The running workers (not draining, stale or stopped) that claim from queue `queue_name`."""
+    return [view for view in views if view.state is WorkerState.RUNNING and view.serves(queue_name)]
+
+
 def worker_to_dict(view: WorkerView) -> dict:
     """The JSON shape of one worker (`flask worker list --json`, the workers page)."""
     return {
@@ -259,6 +287,8 @@ def worker_to_dict(view: WorkerView) -> dict:
         "last_seen": iso_z(view.last_seen),
         "age_seconds": view.age_seconds,
         "pending_command": view.pending_command,
+        "reloading": view.reloading,
+        "tasks": view.tasks,
         "lost": [
             {
                 "id": item.id,
