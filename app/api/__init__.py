@@ -35,6 +35,7 @@ RESOURCES = (
     "schedules",
     "executions",
     "batches",
+    "workflows",
     "runs",
     "alerts",
     "notifications",

@@ -660,3 +660,72 @@ TASK = {
     "example": {"days": 1},
     "version": "1.4.0",
 }
+
+
+# Workflow runs: a diamond (export -> two reports -> mail) halfway through, and one resumed.
+def _step(
+    name: str, task: str, after: list[str], status: str, execution_id: int | None, depth: int, explain: str
+) -> dict:
+    done = status == "succeeded"
+    return {
+        "name": name,
+        "task": task,
+        "after": after,
+        "status": status,
+        "execution_id": execution_id,
+        "kept_from_run": None,
+        "attempts": 1 if execution_id else 0,
+        "started_at": "2026-06-01T02:00:01Z" if execution_id else None,
+        "finished_at": "2026-06-01T02:00:04Z" if done else None,
+        "duration_ms": 3000 if done else None,
+        "result": {"rows": 1200} if done else None,
+        "depth": depth,
+        "explain": explain,
+    }
+
+
+WORKFLOW_RUN = {
+    "id": 91,
+    "job_id": 12,
+    "job": "nightly reports",
+    "status": "running",
+    "trigger": "schedule",
+    "scheduled_for": "2026-06-01T02:00:00Z",
+    "started_at": "2026-06-01T02:00:00Z",
+    "finished_at": None,
+    "cancel_requested_by": None,
+    "retry_of": None,
+    "retry_from": None,
+    "error": "",
+    "counts": {"succeeded": 1, "running": 1, "pending": 1, "waiting": 1},
+    "steps": [
+        _step("export", "http_request", [], "succeeded", 92, 0, "succeeded after 1 attempt"),
+        _step("report-a", "report", ["export"], "running", 93, 1, "running, attempt 1 of 3"),
+        _step(
+            "report-b", "report", ["export"], "pending", 94, 1, "queued in default, waiting for a worker (execution 94)"
+        ),
+        _step("mail", "send_mail", ["report-a", "report-b"], "waiting", None, 2, "waiting for `report-a`, `report-b`"),
+    ],
+}
+WORKFLOW_RUN_SUMMARY = {
+    "id": 91,
+    "job_id": 12,
+    "status": "running",
+    "trigger": "schedule",
+    "scheduled_for": "2026-06-01T02:00:00Z",
+    "started_at": "2026-06-01T02:00:00Z",
+    "finished_at": None,
+    "steps": 4,
+    "started_steps": 3,
+    "upstream_failed": 0,
+    "retry_of": None,
+}
+WORKFLOW_RETRY = {"from": "report-b"}
+WORKFLOW_RETRIED = {**WORKFLOW_RUN, "id": 97, "trigger": "retry", "retry_of": 91, "retry_from": "report-b"}
+WORKFLOW_CANCEL = {"reason": "the export was wrong"}
+WORKFLOW_CANCELLED = {
+    **WORKFLOW_RUN,
+    "status": "cancelled",
+    "finished_at": "2026-06-01T02:01:00Z",
+    "cancel_requested_by": "api:alice",
+}

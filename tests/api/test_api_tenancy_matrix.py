@@ -16,7 +16,7 @@ from app.clock import utcnow
 from app.extensions import db
 from app.models import Project, Queue
 from app.services.caller import Caller
-from app.services.use_cases import alert_channels, batches, tokens
+from app.services.use_cases import alert_channels, batches, runs, tokens
 from tests.factories import make_alert, make_execution, make_heartbeat, make_job, make_user
 from tests.helpers.api import PASSWORD, ApiClient, job_body
 
@@ -115,6 +115,11 @@ def build_world(caller_user) -> dict:
         db.session.add(queue)
         db.session.commit()
         batch = batches.submit_batch(job.id, {"items": [{}]}, now=utcnow(), actor="test")
+        flow = make_job(f"{side} flow {next(_names)}", task="echo", steps=[{"name": "a", "task": "always_succeed"}])
+        if project is not None:
+            flow.queue_id = job.queue_id
+            db.session.commit()
+        workflow_run = runs.trigger_run(flow.id, {}, now=utcnow(), actor="test")  # started: a workflow run
         # A webhook on a closed loopback port: a test send fails at once, without leaving the machine.
         channel = alert_channels.add_channel(
             {"name": f"{side}-hook", "kind": "webhook", "target": "http://127.0.0.1:9/hook"},
@@ -137,6 +142,7 @@ def build_world(caller_user) -> dict:
             "alert_id": alert.id,
             "queue_id": queue.id,
             "batch_id": batch.id,
+            "run_id": workflow_run.id,
             "channel_id": channel.id,
             "project_id": queue_project,
             "token_id": token.id,

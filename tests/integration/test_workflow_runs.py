@@ -20,8 +20,9 @@ from app.services.errors import Conflict, ValidationFailed
 from app.services.read.ledger import verify
 from app.services.use_cases import executions, runs
 from app.services.use_cases import workflows as workflow_use_cases
-from tests.factories import make_job
+from tests.factories import make_job, make_user
 from tests.helpers import workflow_tasks
+from tests.helpers.api import PASSWORD, ApiClient
 
 DIAMOND = [
     {"name": "a", "task": "wf_emit", "config": {"value": 1}},
@@ -258,3 +259,50 @@ def test_the_cli_lists_shows_retries_and_cancels_runs_and_refuses_bad_input_on_o
     db.session.rollback()
     [newer, older] = json.loads(cli("workflow", "runs", job_id, "--json").output)
     assert (newer["status"], newer["retry_of"], older["status"]) == ("succeeded", run_id, "failed")
+
+
+def test_the_api_reads_cancels_and_retries_a_run(app, clock, drain):
+    make_user("operator", PASSWORD, role="operator")
+    make_user("viewer", PASSWORD, role="viewer")
+    api = ApiClient(app)
+    api.login("operator")
+    body = {
+        "name": "wf",
+        "task": "always_succeed",
+        "schedule_type": "interval",
+        "schedule": {"every": "1h"},
+        "steps": DIAMOND,
+    }
+    created = api.post("/api/v1/jobs", json=body)
+    assert created.status_code == 201, created.get_data(as_text=True)
+    job_id = created.json["id"]
+    triggered = api.post(f"/api/v1/jobs/{job_id}/trigger", json={})
+    assert triggered.status_code in (200, 201, 202), triggered.get_data(as_text=True)
+    run_id = triggered.json["id"]
+
+    shown = api.get(f"/api/v1/workflow-runs/{run_id}")
+    assert shown.status_code == 200 and shown.json["status"] == "running"
+    assert [(s["name"], s["status"]) for s in shown.json["steps"]] == [
+        ("a", "pending"),
+        ("b", "waiting"),
+        ("c", "waiting"),
+        ("d", "waiting"),
+    ]
+    assert shown.json["steps"][3]["explain"] == "waiting for `b`, `c`"
+    page = api.get(f"/api/v1/jobs/{job_id}/workflow-runs?limit=1")
+    assert [item["id"] for item in page.json["items"]] == [run_id] and page.json["next"] is None
+
+    busy = api.post(f"/api/v1/workflow-runs/{run_id}/retry", json={})
+    assert busy.status_code == 409 and "only a failed or cancelled workflow run" in busy.json["detail"]
+    cancelled = api.post(f"/api/v1/workflow-runs/{run_id}/cancel", json={"reason": "test"})
+    assert cancelled.status_code == 200 and cancelled.json["status"] == "cancelled"
+
+    bad = api.post(f"/api/v1/workflow-runs/{run_id}/retry", json={"from": "zz"})
+    assert bad.status_code == 422 and "has no step 'zz'" in bad.json["errors"]["from"]
+    viewer = ApiClient(app)
+    viewer.login("viewer")
+    assert viewer.post(f"/api/v1/workflow-runs/{run_id}/retry", json={}).status_code == 403
+    retried = api.post(f"/api/v1/workflow-runs/{run_id}/retry", json={"from": "a"})
+    assert retried.status_code == 201 and retried.json["retry_of"] == run_id
+    assert retried.headers["Location"].endswith(f"/api/v1/workflow-runs/{retried.json['id']}")
+    assert api.get("/api/v1/workflow-runs/999999").status_code == 404

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import select
+from sqlalchemy import Select, select
 
 from app import cache
 from app.database import begin_write
@@ -24,6 +24,7 @@ from app.services.engine import callbacks, wakeups, workflows
 from app.services.errors import Conflict, NotFound, ValidationFailed
 from app.services.events import record_event
 from app.services.use_cases.executions import get_execution
+from app.services.use_cases.jobs import get_job
 from app.sql import follow_ups
 from app.sql import workflows as statements
 from app.store import store_for
@@ -52,12 +53,15 @@ def step_executions(run: WorkflowRun) -> dict[int, Execution]:
     return {row.id: row for row in db.session.scalars(select(Execution).where(Execution.id.in_(ids)))}
 
 
+def list_query(job_id: int, *, caller: Caller | None = None) -> Select:
+    """A workflow job's runs, newest first (the job scoped like any job read)."""
+    job = get_job(job_id, caller=caller)
+    return select(WorkflowRun).where(WorkflowRun.job_id == job.id).order_by(WorkflowRun.id.desc())
+
+
 def list_runs(job_id: int, *, limit: int = 50, before: int | None = None, caller: Caller | None = None) -> list:
     """A workflow job's runs, newest first (`before`: ids below it, the next page)."""
-    from app.services.use_cases.jobs import get_job
-
-    job = get_job(job_id, caller=caller)
-    query = select(WorkflowRun).where(WorkflowRun.job_id == job.id).order_by(WorkflowRun.id.desc()).limit(limit)
+    query = list_query(job_id, caller=caller).limit(limit)
     if before is not None:
         query = query.where(WorkflowRun.id < before)
     return list(db.session.scalars(query))
