@@ -50,6 +50,7 @@ def register_blueprints(app: Flask) -> None:
     from app.users.routes import context_bp, switcher
     from app.users.settings import bp as settings_bp
     from app.workers.routes import bp as workers_bp
+    from app.workflows.routes import bp as workflows_bp
 
     for blueprint in (
         health_bp,
@@ -68,6 +69,7 @@ def register_blueprints(app: Flask) -> None:
     app.register_blueprint(events_bp)
     app.register_blueprint(settings_bp)
     app.register_blueprint(batches_bp)
+    app.register_blueprint(workflows_bp)
     app.register_blueprint(tokens_bp)
     app.register_blueprint(users_bp)
     app.register_blueprint(context_bp)

@@ -23,6 +23,7 @@ from app.services.use_cases import workflows as workflow_use_cases
 from tests.factories import make_job, make_user
 from tests.helpers import workflow_tasks
 from tests.helpers.api import PASSWORD, ApiClient
+from tests.helpers.web import signed_in_client
 
 DIAMOND = [
     {"name": "a", "task": "wf_emit", "config": {"value": 1}},
@@ -306,3 +307,37 @@ def test_the_api_reads_cancels_and_retries_a_run(app, clock, drain):
     assert retried.status_code == 201 and retried.json["retry_of"] == run_id
     assert retried.headers["Location"].endswith(f"/api/v1/workflow-runs/{retried.json['id']}")
     assert api.get("/api/v1/workflow-runs/999999").status_code == 404
+
+
+def test_the_run_page_draws_the_graph_offline_and_its_buttons_cancel_and_retry(app, clock, drain):
+    job = make_job("nightly <b>&", now=clock(), task="echo", every="1h", steps=DIAMOND)
+    run = runs.trigger_run(job.id, {}, now=clock(), actor="test")
+    client = signed_in_client(app, "operator")
+
+    page = client.get(f"/workflow-runs/{run.id}")
+    body = page.get_data(as_text=True)
+    assert page.status_code == 200 and "<svg" in body and "cdn" not in body.lower()
+    assert body.count('class="wf-node') == 4 and body.count('class="wf-edge"') == 4
+    assert 'class="wf-node status-pending"' in body and body.count('class="wf-node status-waiting"') == 3
+    assert "nightly &lt;b&gt;&amp;" in body and "nightly <b>" not in body  # the job's name is escaped
+    assert f'href="/executions/{steps_of(run.id)["a"].id}"' in body
+    assert "waiting for `b`, `c`" in body
+    execution_page = client.get(f"/executions/{run.id}").get_data(as_text=True)
+    assert f'href="/workflow-runs/{run.id}"' in execution_page
+
+    assert client.post(f"/workflow-runs/{run.id}/cancel", csrf=False).status_code in (302, 303, 400)
+    db.session.rollback()
+    assert db.session.get(Execution, run.id).status == "running"  # no CSRF token: nothing changed
+    cancelled = client.post(f"/workflow-runs/{run.id}/cancel")
+    assert cancelled.status_code == 303
+    db.session.rollback()
+    assert db.session.get(Execution, run.id).status == "cancelled"
+    retried = client.post(f"/workflow-runs/{run.id}/retry", data={"from": "nope"})
+    assert retried.status_code == 303 and retried.headers["Location"].endswith(f"/workflow-runs/{run.id}")
+    assert "has no step" in client.get(f"/workflow-runs/{run.id}").get_data(as_text=True)
+    retried = client.post(f"/workflow-runs/{run.id}/retry", data={"from": ""})
+    assert retried.status_code == 303 and not retried.headers["Location"].endswith(f"/workflow-runs/{run.id}")
+    db.session.rollback()  # the requests ran in this test's app context, on its session
+    viewer = signed_in_client(app, "viewer")
+    assert viewer.post(f"/workflow-runs/{run.id}/retry").status_code == 403
+    assert viewer.get("/workflow-runs/999999").status_code == 404

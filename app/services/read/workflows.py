@@ -123,3 +123,49 @@ def _result(execution: Execution | None) -> Any:
         return json.loads(execution.result)
     except ValueError:
         return None
+
+
+# The graph as drawn on the run page: steps in columns by depth, edges from each step it waits for.
+NODE_WIDTH, NODE_HEIGHT, COLUMN_GAP, ROW_GAP, MARGIN = 170, 46, 56, 16, 8
+
+
+def graph_layout(steps: list[dict[str, Any]]) -> dict[str, Any]:
+    """Boxes and edges for a server-rendered SVG of `step_views`: each step a box at (x, y) in its
+    depth's column, each edge a cubic path from the right of an upstream box to the left of its step."""
+    columns: dict[int, list[dict[str, Any]]] = {}
+    for step in steps:
+        columns.setdefault(step["depth"], []).append(step)
+    boxes: dict[str, dict[str, Any]] = {}
+    for depth, members in columns.items():
+        for row, step in enumerate(members):
+            boxes[step["name"]] = {
+                "step": step,
+                "x": MARGIN + depth * (NODE_WIDTH + COLUMN_GAP),
+                "y": MARGIN + row * (NODE_HEIGHT + ROW_GAP),
+            }
+    edges = []
+    for step in steps:
+        to = boxes[step["name"]]
+        for up in step["after"]:
+            start = boxes[up]
+            x1, y1 = start["x"] + NODE_WIDTH, start["y"] + NODE_HEIGHT / 2
+            x2, y2 = to["x"], to["y"] + NODE_HEIGHT / 2
+            middle = (x1 + x2) / 2
+            edges.append(
+                {
+                    "from": up,
+                    "to": step["name"],
+                    "d": f"M{x1:g},{y1:g} C{middle:g},{y1:g} {middle:g},{y2:g} {x2:g},{y2:g}",
+                }
+            )
+    width = MARGIN * 2 + (max(columns) + 1) * NODE_WIDTH + max(columns) * COLUMN_GAP if columns else 0
+    rows = max((len(members) for members in columns.values()), default=0)
+    height = MARGIN * 2 + rows * NODE_HEIGHT + max(rows - 1, 0) * ROW_GAP
+    return {
+        "boxes": list(boxes.values()),
+        "edges": edges,
+        "width": width,
+        "height": height,
+        "node_width": NODE_WIDTH,
+        "node_height": NODE_HEIGHT,
+    }
