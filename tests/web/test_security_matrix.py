@@ -93,6 +93,7 @@ MATRIX: dict[str, Row] = {
     "executions.detail": row("GET", SIGN_IN, OK),
     "batches.index": row("GET", SIGN_IN, OK),
     "batches.detail": row("GET", SIGN_IN, OK),
+    "workflows.detail": row("GET", SIGN_IN, OK),
     "jobs.schedule_preview": row("GET", SIGN_IN, OK),
     "jobs.explain": row("GET", SIGN_IN, OK),
     "alerts.channels": row("GET", SIGN_IN, OK),
@@ -113,6 +114,8 @@ MATRIX: dict[str, Row] = {
     "jobs.disable": row("POST", **ACTION),
     "jobs.trigger": row("POST", **ACTION),
     "batches.cancel": row("POST", **ACTION),
+    "workflows.cancel": row("POST", **ACTION),
+    "workflows.retry": row("POST", **ACTION),
     "executions.retry": row("POST", **ACTION),
     "executions.cancel": row("POST", **ACTION),
     "alerts.resolve_one": row("POST", **ACTION),
@@ -168,6 +171,10 @@ def world(app) -> dict:
     from app.services.use_cases import batches
 
     batch = batches.submit_batch(job.id, {"items": "[{}]"}, now=utcnow(), actor="test")
+    from app.services.use_cases import runs
+
+    flow = make_job("matrix-flow", steps=[{"name": "a", "task": "always_succeed"}])
+    workflow_run = runs.trigger_run(flow.id, {}, now=utcnow(), actor="test")
     viewer = make_user("matrix-viewer", role="viewer")
     from app.services.use_cases import alert_channels
 
@@ -180,6 +187,7 @@ def world(app) -> dict:
         "project_id": job.project_id,
         "execution_id": execution.id,
         "batch_id": batch.id,
+        "run_id": workflow_run.id,
         "alert_id": alert.id,
         "channel_id": channel.id,
         "name": "summary",

@@ -62,6 +62,7 @@ ROUTES: dict[str, str] = {
     "events.index": "operate",
     "batches.index": "read",
     "batches.detail": "read",
+    "workflows.detail": "read",
     "context.switch": "read",
     "projects.index": "read",
     "settings.index": "read",
@@ -94,6 +95,8 @@ ROUTES: dict[str, str] = {
     "bulk.jobs_bulk": "operate",
     "bulk.executions_bulk": "operate",
     "batches.cancel": "operate",
+    "workflows.cancel": "operate",
+    "workflows.retry": "operate",
     "queues.pause": "operate",
     "queues.resume": "operate",
     "queues.delete": "administer",
@@ -179,6 +182,22 @@ def _org(name: str) -> dict:
         batch_id = batches.submit_batch(job.id, {"items": [{}]}, now=now, actor="test").id
     except Exception:  # noqa: BLE001 - batches may refuse this job's task; the route is still covered
         db.session.rollback()
+    flow = jobs.create_job(
+        {
+            "name": f"{name}-flow",
+            "task": "always_succeed",
+            "schedule_type": "interval",
+            "schedule": {"every": "1h"},
+            "queue": queue.name,
+            "steps": [{"name": "a", "task": "always_succeed"}],
+        },
+        now=now,
+        actor="test",
+        caller=project_caller,
+    )
+    from app.services.use_cases import runs
+
+    workflow_run = runs.trigger_run(flow.id, {}, now=now, actor="test")
     members = {
         role: make_user(f"{name}-{role}", PASSWORD, role=role, organization=org_name)
         for role in ("viewer", "operator", "admin")
@@ -195,6 +214,7 @@ def _org(name: str) -> dict:
             "alert_id": alert.id,
             "queue_name": queue.name,
             "batch_id": batch_id,
+            "run_id": workflow_run.id,
             "user_id": target.id,
             "channel_id": MISSING,
             "token_id": MISSING,
@@ -517,7 +537,7 @@ def test_dashboard_figures_are_the_organizations_and_fresh_after_a_change(app, t
         body = client.get("/dashboard/panels/summary", htmx=True).get_data(as_text=True)
         return re.search(r"Jobs enabled</dt><dd>(\d+) <span class=\"muted small\">/ (\d+)", body).groups()
 
-    assert jobs_tile(admin_a) == ("1", "1") and jobs_tile(admin_b) == ("1", "1")  # each its own job
+    assert jobs_tile(admin_a) == ("2", "2") and jobs_tile(admin_b) == ("2", "2")  # each its own job and workflow
     make_job("alpha-second")  # the default project: organization A's; invalidates the summary
-    assert jobs_tile(admin_a) == ("2", "2")  # not the cached "1": every scope's copy went stale
-    assert jobs_tile(admin_b) == ("1", "1")
+    assert jobs_tile(admin_a) == ("3", "3")  # not the cached "2": every scope's copy went stale
+    assert jobs_tile(admin_b) == ("2", "2")
