@@ -45,8 +45,9 @@ def _handled_errors() -> tuple[type[Exception], ...]:
     # Evaluated only when an exception reaches handle_errors: app.scheduling brings croniter and
     # dateutil, which `worker run` (whose module imports this one) never uses (its parent's memory is held under 51 MB).
     from app.scheduling import ScheduleError
+    from app.secret_box import SecretKeyProblem
 
-    return (ServiceError, ScheduleError)
+    return (ServiceError, ScheduleError, SecretKeyProblem)
 
 
 def handle_errors(func: Callable) -> Callable:
@@ -62,6 +63,8 @@ def handle_errors(func: Callable) -> Callable:
         except SQLAlchemyError as exc:
             _rollback()
             detail = getattr(exc, "orig", None) or exc
+            if isinstance(detail, _handled_errors()):  # raised by a column type while binding a value
+                raise click.ClickException(_one_line(str(detail))) from None
             raise click.ClickException(_one_line(f"database error: {detail}")) from None
 
     return wrapper
