@@ -199,15 +199,22 @@ def fmt_utc(value: datetime | None) -> str | None:
 
 
 def tz_option(func: Callable) -> Callable:
-    """`--tz ZONE`: print the table's times in that IANA zone (ISO 8601 with its offset);
-    `--json` stays UTC."""
+    """`--tz ZONE`, the one definition every list that prints times shares: print the table's
+    times in that IANA zone (ISO 8601 with its offset; `fmt_instant`); `--json` stays UTC. An
+    unknown zone is one line on stderr and exit 1, before the command does anything."""
     return click.option(
         "--tz",
         "tz",
         metavar="ZONE",
         default=None,
+        callback=lambda _context, _param, value: check_tz(value),
         help="Show times in this IANA zone (ISO 8601 with its offset) instead of UTC; --json stays UTC.",
     )(func)
+
+
+def tz_header(label: str, tz: str | None) -> str:
+    """A time column's header, naming the zone when --tz gave one."""
+    return f"{label} ({tz})" if tz else label
 
 
 def check_tz(tz: str | None) -> str | None:
