@@ -16,6 +16,7 @@ from app.definitions.fields import Instant, Text, TextLength, printable
 from app.domain.event_kinds import EVENT_KINDS
 from app.models.alerting import CHANNEL_KINDS, RECEIVABLE_KINDS
 from app.models.ids import id_in_range, is_whole_number
+from app.services.use_cases.notify_routes import GROUP_MINUTES_MAX
 from app.services.use_cases.queues import NAME_PATTERN as QUEUE_NAME
 from app.services.use_cases.queues import NAME_RULE as QUEUE_NAME_RULE
 
@@ -563,7 +564,10 @@ class ChannelCreateSchema(StrictSchema):
         metadata={"description": "The alert kinds and notices it receives (empty: every one)."},
     )
     group_minutes = fields.Integer(
-        load_default=None, metadata={"description": "One message per job and event per N minutes (default 10)."}
+        strict=True,
+        load_default=None,
+        validate=validate.Range(0, GROUP_MINUTES_MAX),
+        metadata={"description": "One message per job and event per N minutes (default 10; 0: every one)."},
     )
     quiet = fields.String(
         load_default=None, allow_none=True, metadata={"example": "22:00-07:00", "description": "Held in this window."}

@@ -105,3 +105,11 @@ def test_a_project_is_named_and_another_organizations_is_not_found(app, api, peo
     foreign = create(api, name="elsewhere", project="acme/main")
     assert foreign.status_code == 404 and foreign.mimetype == "application/problem+json"
     assert [c["name"] for c in api.get("/api/v1/channels").get_json()] == ["ops"]
+
+
+def test_grouping_is_a_whole_number_of_minutes_within_the_limit(app, api, people):
+    api.login("admin")
+    for value in (1.5, "10", True, -1, 24 * 60 + 1):
+        refused = create(api, group_minutes=value)
+        assert refused.status_code == 422 and "group_minutes" in refused.get_json()["errors"], value
+    assert create(api, group_minutes=24 * 60).get_json()["group_minutes"] == 24 * 60
