@@ -119,6 +119,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "CRONWELL_DEBUG": debug,
         "INSTANCE_DIR": str(instance_dir),
         "SECRET_KEY": env.get("SECRET_KEY") or DEV_SECRET_KEY,
+        # Fernet key(s) sealing alert channels' URLs and secrets at rest, comma-separated to rotate
+        # (the first seals); required with DEBUG=0 (app/secret_box.py, docs/deployment.md).
+        "CHANNEL_SECRET_KEY": env.get("CHANNEL_SECRET_KEY") or None,
         "SQLALCHEMY_DATABASE_URI": absolute_sqlite_url(normalise_database_url(database_url)),
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
         # DATABASE_URL reaches PostgreSQL through a transaction-pooling PgBouncer: no prepared
@@ -219,11 +222,14 @@ class InsecureSettings(RuntimeError):
     """Production settings that must stop a long-running process from starting."""
 
 
-def refuse_insecure_start(settings: Mapping) -> None:
-    """Raise InsecureSettings when DEBUG=0 runs with the development SECRET_KEY.
+def refuse_insecure_start(settings: Mapping, *, seals_channels: bool = True) -> None:
+    """Raise InsecureSettings when DEBUG=0 runs with the development SECRET_KEY, or (for the
+    processes that read alert channels: the web and the scheduler) without a usable
+    CHANNEL_SECRET_KEY.
 
     The web, scheduler and worker call this before they start: with the published development
-    key anyone could forge a signed-in session cookie. Other commands (migrations, check-deploy)
+    key anyone could forge a signed-in session cookie, and without a channel key the channels'
+    URLs and secrets could be neither read nor stored. Other commands (migrations, check-deploy)
     still run so an operator can diagnose the deployment.
     """
     debug = settings.get("CRONWELL_DEBUG", settings.get("DEBUG"))
@@ -232,3 +238,9 @@ def refuse_insecure_start(settings: Mapping) -> None:
             "refusing to start: DEBUG=0 but SECRET_KEY is unset or the development default; set SECRET_KEY "
             "to a long random value, e.g. python -c 'import secrets; print(secrets.token_urlsafe(48))'"
         )
+    if seals_channels:
+        from app.secret_box import key_problem
+
+        problem = key_problem(settings)
+        if problem:
+            raise InsecureSettings(f"refusing to start: {problem}")

@@ -126,10 +126,12 @@ def register_extensions(app: Flask, *, web: bool = True, database: bool = True) 
         # `python -m app.worker_process`, which opens its own connections (app/sql/connections.py),
         # so SQLAlchemy and the models never enter that process.
         from app import database as engine_setup
+        from app import secret_box
         from app.extensions import db
 
         db.init_app(app)
         engine_setup.init_app(app)
+        secret_box.init_app(app)  # the channels' columns seal and open with it
     if web:
         from app.extensions import csrf, login_manager
 

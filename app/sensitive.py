@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 # Settings whose whole value is a secret.
-SECRET_SETTINGS = ("SECRET_KEY", "SCHEDULER_CLI_SECRET", "METRICS_TOKEN", "DEV_ADMIN_PASSWORD")
+SECRET_SETTINGS = ("SECRET_KEY", "SCHEDULER_CLI_SECRET", "METRICS_TOKEN", "DEV_ADMIN_PASSWORD", "CHANNEL_SECRET_KEY")
 # Settings that are URLs which may carry a password (and name our databases).
 URL_SETTINGS = ("DATABASE_URL", "DATABASE_LISTEN_URL", "REDIS_URL")
 # The signing key of API tokens and the mail server's credentials, when a deployment sets them.

@@ -83,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     configure_logging(settings["LOG_FORMAT"], settings["LOG_LEVEL"])
     try:
-        refuse_insecure_start(settings)
+        refuse_insecure_start(settings, seals_channels=False)  # the worker never reads a channel
     except InsecureSettings as exc:
         log.critical(str(exc), extra={"event": "refused_to_start"})
         return 1

@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [options]`: run benchmarks, print a table, write JSON.
 
-Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, api, burst,
+Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, sorts, api, burst,
 retention, startup, idle (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 `--smoke` runs them at the smallest sizes, seconds each (tests/bench runs every one so in the suite).
 `python -m bench peers [--help]` runs the side-by-side comparison with the peers (bench/peers/).
@@ -31,6 +31,7 @@ BENCHMARKS = {
     "degradation": "bench.degradation",
     "queues": "bench.queues",
     "console": "bench.console",
+    "sorts": "bench.execution_sorts",
     "api": "bench.api",
     "burst": "bench.burst",
     "retention": "bench.retention",

@@ -31,6 +31,8 @@ PG_ADMIN_URL = os.environ.get("CRONWELL_BENCH_PG_URL") or os.environ.get(
     "CRONWELL_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres"
 )
 REDIS_URL = os.environ.get("CRONWELL_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")
+# DEBUG=0 below: a Fernet key for alert channels, as production must have (any fixed one will do).
+BENCH_CHANNEL_KEY = "Bs5nq0H0Zq0bm2pP3cVq8mY3p0pBy6fJXkH3wq6j0r8="
 TABLES = "users, jobs, executions, attempts, dead_letters, alerts, events, heartbeats, worker_commands"
 
 
@@ -171,6 +173,7 @@ class BenchDatabase:
                 "LOG_FORMAT": "json",
                 "LOG_LEVEL": "WARNING",
                 "SECRET_KEY": "bench-secret-key",
+                "CHANNEL_SECRET_KEY": BENCH_CHANNEL_KEY,
                 "PYTHONPATH": str(PROJECT_ROOT),
             }
         )

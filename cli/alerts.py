@@ -14,7 +14,18 @@ from app.services.engine.deliveries import DeliveryLoop
 from app.services.serialize import alert_to_dict, dead_letter_to_dict
 from app.services.use_cases import alert_channels as channel_service
 from app.services.use_cases import alerts as alert_service
-from cli.common import ACTOR, ALERT_ID, IdType, emit_json, fmt_utc, handle_errors, json_option, mutating, print_table
+from cli.common import (
+    ACTOR,
+    ALERT_ID,
+    IdType,
+    emit_json,
+    fmt_instant,
+    handle_errors,
+    json_option,
+    mutating,
+    print_table,
+    tz_option,
+)
 
 CHANNEL_ID = IdType("alert channel", AlertChannel)
 
@@ -23,15 +34,17 @@ alerts_cli = AppGroup("alerts", help="List and resolve alerts; list dead letters
 
 @alerts_cli.command("list")
 @click.option("--all", "include_resolved", is_flag=True, help="Include resolved alerts.")
+@tz_option
 @json_option
 @handle_errors
-def list_alerts(include_resolved, as_json):
+def list_alerts(include_resolved, tz, as_json):
     """List open alerts (all with --all) and the dead letters.
 
     \b
     Example:
       flask alerts list
       flask alerts list --all --json | jq '.alerts | length'
+      flask alerts list --tz Europe/Paris
     """
     alerts = alert_service.list_alerts(include_resolved=include_resolved)
     dead_letters = alert_service.list_dead_letters()
@@ -45,16 +58,16 @@ def list_alerts(include_resolved, as_json):
         return
     click.echo("Alerts:" if include_resolved else "Open alerts:")
     print_table(
-        ["ID", "CREATED (UTC)", "KIND", "JOB", "EXECUTION", "MESSAGE", "RESOLVED"],
+        ["ID", f"CREATED ({tz or 'UTC'})", "KIND", "JOB", "EXECUTION", "MESSAGE", "RESOLVED"],
         [
             [
                 a.id,
-                fmt_utc(a.created_at),
+                fmt_instant(a.created_at, tz),
                 a.kind,
                 f"{a.job_id} {a.job.name}" if a.job else a.job_id,
                 a.execution_id,
                 a.message,
-                f"{fmt_utc(a.resolved_at)} by {a.resolved_by}" if a.resolved_at else None,
+                f"{fmt_instant(a.resolved_at, tz)} by {a.resolved_by}" if a.resolved_at else None,
             ]
             for a in alerts
         ],
@@ -63,9 +76,15 @@ def list_alerts(include_resolved, as_json):
     click.echo()
     click.echo("Dead letters:")
     print_table(
-        ["ID", "CREATED (UTC)", "JOB", "EXECUTION", "REASON"],
+        ["ID", f"CREATED ({tz or 'UTC'})", "JOB", "EXECUTION", "REASON"],
         [
-            [d.id, fmt_utc(d.created_at), f"{d.job_id} {d.job.name}" if d.job else d.job_id, d.execution_id, d.reason]
+            [
+                d.id,
+                fmt_instant(d.created_at, tz),
+                f"{d.job_id} {d.job.name}" if d.job else d.job_id,
+                d.execution_id,
+                d.reason,
+            ]
             for d in dead_letters
         ],
         empty="  (none)",
@@ -195,9 +214,10 @@ def test_channel(channel_id, as_json):
 @alerts_cli.command("deliveries")
 @click.option("--channel", "channel_id", type=CHANNEL_ID, help="Only this channel's deliveries.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@tz_option
 @json_option
 @handle_errors
-def deliveries(channel_id, limit, as_json):
+def deliveries(channel_id, limit, tz, as_json):
     """The delivery log: each alert or notice sent to each channel (`failure x20`: one message for
     twenty grouped notices), with tries, status and last error.
 
@@ -211,7 +231,7 @@ def deliveries(channel_id, limit, as_json):
         emit_json([channel_service.delivery_to_dict(d) for d in rows])
         return
     print_table(
-        ["ID", "CHANNEL", "ALERT", "KIND", "STATUS", "TRIES", "HTTP", "LAST ERROR", "CREATED (UTC)"],
+        ["ID", "CHANNEL", "ALERT", "KIND", "STATUS", "TRIES", "HTTP", "LAST ERROR", f"CREATED ({tz or 'UTC'})"],
         [
             [
                 d.id,
@@ -222,7 +242,7 @@ def deliveries(channel_id, limit, as_json):
                 d.attempts,
                 d.response_status,
                 d.last_error,
-                fmt_utc(d.created_at),
+                fmt_instant(d.created_at, tz),
             ]
             for d in rows
         ],

@@ -9,7 +9,7 @@ from flask.cli import AppGroup
 
 from app.services import audit_trail
 from app.services.use_cases import tenancy
-from cli.common import JOB_ID, emit_json, fmt_utc, handle_errors, json_option, print_table
+from cli.common import JOB_ID, emit_json, fmt_instant, handle_errors, json_option, print_table, tz_option
 
 audit_cli = AppGroup("audit", help="Read the audit log: every change, who made it, when and from where.")
 
@@ -37,9 +37,10 @@ CHANGES_WIDTH = 80
 @click.option("--action", metavar="ACTION", help="Only this action (created, updated, deleted, paused, ...).")
 @click.option("--project", "project_name", metavar="ORG/PROJECT", help="Only changes in this project.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@tz_option
 @json_option
 @handle_errors
-def list_audit(since, until, actor, job_id, object_kind, object_id, action, project_name, limit, as_json):
+def list_audit(since, until, actor, job_id, object_kind, object_id, action, project_name, limit, tz, as_json):
     """List audit events, newest first: who, when, the object, the action and the before/after of
     each field it changed.
 
@@ -47,6 +48,7 @@ def list_audit(since, until, actor, job_id, object_kind, object_id, action, proj
     Examples:
       flask audit list --since 2026-06-01 --actor web:alice
       flask audit list --job 3 --json
+      flask audit list --tz America/New_York
     """
     rows = audit_trail.list_events(
         limit=limit,
@@ -63,11 +65,11 @@ def list_audit(since, until, actor, job_id, object_kind, object_id, action, proj
         emit_json([audit_trail.to_dict(row) for row in rows])
         return
     print_table(
-        ["ID", "WHEN (UTC)", "ACTOR", "SOURCE", "OBJECT", "ACTION", "CHANGES"],
+        ["ID", f"WHEN ({tz or 'UTC'})", "ACTOR", "SOURCE", "OBJECT", "ACTION", "CHANGES"],
         [
             [
                 row.id,
-                fmt_utc(row.created_at),
+                fmt_instant(row.created_at, tz),
                 row.actor,
                 row.source,
                 f"{row.object_kind} {row.object_id}" + (f" ({row.object_label})" if row.object_label else ""),

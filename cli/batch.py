@@ -18,12 +18,14 @@ from cli.common import (
     IdType,
     emit_json,
     fmt_duration,
+    fmt_instant,
     fmt_utc,
     handle_errors,
     json_option,
     mutating,
     print_fields,
     print_table,
+    tz_option,
 )
 
 BATCH_ID = IdType("batch", Batch)
@@ -82,15 +84,17 @@ def submit(job_id, items_file, on_complete, on_complete_config, as_json):
 @batch_cli.command("list")
 @click.option("--job", "job_id", type=JOB_ID, metavar="JOB_ID", help="Only batches of this job.")
 @click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True)
+@tz_option
 @json_option
 @handle_errors
-def list_batches(job_id, limit, as_json):
+def list_batches(job_id, limit, tz, as_json):
     """List batches, newest first, with their status and counts per status.
 
     \b
     Examples:
       flask batch list
       flask batch list --job 3 --json | jq '.[] | {id, status}'
+      flask batch list --tz Asia/Tokyo
     """
     rows = batch_service.list_batches(job_id=job_id, limit=limit)
     views = batch_read.views(rows)
@@ -98,7 +102,7 @@ def list_batches(job_id, limit, as_json):
         emit_json([batch_read.to_dict(v) for v in views])
         return
     print_table(
-        ["ID", "JOB", "STATUS", "ITEMS", "COUNTS", "CREATED (UTC)", "COMPLETED (UTC)"],
+        ["ID", "JOB", "STATUS", "ITEMS", "COUNTS", f"CREATED ({tz or 'UTC'})", f"COMPLETED ({tz or 'UTC'})"],
         [
             [
                 v.batch.id,
@@ -106,8 +110,8 @@ def list_batches(job_id, limit, as_json):
                 v.status.value,
                 v.batch.item_count,
                 _counts(v),
-                fmt_utc(v.batch.created_at),
-                fmt_utc(v.batch.completed_at),
+                fmt_instant(v.batch.created_at, tz),
+                fmt_instant(v.batch.completed_at, tz),
             ]
             for v in views
         ],

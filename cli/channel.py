@@ -181,6 +181,22 @@ def remove_channel(name, yes, project):
     click.echo(f"Removed channel {name!r}")
 
 
+@channel_cli.command("reseal")
+@mutating
+@handle_errors
+def reseal_channels():
+    """Encrypt every channel's URL, address and secret again with the first CHANNEL_SECRET_KEY.
+
+    To rotate the key: set CHANNEL_SECRET_KEY=NEW,OLD everywhere, run this, then drop OLD.
+
+    \b
+    Example:
+      flask channel reseal
+    """
+    count = channel_service.reseal_channels(now=utcnow(), actor=ACTOR)
+    click.echo(f"Resealed {count} channel(s) with the first CHANNEL_SECRET_KEY")
+
+
 @channel_cli.command("test")
 @click.argument("name")
 @PROJECT_OPTION

@@ -45,8 +45,9 @@ def _handled_errors() -> tuple[type[Exception], ...]:
     # Evaluated only when an exception reaches handle_errors: app.scheduling brings croniter and
     # dateutil, which `worker run` (whose module imports this one) never uses (its parent's memory is held under 51 MB).
     from app.scheduling import ScheduleError
+    from app.secret_box import SecretKeyProblem
 
-    return (ServiceError, ScheduleError)
+    return (ServiceError, ScheduleError, SecretKeyProblem)
 
 
 def handle_errors(func: Callable) -> Callable:
@@ -62,6 +63,8 @@ def handle_errors(func: Callable) -> Callable:
         except SQLAlchemyError as exc:
             _rollback()
             detail = getattr(exc, "orig", None) or exc
+            if isinstance(detail, _handled_errors()):  # raised by a column type while binding a value
+                raise click.ClickException(_one_line(str(detail))) from None
             raise click.ClickException(_one_line(f"database error: {detail}")) from None
 
     return wrapper
@@ -196,15 +199,22 @@ def fmt_utc(value: datetime | None) -> str | None:
 
 
 def tz_option(func: Callable) -> Callable:
-    """`--tz ZONE`: print the table's times in that IANA zone (ISO 8601 with its offset);
-    `--json` stays UTC."""
+    """`--tz ZONE`, the one definition every list that prints times shares: print the table's
+    times in that IANA zone (ISO 8601 with its offset; `fmt_instant`); `--json` stays UTC. An
+    unknown zone is one line on stderr and exit 1, before the command does anything."""
     return click.option(
         "--tz",
         "tz",
         metavar="ZONE",
         default=None,
+        callback=lambda _context, _param, value: check_tz(value),
         help="Show times in this IANA zone (ISO 8601 with its offset) instead of UTC; --json stays UTC.",
     )(func)
+
+
+def tz_header(label: str, tz: str | None) -> str:
+    """A time column's header, naming the zone when --tz gave one."""
+    return f"{label} ({tz})" if tz else label
 
 
 def check_tz(tz: str | None) -> str | None:

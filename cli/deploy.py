@@ -15,6 +15,7 @@ from flask.cli import with_appcontext
 from sqlalchemy import select
 
 from app.clock import utcnow
+from app.secret_box import key_problem
 from cli.common import emit_json, handle_errors, json_option
 from config import DEV_SECRET_KEY
 
@@ -62,6 +63,11 @@ def check_deployment(config: Mapping) -> list[Finding]:
                 "random value (python -c 'import secrets; "
                 "print(secrets.token_urlsafe(48))')",
             )
+        )
+    channel_key = key_problem(config)
+    if channel_key:
+        findings.append(
+            Finding("channel_key", channel_key + "; with DEBUG=0 the web and the scheduler refuse to start")
         )
     if not config.get("SCHEDULER_CLI_SECRET"):
         findings.append(

@@ -17,7 +17,6 @@ from cli.common import (
     ACTOR,
     EXECUTION_ID,
     JOB_ID,
-    check_tz,
     emit_json,
     fmt_both,
     fmt_duration,
@@ -54,7 +53,6 @@ def list_executions(status, job_id, task, limit, project_name, tz, as_json):
       flask execution list --task generate_report
       flask execution list --tz Asia/Tokyo
     """
-    tz = check_tz(tz)
     rows = execution_service.list_executions(
         status=status,
         job_id=job_id,

@@ -24,6 +24,7 @@ from cli.common import (
     JOB_ID,
     emit_json,
     fmt_both,
+    fmt_instant,
     fmt_local,
     fmt_utc,
     handle_errors,
@@ -31,6 +32,7 @@ from cli.common import (
     mutating,
     parse_after,
     print_table,
+    tz_option,
     warn,
 )
 from cli.job_fields import job_arguments, job_data, job_options, schedule_given
@@ -132,22 +134,24 @@ def edit_job(job_id, enable, disable, as_json, **options):
 
 @job_cli.command("list")
 @project_option
+@tz_option
 @json_option
 @handle_errors
-def list_jobs(project_name, as_json):
-    """List every job with its schedule and next run (UTC and the job's local time).
+def list_jobs(project_name, tz, as_json):
+    """List every job with its schedule and next run (UTC, or --tz, and the job's local time).
 
     \b
     Example:
       flask job list
       flask job list --json | jq '.[] | select(.enabled) | .name'
+      flask job list --tz Asia/Tokyo
     """
     jobs = job_service.list_jobs(cli_caller(project_name) if project_name else None)
     if as_json:
         emit_json([job_to_dict(job) for job in jobs])
         return
     print_table(
-        ["ID", "NAME", "TASK", "SCHEDULE", "TIMEZONE", "ENABLED", "NEXT RUN (UTC)", "NEXT RUN (LOCAL)"],
+        ["ID", "NAME", "TASK", "SCHEDULE", "TIMEZONE", "ENABLED", f"NEXT RUN ({tz or 'UTC'})", "NEXT RUN (LOCAL)"],
         [
             [
                 job.id,
@@ -156,7 +160,7 @@ def list_jobs(project_name, as_json):
                 schedule_summary(job),
                 job.timezone,
                 job.enabled,
-                fmt_utc(job.next_run_at),
+                fmt_instant(job.next_run_at, tz),
                 fmt_local(job.next_run_at, job.timezone),
             ]
             for job in jobs

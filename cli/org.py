@@ -11,7 +11,7 @@ from flask.cli import AppGroup
 from app.clock import utcnow
 from app.services.caller import Caller
 from app.services.use_cases import tenancy
-from cli.common import emit_json, handle_errors, json_option, mutating, print_table
+from cli.common import emit_json, fmt_instant, handle_errors, json_option, mutating, print_table, tz_header, tz_option
 from cli.tenancy_changes import delete_org, rename_org
 
 org_cli = AppGroup("org", help="Create, list, rename and delete organizations.")
@@ -56,22 +56,34 @@ def add_org(name, as_json):
 
 
 @org_cli.command("list")
+@tz_option
 @json_option
 @handle_errors
-def list_orgs(as_json):
+def list_orgs(tz, as_json):
     """Every organization with its numbers of projects and members.
 
     \b
     Example:
       flask org list --json
+      flask org list --tz Europe/Paris
     """
-    documents = [tenancy.organization_to_dict(org) for org in tenancy.list_organizations(Caller.cli())]
+    organizations = tenancy.list_organizations(Caller.cli())
+    documents = [tenancy.organization_to_dict(org) for org in organizations]
     if as_json:
         emit_json(documents)
         return
     print_table(
-        ["ID", "NAME", "PROJECTS", "MEMBERS", "CREATED"],
-        [[d["id"], d["name"], d["projects"], d["members"], d["created_at"]] for d in documents],
+        ["ID", "NAME", "PROJECTS", "MEMBERS", tz_header("CREATED", tz)],
+        [
+            [
+                d["id"],
+                d["name"],
+                d["projects"],
+                d["members"],
+                fmt_instant(org.created_at, tz) if tz else d["created_at"],
+            ]
+            for d, org in zip(documents, organizations, strict=True)
+        ],
     )
 
 

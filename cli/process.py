@@ -37,9 +37,10 @@ def metrics_options(port_envvar: str) -> Callable:
 
 
 def refuse_insecure(kind: str) -> None:
-    """Exit 1 before starting when DEBUG=0 runs with the development SECRET_KEY."""
+    """Exit 1 before starting when DEBUG=0 runs with the development SECRET_KEY (or, for the
+    scheduler, which delivers alerts, without a usable CHANNEL_SECRET_KEY)."""
     try:
-        refuse_insecure_start(current_app.config)
+        refuse_insecure_start(current_app.config, seals_channels=kind != "worker")
     except InsecureSettings as exc:
         logging.getLogger(f"cronwell.{kind}").critical(str(exc), extra={"event": "refused_to_start"})
         raise click.exceptions.Exit(1) from None

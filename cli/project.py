@@ -11,7 +11,16 @@ from flask.cli import AppGroup
 from app.clock import utcnow
 from app.services.caller import Caller
 from app.services.use_cases import tenancy
-from cli.common import emit_json, fmt_utc, handle_errors, json_option, mutating, print_table
+from cli.common import (
+    emit_json,
+    fmt_instant,
+    handle_errors,
+    json_option,
+    mutating,
+    print_table,
+    tz_header,
+    tz_option,
+)
 from cli.notify import project_set_notify
 from cli.tenancy_changes import delete_project, rename_project
 
@@ -42,14 +51,16 @@ def add_project(organization, name, description, as_json):
 
 @project_cli.command("list")
 @click.option("--org", "organization", metavar="ORG", default=None, help="Only this organization's projects.")
+@tz_option
 @json_option
 @handle_errors
-def list_projects(organization, as_json):
+def list_projects(organization, tz, as_json):
     """Every project (ORG/PROJECT).
 
     \b
     Example:
       flask project list --org acme
+      flask project list --tz Europe/Paris
     """
     caller = Caller.cli()
     org = tenancy.get_organization(organization, caller) if organization else None
@@ -58,8 +69,8 @@ def list_projects(organization, as_json):
         emit_json([tenancy.project_to_dict(p) for p in projects])
         return
     print_table(
-        ["ID", "PROJECT", "DESCRIPTION", "CREATED"],
-        [[p.id, p.full_name, p.description, fmt_utc(p.created_at)] for p in projects],
+        ["ID", "PROJECT", "DESCRIPTION", tz_header("CREATED", tz)],
+        [[p.id, p.full_name, p.description, fmt_instant(p.created_at, tz)] for p in projects],
     )
 
 

@@ -12,7 +12,17 @@ from app.models import ApiToken, User
 from app.services.caller import Caller
 from app.services.errors import NotFound
 from app.services.use_cases import tokens
-from cli.common import IdType, emit_json, handle_errors, json_option, mutating, print_table
+from cli.common import (
+    IdType,
+    emit_json,
+    fmt_instant,
+    handle_errors,
+    json_option,
+    mutating,
+    print_table,
+    tz_header,
+    tz_option,
+)
 
 token_cli = AppGroup("token", help="Create, list and revoke API tokens.")
 
@@ -70,14 +80,16 @@ def create_token(username, project, role, name, expires_in_days, as_json):
 @token_cli.command("list")
 @click.option("--user", "username", metavar="NAME", help="Only this user's tokens.")
 @click.option("--all", "include_revoked", is_flag=True, help="Include revoked tokens.")
+@tz_option
 @json_option
 @handle_errors
-def list_tokens(username, include_revoked, as_json):
+def list_tokens(username, include_revoked, tz, as_json):
     """List API tokens (never their secrets), with their last use.
 
     \b
     Example:
       flask token list --json
+      flask token list --tz Asia/Tokyo
     """
     found = tokens.list_tokens(Caller.cli(), include_revoked=include_revoked)
     if username:
@@ -88,7 +100,17 @@ def list_tokens(username, include_revoked, as_json):
         emit_json(documents)
         return
     print_table(
-        ("ID", "NAME", "PREFIX", "USER", "PROJECT", "ROLE", "LAST USED", "EXPIRES", "REVOKED"),
+        (
+            "ID",
+            "NAME",
+            "PREFIX",
+            "USER",
+            "PROJECT",
+            "ROLE",
+            tz_header("LAST USED", tz),
+            tz_header("EXPIRES", tz),
+            tz_header("REVOKED", tz),
+        ),
         [
             (
                 d["id"],
@@ -97,14 +119,19 @@ def list_tokens(username, include_revoked, as_json):
                 d["user"],
                 d["project"],
                 d["role"],
-                d["last_used_at"] or "never",
-                d["expires_at"] or "never",
-                d["revoked_at"] or "",
+                _when(d["last_used_at"], t.last_used_at, tz) or "never",
+                _when(d["expires_at"], t.expires_at, tz) or "never",
+                _when(d["revoked_at"], t.revoked_at, tz) or "",
             )
-            for d in documents
+            for d, t in zip(documents, found, strict=True)
         ],
         empty="(no tokens)",
     )
+
+
+def _when(shown: str | None, instant, tz: str | None) -> str | None:
+    """A token's instant as the list has always shown it (its JSON form), or in --tz."""
+    return fmt_instant(instant, tz) if tz else shown
 
 
 @token_cli.command("revoke")

@@ -16,7 +16,16 @@ from app.clock import utcnow
 from app.domain.states import Role, values
 from app.services.caller import Caller
 from app.services.use_cases import tenancy, users
-from cli.common import emit_json, fmt_utc, handle_errors, json_option, mutating, print_table
+from cli.common import (
+    emit_json,
+    fmt_instant,
+    handle_errors,
+    json_option,
+    mutating,
+    print_table,
+    tz_header,
+    tz_option,
+)
 
 user_cli = AppGroup("user", help="Create and manage users: organizations, roles, passwords.")
 
@@ -73,14 +82,16 @@ def create_user(username, organization, role, superuser, password_stdin, as_json
 
 @user_cli.command("list")
 @click.option("--org", "organization", metavar="ORG", default=None, help="Only this organization's members.")
+@tz_option
 @json_option
 @handle_errors
-def list_users(organization, as_json):
+def list_users(organization, tz, as_json):
     """Every user (or ORG's members) with their roles.
 
     \b
     Example:
       flask user list --json
+      flask user list --tz Asia/Tokyo
     """
     org = tenancy.get_organization(organization, Caller.cli()) if organization else None
     found = users.list_users(Caller.cli(), organization=org)
@@ -88,7 +99,7 @@ def list_users(organization, as_json):
         emit_json([users.user_to_dict(u, org.id if org else None) for u in found])
         return
     print_table(
-        ["ID", "USERNAME", "ACTIVE", "SUPERUSER", "ROLES", "CREATED"],
+        ["ID", "USERNAME", "ACTIVE", "SUPERUSER", "ROLES", tz_header("CREATED", tz)],
         [
             [
                 u.id,
@@ -96,7 +107,7 @@ def list_users(organization, as_json):
                 "yes" if u.active else "no",
                 "yes" if u.superuser else "no",
                 ", ".join(f"{m.role}@{m.organization.name}" for m in u.memberships) or "-",
-                fmt_utc(u.created_at),
+                fmt_instant(u.created_at, tz),
             ]
             for u in found
         ],

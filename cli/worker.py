@@ -8,17 +8,27 @@ import click
 from flask.cli import AppGroup
 
 from app.clock import utcnow
-from cli.common import ACTOR, emit_json, fmt_age, fmt_utc, handle_errors, json_option, mutating, print_table
+from cli.common import (
+    ACTOR,
+    emit_json,
+    fmt_age,
+    fmt_instant,
+    handle_errors,
+    json_option,
+    mutating,
+    print_table,
+    tz_option,
+)
 from cli.worker_run import run_worker
 
 worker_cli = AppGroup("worker", help="Run, list, stop and reload worker processes.")
 worker_cli.add_command(run_worker)
 
 
-def _running_text(view) -> str:
+def _running_text(view, tz: str | None) -> str:
     if not view.executions:
         return "-"
-    shown = [f"{item.id}@{fmt_utc(item.started_at) or '?'}" for item in view.executions[:3]]
+    shown = [f"{item.id}@{fmt_instant(item.started_at, tz) or '?'}" for item in view.executions[:3]]
     more = len(view.executions) - len(shown)
     return ", ".join(shown) + (f" (+{more})" if more > 0 else "")
 
@@ -34,9 +44,10 @@ def _tasks_text(view) -> str:
 
 
 @worker_cli.command("list")
+@tz_option
 @json_option
 @handle_errors
-def list_worker_processes(as_json):
+def list_worker_processes(tz, as_json):
     """List workers: id, host, pid, queues, slots, state, busy/idle, tasks and what they run.
 
     \b
@@ -45,10 +56,12 @@ def list_worker_processes(as_json):
     draining (told to drain, finishing its work; alive but not serving) | stopped | stale (the
     state of a lost worker). Stopped and lost workers stay listed until HEARTBEAT_PRUNE_SECONDS.
     TASKS: how many tasks it advertises (it claims only those) and their most common code
-    version; `--json` lists each task with its version. RUNNING shows execution@start (UTC).
+    version; `--json` lists each task with its version. RUNNING shows execution@start (UTC,
+    or in --tz).
     \b
     Examples:
       flask worker list
+      flask worker list --tz Europe/Paris
       flask worker list --json | jq '.[] | select(.state == "running") | .id'
     """
     # Imported here, not at the top: `worker run` loads this module and needs neither the read
@@ -61,7 +74,18 @@ def list_worker_processes(as_json):
         emit_json([worker_to_dict(view) for view in views])
         return
     print_table(
-        ["ID", "HOST", "PID", "STATUS", "STATE", "QUEUES", "BUSY", "LAST SEEN", "TASKS", "RUNNING (EXECUTION@START)"],
+        [
+            "ID",
+            "HOST",
+            "PID",
+            "STATUS",
+            "STATE",
+            "QUEUES",
+            "BUSY",
+            "LAST SEEN",
+            "TASKS",
+            f"RUNNING (EXECUTION@START, {tz or 'UTC'})",
+        ],
         [
             [
                 view.id,
@@ -75,7 +99,7 @@ def list_worker_processes(as_json):
                 f"{view.busy}/{view.slots}" + (" idle" if view.idle else ""),
                 fmt_age(view.age_seconds) + " ago",
                 _tasks_text(view),
-                _running_text(view),
+                _running_text(view, tz),
             ]
             for view in views
         ],

@@ -522,6 +522,23 @@ CHANNEL = {
     "quiet_timezone": "Europe/Paris",
     "created_at": "2026-05-01T07:00:00Z",
 }
+CHANNEL_CREATE = {
+    "name": "ops-hook",
+    "kind": "webhook",
+    "target": "https://hooks.example.com/cronwell",
+    "kinds": ["dead_letter", "overdue"],
+    "group_minutes": 10,
+}
+CHANNEL_CREATED = {
+    **CHANNEL,
+    "name": "ops-hook",
+    "kind": "webhook",
+    "target": "https://hooks.example.com/…well",
+    "kinds": ["dead_letter", "overdue"],
+    "quiet": None,
+    "quiet_timezone": "UTC",
+    "secret": "7cQx3XbL0x8m2VJt9sGz1aY4nWqPe6Rk5uHdTfBoC0E",
+}
 TEST_DELIVERY = {
     "id": 88,
     "channel_id": 3,

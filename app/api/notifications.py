@@ -2,17 +2,29 @@
 a project's channels and their send test.
 
 Routing: GET answers the routing in effect; PUT sets it (a project's default needs an admin, a
-job's override an operator); DELETE drops a job's override. Channels are listed with their URL
-masked; a test sends at once and answers the delivery (delivered, or retrying with the error).
+job's override an operator); DELETE drops a job's override. Channels are listed and read with
+their URL masked (one with an ETag); creating and deleting one needs an admin, as on the web, and
+goes through the use case `flask channel add|remove` and the pages call; the answer to a creation
+is the only one that carries a webhook's signing secret. A test sends at once and answers the
+delivery (delivered, or retrying with the error).
 """
 
 from __future__ import annotations
 
-from flask import current_app
+from flask import current_app, url_for
 from flask_smorest import Blueprint
 
 from app.api import examples as ex
-from app.api.schemas import ChannelSchema, DeliverySchema, JobNotifySchema, NotifyRouteBody, ProjectNotifySchema
+from app.api.conventions import with_etag
+from app.api.schemas import (
+    ChannelCreatedSchema,
+    ChannelCreateSchema,
+    ChannelSchema,
+    DeliverySchema,
+    JobNotifySchema,
+    NotifyRouteBody,
+    ProjectNotifySchema,
+)
 from app.api.scope import ID_MAX
 from app.api.security import authenticated, current_caller
 from app.clock import utcnow
@@ -131,6 +143,65 @@ def list_channels():
     Roles: viewer, operator, admin. Errors: 401, 403.
     """
     return [alert_channels.channel_to_dict(c) for c in alert_channels.list_channels(current_caller())]
+
+
+@blp.post("/channels")
+@authenticated(Action.ADMINISTER)
+@blp.arguments(ChannelCreateSchema, example=ex.CHANNEL_CREATE)
+@blp.response(201, ChannelCreatedSchema, example=ex.CHANNEL_CREATED)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+def create_channel(body):
+    """Create a channel in `project` (default: the caller's). Its URL is stored encrypted and
+    answered masked, here as everywhere; a webhook's signing secret (generated unless given) is in
+    this answer and never again.
+
+    Roles: admin. Errors: 401, 403, 404 (project), 422 (per field: name taken, kind, URL or address,
+    alert kinds, grouping, quiet window, time zone).
+    """
+    caller = current_caller()
+    data = {key: value for key, value in body.items() if key != "project"}
+    channel = alert_channels.add_channel(
+        data, now=utcnow(), actor=caller.actor, project=body.get("project"), caller=caller
+    )
+    document = {**alert_channels.channel_to_dict(channel), "secret": channel.secret}
+    location = url_for("api_notifications.get_channel", channel_id=channel.id)
+    return document, 201, {"Location": location}
+
+
+@blp.get("/channels/<int:channel_id>")
+@authenticated(Action.READ)
+@blp.response(200, ChannelSchema, example=ex.CHANNEL)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+def get_channel(channel_id):
+    """One channel (URL masked), with an ETag.
+
+    Roles: viewer, operator, admin. Errors: 401, 403, 404.
+    """
+    _check(channel_id, "alert channel")
+    document = alert_channels.channel_to_dict(alert_channels.get_channel(channel_id, current_caller()))
+    return with_etag(document, document)
+
+
+@blp.delete("/channels/<int:channel_id>")
+@authenticated(Action.ADMINISTER)
+@blp.response(204)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+def delete_channel(channel_id):
+    """Delete a channel with its delivery log (routes that named it stop naming it).
+
+    Roles: admin. Errors: 401, 403, 404.
+    """
+    _check(channel_id, "alert channel")
+    caller = current_caller()
+    alert_channels.delete_channel(channel_id, now=utcnow(), actor=caller.actor, caller=caller)
+    return None
 
 
 @blp.post("/channels/<int:channel_id>/test")

@@ -14,7 +14,9 @@ from app.api.scope import ID_MAX
 from app.definitions import text_limits
 from app.definitions.fields import Instant, Text, TextLength, printable
 from app.domain.event_kinds import EVENT_KINDS
+from app.models.alerting import CHANNEL_KINDS, RECEIVABLE_KINDS
 from app.models.ids import id_in_range, is_whole_number
+from app.services.use_cases.notify_routes import GROUP_MINUTES_MAX
 from app.services.use_cases.queues import NAME_PATTERN as QUEUE_NAME
 from app.services.use_cases.queues import NAME_RULE as QUEUE_NAME_RULE
 
@@ -529,6 +531,52 @@ class ChannelSchema(Schema):
     quiet = fields.String(allow_none=True, required=True, metadata={"example": "22:00-07:00"})
     quiet_timezone = fields.String(required=True)
     created_at = fields.String(required=True)
+
+
+class ChannelCreatedSchema(ChannelSchema):
+    secret = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={"description": "A webhook's signing secret (generated unless given): in this answer only."},
+    )
+
+
+class ChannelCreateSchema(StrictSchema):
+    """A new channel. Fields are typed here; their values are checked by the same use case as
+    `flask channel add` and the web form, whose messages a 422 answers field by field."""
+
+    name = fields.String(required=True, metadata={"example": "ops-slack", "description": "Unique in its project."})
+    kind = fields.String(required=True, metadata={"enum": list(CHANNEL_KINDS), "example": "slack"})
+    target = fields.String(
+        required=True,
+        metadata={
+            "description": "The webhook, Slack or Teams URL (or env:NAME: the delivering process's variable "
+            "NAME holds it), or the address of an email channel. Stored encrypted, shown masked.",
+            "example": "https://hooks.slack.com/services/T0/B0/XXXX",
+        },
+    )
+    secret = fields.String(
+        load_default=None, allow_none=True, metadata={"description": "A webhook's signing secret (default: generated)."}
+    )
+    kinds = fields.List(
+        fields.String(metadata={"enum": list(RECEIVABLE_KINDS)}),
+        load_default=list,
+        metadata={"description": "The alert kinds and notices it receives (empty: every one)."},
+    )
+    group_minutes = fields.Integer(
+        strict=True,
+        load_default=None,
+        validate=validate.Range(0, GROUP_MINUTES_MAX),
+        metadata={"description": "One message per job and event per N minutes (default 10; 0: every one)."},
+    )
+    quiet = fields.String(
+        load_default=None, allow_none=True, metadata={"example": "22:00-07:00", "description": "Held in this window."}
+    )
+    quiet_timezone = fields.String(load_default=None, allow_none=True, metadata={"example": "Europe/Paris"})
+    project = fields.String(
+        load_default=None,
+        metadata={"description": "ORG/PROJECT (default: the caller's project).", "example": "default/default"},
+    )
 
 
 class DeliverySchema(Schema):

@@ -53,6 +53,7 @@ EVENT_KINDS: dict[str, str] = {
     "alert_channel_updated": "An alert channel's name, target, alert kinds or secret was changed.",
     "alert_channel_deleted": "An alert channel was removed.",
     "alert_channel_tested": "A test message was sent to an alert channel.",
+    "alert_channels_resealed": "Every channel's URL and secret was encrypted again with the first CHANNEL_SECRET_KEY.",
     "organization_created": "An organization was created.",
     "organization_renamed": "An organization was renamed (its id, and so every reference, stays).",
     "organization_deleted": "An organization was deleted with everything in it.",

@@ -13,7 +13,7 @@ from app.executions.forms import ExecutionActionForm, ExecutionFilterForm
 from app.models import Job
 from app.models.ids import id_in_range, is_whole_number, key_max
 from app.services.errors import NotFound, ServiceError
-from app.services.read import console_lists, execution_rows
+from app.services.read import console_lists, execution_rows, execution_sorts
 from app.services.use_cases import executions as execution_service
 from app.services.use_cases import jobs as job_service
 from app.services.use_cases import runs as run_service
@@ -30,7 +30,9 @@ PER_PAGE = 50
 @requires(Action.READ, public=True)
 def index():
     """Executions, newest first, 50 per page, filtered by status, job (id or name), queue, trigger
-    and creation date; the filters live in the URL. An HTMX poll gets just the table."""
+    and creation date; the filters live in the URL. `sort` (started, finished, status, job) and
+    `dir` (asc, desc) order it otherwise, paged by `after`/`before` cursors (an unknown sort is
+    said inline and the default order shown). An HTMX request for the list gets just the list."""
     caller = current_caller()
     filters = ExecutionFilterForm(request.args)
     status = (filters.status.data or "").strip() or None
@@ -70,12 +72,19 @@ def index():
     if status is not None and status not in values(ExecutionStatus):
         errors.append(f"status must be one of {', '.join(values(ExecutionStatus))}, got {status[:40]!r}")
     per_page = current_app.config.get("EXECUTIONS_PER_PAGE", PER_PAGE)
+    sort, descending, sort_notice = _sort()
     page = Page(items=[], page=1, per_page=per_page, total=0)
+    sorted_page = None
     if not errors:
         wanted = console_lists.ExecutionFilters(
             status, job_ids, queue_ids, trigger, task_text or None, created_from, created_to
         )
-        page = paginate(console_lists.executions_query(wanted, caller), page=page_number(), per_page=per_page)
+        listed = console_lists.executions_query(wanted, caller)
+        if sort is None:
+            page = paginate(listed, page=page_number(), per_page=per_page)
+        else:
+            sorted_page, sort_notice = _sorted_page(listed, sort, descending, per_page, sort_notice)
+            page = Page(items=sorted_page.items, page=1, per_page=per_page, total=0)
     pairs = (
         ("status", status or ""),
         ("job", job_text),
@@ -85,6 +94,8 @@ def index():
         ("trigger", trigger or ""),
         ("created_from", (filters.created_from.data or "").strip()),
         ("created_to", (filters.created_to.data or "").strip()),
+        ("sort", sort.key if sort else ""),
+        ("dir", ("desc" if descending else "asc") if sort else ""),
     )
     query = {k: v for k, v in pairs if v}
     context = {
@@ -96,10 +107,42 @@ def index():
         "matched_jobs": matched_jobs,
         "queue": queue,
         "query": query,
+        "sorts": execution_sorts.SORTS,
+        "sorted_page": sorted_page,
+        "sort_notice": sort_notice,
+        # Where the list's poll reloads: the page shown, not the first one.
+        "position": {k: request.args[k][:200] for k in ("after", "before") if sorted_page and request.args.get(k)},
     }
     if is_htmx() and request.headers.get("HX-Target") == "executions-list":
         return render_template("executions/_list.html", **context)
     return render_template("executions/list.html", **context), (400 if errors else 200)
+
+
+def _sort() -> tuple[execution_sorts.Sort | None, bool, str | None]:
+    """The list's order from `sort` and `dir`: (None, ...) for the default, newest first. An
+    unknown sort is not an error: the default order is shown with a note saying why."""
+    key = (request.args.get("sort") or "").strip()
+    direction = (request.args.get("dir") or "").strip()
+    if not key:
+        return None, True, None
+    sort = execution_sorts.SORTS.get(key)
+    if sort is None:
+        known = ", ".join(execution_sorts.SORTS)
+        return None, True, f"Cannot sort by {key[:40]!r} (sort by {known}); showing the newest first."
+    if direction not in ("", "asc", "desc"):
+        return sort, True, f"dir must be asc or desc, got {direction[:40]!r}; showing {sort.label.lower()} descending."
+    return sort, direction != "asc", None
+
+
+def _sorted_page(listed, sort, descending: bool, per_page: int, notice: str | None):
+    """One keyset page of `listed` in `sort`; a cursor that is not one of ours shows the first
+    page and says so."""
+    after_text, before_text = request.args.get("after"), request.args.get("before")
+    after, before = execution_sorts.decode(sort, after_text), execution_sorts.decode(sort, before_text)
+    if (after_text and after is None) or (before_text and before is None):
+        notice = "That page link is not valid for this order; showing the first page."
+    page = execution_sorts.keyset_page(listed, sort, descending=descending, after=after, before=before, limit=per_page)
+    return page, notice
 
 
 def _instant(text: str | None, label: str, errors: list[str], *, end_of_day: bool = False):

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from app.clock import utcnow
 from app.domain.channel_messages import masked_url
 from app.extensions import Model
-from app.models.types import JSONType, UTCDateTime
+from app.models.types import JSONType, SealedText, UTCDateTime
 
 CHANNEL_KINDS = ("webhook", "slack", "teams", "email")
 # Kinds whose target is a URL, and so a secret (a Slack or Teams URL is its own credential).
@@ -43,10 +43,11 @@ class AlertChannel(Model):
     name: Mapped[str] = mapped_column(String(100))
     kind: Mapped[str] = mapped_column(String(10))
     # The webhook, Slack or Teams URL (shown masked after creation) or `env:NAME` (the URL is the
-    # variable NAME of the delivering process), or the email address.
-    target: Mapped[str] = mapped_column(String(500))
-    # The webhook's signing key (HMAC-SHA256); never shown again after creation.
-    secret: Mapped[str | None] = mapped_column(String(200))
+    # variable NAME of the delivering process), or the email address; sealed at rest with
+    # CHANNEL_SECRET_KEY (app/secret_box.py), its length checked as plaintext by the use case.
+    target: Mapped[str] = mapped_column(SealedText)
+    # The webhook's signing key (HMAC-SHA256); never shown again after creation; sealed at rest.
+    secret: Mapped[str | None] = mapped_column(SealedText)
     # Routing: the alert kinds this channel receives; an empty list means every kind.
     kinds: Mapped[list] = mapped_column(JSONType, default=list)
     enabled: Mapped[bool] = mapped_column(Boolean, default=True, server_default=text("true"))

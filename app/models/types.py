@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from sqlalchemy import JSON, DateTime
+from sqlalchemy import JSON, DateTime, Text
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.types import TypeDecorator
 
@@ -38,3 +38,25 @@ class UTCDateTime(TypeDecorator):
         if value.tzinfo is None:
             return value.replace(tzinfo=UTC)
         return value.astimezone(UTC)
+
+
+class SealedText(TypeDecorator):
+    """Text stored encrypted (app/secret_box.py): Python sees the plaintext, the database only
+    `fernet:<token>`. A stored value without that prefix (from before sealing) reads as it is."""
+
+    impl = Text
+    cache_ok = True
+
+    def process_bind_param(self, value: str | None, dialect):
+        if value is None:
+            return None
+        from app.secret_box import installed
+
+        return installed().seal(value)
+
+    def process_result_value(self, value: str | None, dialect):
+        if value is None:
+            return None
+        from app.secret_box import installed
+
+        return installed().open(value)

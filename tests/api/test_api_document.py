@@ -306,6 +306,7 @@ def test_the_request_examples_work_as_written(app, api):
     send("POST", "/api/v1/batches", {**ex.BATCH_SUBMIT, "job_id": job["id"]}, 201)
     send("POST", f"/api/v1/queues/{queue['id']}/pause", ex.PAUSE, 200)
     send("POST", "/api/v1/tokens", ex.TOKEN_CREATE, 201)
+    assert set(send("POST", "/api/v1/channels", ex.CHANNEL_CREATE, 201)) == set(ex.CHANNEL_CREATED)
     invitation = send("POST", "/api/v1/users/invitations", {"role": "operator"}, 201)
     send("POST", "/api/v1/auth/register", {**ex.REGISTER, "invitation": invitation["invitation"]}, 201)
     send("POST", "/api/v1/auth/password", ex.PASSWORD_CHANGE, 204)

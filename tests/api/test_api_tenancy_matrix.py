@@ -65,6 +65,7 @@ def body_for(method: str, rule: str, world: dict) -> dict | None:
         "POST /api/v1/projects/<string:org>/<string:project>/apply": {"jobs": [], "dry_run": True},
         "PUT /api/v1/projects/<int:project_id>/notify": {"events": ["failure", "recovery"]},
         "PUT /api/v1/jobs/<int:job_id>/notify": {"events": ["failure"], "channels": None},
+        "POST /api/v1/channels": {"name": f"matrix-{n}", "kind": "email", "target": "ops@example.com"},
     }
     return bodies.get(f"{method} {rule}")
 

@@ -7,6 +7,7 @@ No tool downloads a browser: Chromium comes from the `chromium` Debian package a
 
 from __future__ import annotations
 
+import base64
 import os
 import signal
 import subprocess
@@ -102,6 +103,7 @@ def stack(tmp_path_factory):
             "DATABASE_URL": f"sqlite:///{workdir / 'cronwell.sqlite3'}",
             "INSTANCE_DIR": str(workdir / "instance"),
             "SECRET_KEY": uuid.uuid4().hex,
+            "CHANNEL_SECRET_KEY": base64.urlsafe_b64encode(os.urandom(32)).decode(),
             "DEBUG": "0",
             "LOG_FORMAT": "text",
             "LOG_LEVEL": "INFO",

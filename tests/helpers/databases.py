@@ -17,6 +17,8 @@ from app import create_app
 
 PG_ADMIN_URL = os.environ.get("CRONWELL_TEST_PG_URL", "postgresql://postgres@127.0.0.1:5432/postgres")
 IN_CI = os.environ.get("CI", "").lower() == "true"
+# The Fernet key alert channels are sealed with under test (DEBUG=0 needs one, as in production).
+CHANNEL_SECRET_KEY = "0uJ8O41ZQsHRbSvIeuy3RtEK6n_TYRiokR1GZI3p3_Y="
 
 
 def pg_unreachable() -> str | None:
@@ -46,6 +48,7 @@ def app_env_for(url: str, instance_dir: Path) -> dict:
         "LOG_LEVEL": "WARNING",
         "DEBUG": "0",
         "SECRET_KEY": "test-secret-key",
+        "CHANNEL_SECRET_KEY": CHANNEL_SECRET_KEY,
     }
 
 

@@ -36,6 +36,7 @@ SECRETS = {
     "SCHEDULER_CLI_SECRET": "smoke-cli-secret-value",
     "METRICS_TOKEN": "smoke-metrics-token-value",
     "DEV_ADMIN_PASSWORD": "smoke admin pass phrase",
+    "CHANNEL_SECRET_KEY": "3H9NjK_KsCsvBJcGB35pyR-DYTOfPuGNzwIaQgPgorA=",
 }
 
 

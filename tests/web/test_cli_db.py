@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.extensions import MIGRATIONS_DIR
+from tests.helpers.databases import CHANNEL_SECRET_KEY
 from tests.helpers.processes import PROJECT_ROOT
 
 pytestmark = pytest.mark.slow  # real processes, about a second each
@@ -45,6 +46,7 @@ def _env(tmp_path, database_url: str) -> dict:
         "LOG_LEVEL": "WARNING",
         "DEBUG": "0",
         "SECRET_KEY": "test-secret-key",
+        "CHANNEL_SECRET_KEY": CHANNEL_SECRET_KEY,
         "LISTEN_NOTIFY": "0",
     }
 

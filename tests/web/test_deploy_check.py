@@ -15,11 +15,13 @@ from app.models import Heartbeat
 from cli.deploy import check_deployment
 from config import DEV_SECRET_KEY, InsecureSettings, load_settings, refuse_insecure_start
 
+CHANNEL_KEY = "Kpu2vVHcH4qkRrJ2rI8Dh3uEQ3b1j2cM4nq0mYt6sXo="
 PRODUCTION = {
     "CRONWELL_DEBUG": False,
     "DEBUG": False,
     "WEBUI_AUTH": True,
     "SECRET_KEY": "s" * 48,
+    "CHANNEL_SECRET_KEY": CHANNEL_KEY,
     "SCHEDULER_CLI_SECRET": "cli-secret",
     "SQLALCHEMY_DATABASE_URI": "postgresql+psycopg://db/cronwell",
     "REDIS_URL": "redis://cache:6379/0",
@@ -58,6 +60,8 @@ def test_a_production_configuration_has_no_warnings():
         ({"CRONWELL_DEBUG": True}, "debug_on"),
         ({"SECRET_KEY": DEV_SECRET_KEY}, "secret_key_default"),
         ({"SECRET_KEY": "short-but-not-default"}, "secret_key_short"),
+        ({"CHANNEL_SECRET_KEY": None}, "channel_key"),
+        ({"CHANNEL_SECRET_KEY": "not-a-fernet-key"}, "channel_key"),
         ({"SCHEDULER_CLI_SECRET": None}, "cli_secret_unset"),
         ({"SQLALCHEMY_DATABASE_URI": "sqlite:////srv/cronwell.sqlite3"}, "sqlite"),
         ({"REDIS_URL": None}, "redis_absent"),
@@ -128,12 +132,35 @@ def test_check_deploy_never_prints_secret_values(app, run):
 
 def test_refuse_insecure_start_only_in_production_with_the_development_key():
     refuse_insecure_start({"CRONWELL_DEBUG": True, "SECRET_KEY": DEV_SECRET_KEY})
-    refuse_insecure_start({"CRONWELL_DEBUG": False, "SECRET_KEY": "x" * 40})
+    refuse_insecure_start({"CRONWELL_DEBUG": False, "SECRET_KEY": "x" * 40, "CHANNEL_SECRET_KEY": CHANNEL_KEY})
     for key in (DEV_SECRET_KEY, "", None):
         with pytest.raises(InsecureSettings, match="SECRET_KEY"):
-            refuse_insecure_start({"CRONWELL_DEBUG": False, "SECRET_KEY": key})
+            refuse_insecure_start({"CRONWELL_DEBUG": False, "SECRET_KEY": key, "CHANNEL_SECRET_KEY": CHANNEL_KEY})
     with pytest.raises(InsecureSettings):
         refuse_insecure_start(load_settings({"DEBUG": "0"}))
+
+
+def test_production_without_a_channel_key_refuses_to_start_in_one_line_but_the_worker_starts():
+    production = {"CRONWELL_DEBUG": False, "SECRET_KEY": "x" * 40}
+    for key in (None, "", "too-short", f"{CHANNEL_KEY},nope"):
+        with pytest.raises(InsecureSettings, match="CHANNEL_SECRET_KEY") as refused:
+            refuse_insecure_start({**production, "CHANNEL_SECRET_KEY": key})
+        assert "\n" not in str(refused.value) and str(refused.value).startswith("refusing to start: ")
+    assert "Fernet.generate_key()" in str(refused.value)  # it says how to make one
+    refuse_insecure_start(production, seals_channels=False)  # the worker never reads a channel
+    refuse_insecure_start({**production, "CHANNEL_SECRET_KEY": f"{CHANNEL_KEY}, {CHANNEL_KEY}"})  # a rotation list
+    refuse_insecure_start({"CRONWELL_DEBUG": True, "SECRET_KEY": DEV_SECRET_KEY})  # development derives one
+
+
+def test_the_scheduler_refuses_production_without_a_channel_key_and_the_worker_does_not(app, run, caplog):
+    app.config.update(CRONWELL_DEBUG=False, CHANNEL_SECRET_KEY=None)
+    result = run("scheduler", "run", "--once")
+    assert result.exit_code == 1
+    [record] = [r for r in caplog.records if getattr(r, "event", None) == "refused_to_start"]
+    assert "CHANNEL_SECRET_KEY is unset" in record.getMessage()
+    assert database.session.scalar(database.select(Heartbeat.id)) is None  # it never started
+    worker = run("worker", "run", "--once")
+    assert worker.exit_code == 0, worker.output
 
 
 @pytest.mark.parametrize("command", [["scheduler", "run", "--once"], ["worker", "run", "--once"]])

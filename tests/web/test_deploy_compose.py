@@ -199,6 +199,7 @@ PROD_SECRETS = {
     "SCHEDULER_CLI_SECRET": "cli-secret-value",
     "POSTGRES_PASSWORD": "pg-pass",
     "METRICS_TOKEN": "metrics-token-value",
+    "CHANNEL_SECRET_KEY": "Kpu2vVHcH4qkRrJ2rI8Dh3uEQ3b1j2cM4nq0mYt6sXo=",
 }
 
 
@@ -210,7 +211,7 @@ def test_production_override_sets_debug_off_secure_cookies_and_json_logs():
         assert env["DATABASE_URL"] == "postgresql://cronwell:pg-pass@postgres:5432/cronwell"
 
 
-@pytest.mark.parametrize("missing", ["SECRET_KEY", "SCHEDULER_CLI_SECRET", "POSTGRES_PASSWORD"])
+@pytest.mark.parametrize("missing", ["SECRET_KEY", "SCHEDULER_CLI_SECRET", "POSTGRES_PASSWORD", "CHANNEL_SECRET_KEY"])
 def test_production_override_refuses_to_start_without_each_secret(missing):
     override = load_compose("compose.prod.yaml")["services"]
     for value in ("", None):
@@ -226,7 +227,7 @@ def test_secrets_use_the_required_form_in_every_production_service():
     override = load_compose("compose.prod.yaml")["services"]
     for name in APP_SERVICES:
         env = override[name]["environment"]
-        for variable in ("SECRET_KEY", "SCHEDULER_CLI_SECRET"):
+        for variable in ("SECRET_KEY", "SCHEDULER_CLI_SECRET", "CHANNEL_SECRET_KEY"):
             assert re.fullmatch(r"\$\{" + variable + r":\?.+\}", env[variable]), (name, variable)
     assert override["postgres"]["environment"]["POSTGRES_PASSWORD"].startswith("${POSTGRES_PASSWORD:?")
 
@@ -324,6 +325,7 @@ def test_gunicorn_config_refuses_production_with_the_development_secret(monkeypa
     assert Server.log.messages[0][1]["extra"]["event"] == "refused_to_start"
 
     monkeypatch.setenv("SECRET_KEY", "x" * 40)
+    monkeypatch.setenv("CHANNEL_SECRET_KEY", PROD_SECRETS["CHANNEL_SECRET_KEY"])
     config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
     config["on_starting"](Server)
     assert not (tmp_path / "counter_1.db").exists()  # metrics start from zero

@@ -13,6 +13,7 @@ from datetime import datetime
 from urllib.parse import urlsplit
 
 from sqlalchemy import select
+from sqlalchemy.orm.attributes import flag_modified
 
 from app.clock import iso_z
 from app.database import begin_write
@@ -161,6 +162,7 @@ def update_channel(
     for key, value in values.items():
         setattr(channel, key, value)
     channel.updated_at = now
+    _seal_on_write(channel)
     db.session.flush()
     audit_trail.record_change(
         caller or actor, "changed", "channel", channel.id, before, _audited(channel), now=now, **_about(channel)
@@ -197,6 +199,7 @@ def edit_channel(
     channel.name, channel.target, channel.kinds = cleaned["name"], cleaned["target"], cleaned["kinds"]
     channel.secret = cleaned["secret"]
     channel.updated_at = now
+    _seal_on_write(channel)
     db.session.flush()
     record_event("alert_channel_updated", now=now, actor=actor, channel_id=channel.id, name=channel.name)
     audit_trail.record_change(
@@ -216,6 +219,21 @@ def delete_channel(channel_id: int, *, now: datetime, actor: str, caller: Caller
     )
     db.session.delete(channel)
     db.session.commit()
+
+
+def reseal_channels(*, now: datetime, actor: str) -> int:
+    """Encrypt every channel's target and secret again with the first CHANNEL_SECRET_KEY (after a
+    rotation put a new key first); returns how many channels were rewritten. Each value is read
+    with whichever listed key opens it, so the old key can go once this has run."""
+    begin_write(db.session)
+    table = AlertChannel.__table__
+    rows = db.session.execute(select(table.c.id, table.c.target, table.c.secret).order_by(table.c.id)).all()
+    for row in rows:
+        # Written through the column type: sealed with the first key, whatever sealed it before.
+        db.session.execute(table.update().where(table.c.id == row.id).values(target=row.target, secret=row.secret))
+    record_event("alert_channels_resealed", now=now, actor=actor, channels=len(rows))
+    db.session.commit()
+    return len(rows)
 
 
 def send_test(channel_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> AlertDelivery:
@@ -274,6 +292,13 @@ def delivery_log(
             .limit(limit)
         )
     )
+
+
+def _seal_on_write(channel: AlertChannel) -> None:
+    """Write the target and secret with the row even when unchanged: a plaintext value (from before
+    sealing) is sealed, and one sealed with an older key is sealed with the first."""
+    flag_modified(channel, "target")
+    flag_modified(channel, "secret")
 
 
 def _audited(channel: AlertChannel) -> dict:
