@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 # Step statuses as the graph reads them: a step that ended any other way than succeeded holds
 # back everything downstream of it.
@@ -183,6 +184,6 @@ def depths(nodes: Sequence[Node]) -> dict[str, int]:
     return depth
 
 
-def nodes_of(steps: Sequence[Mapping[str, object]]) -> list[Node]:
+def nodes_of(steps: Sequence[Mapping[str, Any]]) -> list[Node]:
     """The graph of a stored steps list (app/definitions/workflow.py's shape)."""
-    return [Node(str(step["name"]), tuple(str(up) for up in step.get("after") or ())) for step in steps]  # type: ignore[union-attr]
+    return [Node(str(step["name"]), tuple(str(up) for up in step.get("after") or ())) for step in steps]

@@ -8,7 +8,7 @@ import time
 
 from app.tasks import TaskContext, task
 
-PRELOAD = ("app.tasks.catalog", __name__)
+PRELOAD = ("app.tasks.catalog", "tests.helpers.workflow_tasks")  # by name: also when run as __main__
 WITNESS_ENV = "CRONWELL_TEST_WORKFLOW_WITNESS"
 
 
@@ -48,3 +48,29 @@ def witness(config: dict, ctx: TaskContext) -> dict:
     finally:
         os.close(fd)
     return {"step": ctx.step, "upstream": sorted(ctx.upstream_results)}
+
+
+def main() -> None:
+    """A real worker process (`python -m tests.helpers.workflow_tasks --worker-id ID --slots N
+    --witness FILE`) whose fork server preloads these tasks: for the workflow process tests."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--worker-id", required=True)
+    parser.add_argument("--slots", type=int, default=1)
+    parser.add_argument("--witness", required=True)
+    args = parser.parse_args()
+    os.environ[WITNESS_ENV] = args.witness  # the task processes receive it: their task declares it
+
+    from app import create_app
+    from app.executor import ForkServer
+    from app.services.engine.worker import Worker
+
+    app = create_app()
+    with app.app_context():
+        executor = ForkServer(preload=PRELOAD, kill_grace_seconds=1.0)
+        Worker(app, worker_id=args.worker_id, slots=args.slots, executor=executor).run()
+
+
+if __name__ == "__main__":
+    main()

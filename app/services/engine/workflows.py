@@ -144,6 +144,8 @@ def _advance(conn: DBConnection, run: SimpleNamespace, *, now: datetime) -> Move
         execution_id = follow_ups.insert_execution(conn, _step_row(run, step, upstream, queues, now=now))
         if execution_id is None:  # already created: its key is the run's and the step's
             execution_id = follow_ups.execution_by_key(conn, step_key(run.id, name))
+        if execution_id is None:
+            raise RuntimeError(f"workflow run {run.id}: step {name!r} was neither created nor found")
         state[name] = {"execution_id": execution_id}
         moved.steps.append(execution_id)
     if move.upstream_failed or move.start or move.cancelled or move.outcome:
