@@ -33,7 +33,13 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(180)]
 def diamond(middle_seconds: dict[str, float], first_seconds: float = 0) -> list[dict]:
     return [
         {"name": "a", "task": "wf_witness", "config": {"seconds": first_seconds}},
-        {"name": "b", "task": "wf_witness", "config": {"seconds": middle_seconds["b"]}, "after": ["a"]},
+        {
+            "name": "b",
+            "task": "wf_witness",
+            "config": {"seconds": middle_seconds["b"]},
+            "after": ["a"],
+            "timeout_seconds": 300,
+        },
         {"name": "c", "task": "wf_witness", "config": {"seconds": middle_seconds["c"]}, "after": ["a"]},
         {"name": "d", "task": "wf_witness", "after": ["b", "c"]},
     ]
@@ -135,7 +141,7 @@ def test_a_worker_killed_while_a_step_runs_loses_nothing_and_the_next_step_runs_
         now=utcnow(),
         task="echo",
         every="1d",
-        steps=diamond({"b": 30, "c": 0}),
+        steps=diamond({"b": 60, "c": 0}, first_seconds=0.5),
         max_attempts=2,
         retry_backoff_seconds=1,
     )
@@ -156,6 +162,15 @@ def test_a_worker_killed_while_a_step_runs_loses_nothing_and_the_next_step_runs_
             proc.wait(timeout=20)
 
     later = utcnow() + timedelta(hours=1)
+    db.session.rollback()
+    before = db.session.execute(
+        text("SELECT attempts, max_attempts, status FROM executions WHERE id = :e"), {"e": steps(run.id)["b"].id}
+    ).one()
+    tried = db.session.execute(
+        text("SELECT number, status, worker_id, error FROM attempts WHERE execution_id = :e"),
+        {"e": steps(run.id)["b"].id},
+    ).all()
+    assert tuple(before) == (1, 2, "running"), (before, tried)
     assert recovery.recover_expired_leases(db.engine, now=later).retried == 1  # b, through its lease
     monkeypatch.setenv(workflow_tasks.WITNESS_ENV, str(witness))
     executor = ForkServer(preload=workflow_tasks.PRELOAD, kill_grace_seconds=1.0)
