@@ -1,7 +1,7 @@
 """`python -m bench [NAME ...] [options]`: run benchmarks, print a table, write JSON.
 
 Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, sorts, api, burst,
-retention, startup, idle (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
+retention, startup, idle, workflows (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 `--smoke` runs them at the smallest sizes, seconds each (tests/bench runs every one so in the suite).
 `python -m bench peers [--help]` runs the side-by-side comparison with the peers (bench/peers/).
 """
@@ -37,6 +37,7 @@ BENCHMARKS = {
     "retention": "bench.retention",
     "startup": "bench.startup",
     "idle": "bench.idle",
+    "workflows": "bench.workflows",
 }
 RESULTS_DIR = PROJECT_ROOT / "bench" / "results"
 # Sizes and durations of a full run, of --quick and of --smoke, where an option does not say.
