@@ -6,6 +6,7 @@ cancel stops the run, and retry resumes it keeping the steps that succeeded."""
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import select
@@ -341,3 +342,17 @@ def test_the_run_page_draws_the_graph_offline_and_its_buttons_cancel_and_retry(a
     viewer = signed_in_client(app, "viewer")
     assert viewer.post(f"/workflow-runs/{run.id}/retry").status_code == 403
     assert viewer.get("/workflow-runs/999999").status_code == 404
+
+
+def test_the_runs_grid_shows_a_workflow_run_as_one_cell(app, clock, drain):
+    from app.models import Job
+    from app.services.read import runs_grid
+
+    job = make_job(now=clock(), task="echo", every="1h", steps=DIAMOND)
+    run = runs.trigger_run(job.id, {}, now=clock(), actor="test")
+    drain()
+    db.session.rollback()
+    grid = runs_grid.build([db.session.get(Job, job.id)], now=clock() + timedelta(minutes=1), hours=1)
+    [row] = grid.rows
+    placed = [execution_id for cell in row.cells for execution_id in cell.execution_ids]
+    assert placed == [run.id] and len(steps_of(run.id)) == 4

@@ -110,13 +110,17 @@ def build(jobs: list[Job], *, now: datetime, hours: int = DEFAULT_HOURS) -> Grid
         first_id = db.session.scalar(
             select(Execution.id)
             .where(Execution.created_at >= start - timedelta(hours=1))
-            .order_by(Execution.created_at)
+            .order_by(Execution.created_at, Execution.id)  # of rows created at one instant, the first
             .limit(1)
         )
         if first_id is not None:
             for execution_id, job_id, scheduled_for, status in db.session.execute(
                 select(Execution.id, Execution.job_id, Execution.scheduled_for, Execution.status).where(
-                    Execution.job_id.in_(ids), Execution.id >= first_id, Execution.scheduled_for >= start
+                    Execution.job_id.in_(ids),
+                    Execution.id >= first_id,
+                    Execution.scheduled_for >= start,
+                    # A workflow run is one cell (its occurrence); its steps are on its own page.
+                    Execution.workflow_run_id.is_(None),
                 )
             ):
                 place(job_id, scheduled_for, _FATE_OF_STATUS.get(status, "running"), execution_id)
