@@ -566,9 +566,20 @@ class CommonStore:
         return sql_queues.queue_names(conn)
 
     def move_queued_to_queue(self, conn: Connection, job_id: int, queue_id: int) -> int:
-        """A job moved to another queue takes its waiting executions with it (not running ones)."""
+        """A job moved to another queue takes its waiting executions with it (not running ones).
+        A workflow's occurrence has no queue (no worker may claim it) and keeps none; a step keeps
+        the queue it was created in (its own, or the job's then)."""
         e = executions
-        stmt = update(e).where(e.c.job_id == job_id, e.c.status.in_(status_values(CLAIMABLE))).values(queue_id=queue_id)
+        stmt = (
+            update(e)
+            .where(
+                e.c.job_id == job_id,
+                e.c.status.in_(status_values(CLAIMABLE)),
+                e.c.queue_id.is_not(None),
+                e.c.workflow_run_id.is_(None),
+            )
+            .values(queue_id=queue_id)
+        )
         return conn.execute(stmt).rowcount
 
     def queue_stats(

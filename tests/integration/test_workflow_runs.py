@@ -20,6 +20,7 @@ from app.services.engine.worker import Worker
 from app.services.errors import Conflict, ValidationFailed
 from app.services.read.ledger import verify
 from app.services.use_cases import executions, runs
+from app.services.use_cases import jobs as jobs_service
 from app.services.use_cases import workflows as workflow_use_cases
 from tests.factories import make_job, make_user
 from tests.helpers import workflow_tasks
@@ -356,3 +357,20 @@ def test_the_runs_grid_shows_a_workflow_run_as_one_cell(app, clock, drain):
     [row] = grid.rows
     placed = [execution_id for cell in row.cells for execution_id in cell.execution_ids]
     assert placed == [run.id] and len(steps_of(run.id)) == 4
+
+
+def test_a_step_in_an_unknown_queue_is_refused_and_a_queue_change_leaves_the_run_unclaimable(app, clock, drain):
+    with pytest.raises(ValidationFailed, match="step 'a': queue: "):
+        make_job(now=clock(), task="echo", every="1h", steps=[{"name": "a", "task": "wf_emit", "queue": "nope"}])
+    job = make_job(now=clock(), task="echo", every="1h", steps=DIAMOND, overlap_policy="queue")
+    runs.trigger_run(job.id, {}, now=clock(), actor="test")
+    waiting = runs.trigger_run(job.id, {}, now=clock(), actor="test")  # behind the first: no queue
+    from tests.factories import make_queue
+
+    make_queue("other", now=clock())
+    jobs_service.update_job(job.id, {"queue": "other"}, now=clock(), actor="test")
+    db.session.rollback()
+    assert db.session.get(Execution, waiting.id).queue_id is None  # still no worker may claim it
+    drain()
+    db.session.rollback()
+    assert db.session.get(Execution, waiting.id).status == "pending"

@@ -165,6 +165,7 @@ def add_job(
     name = cleaned.pop("queue")
     if queue is None or queue.project_id != project_id or queue.name != name:
         queue = queues.resolve_for_job(name, project_id=project_id)
+    _check_step_queues(cleaned.get("steps"), project_id)
     if not own_priority:
         cleaned["priority"] = queue.priority  # a job without its own priority takes its queue's
     # None is a value for some fields (no timeout): NULL, not the column's default.
@@ -223,6 +224,18 @@ def update_job(job_id: int, data: dict, *, now: datetime, actor: str, caller: Ca
     return job
 
 
+def _check_step_queues(steps: list | None, project_id: int) -> None:
+    """A workflow step's own queue must be one of the job's project, as the job's queue must."""
+    for step in steps or []:
+        name = step.get("queue")
+        if (
+            name
+            and db.session.scalar(select(Queue.id).where(Queue.name == name, Queue.project_id == project_id)) is None
+        ):
+            message = queues.unknown_queue_message(name, project_id=project_id)
+            raise ValidationFailed({"steps": f"step {step['name']!r}: queue: {message}"})
+
+
 def change_job(job: Job, cleaned: dict, *, now: datetime, actor, managed_by: str | None = None) -> None:
     """Apply validated edit fields (`clean_job_fields` with `current`) to a job in the open write
     transaction, with its audit row and event; the caller commits. A schedule, type or zone given
@@ -237,6 +250,8 @@ def change_job(job: Job, cleaned: dict, *, now: datetime, actor, managed_by: str
     if "name" in cleaned:
         _unique_name(cleaned["name"], job.project_id, exclude_id=job.id)
     changed = {k: v for k, v in cleaned.items() if getattr(job, k) != v}
+    if "steps" in changed:
+        _check_step_queues(changed["steps"], job.project_id)
     if "queue" in changed:
         # Only a queue of the job's own project: another project's queue is an unknown name here
         # (listing this project's queues), so a job never changes project by changing queue.
