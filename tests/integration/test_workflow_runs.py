@@ -374,3 +374,14 @@ def test_a_step_in_an_unknown_queue_is_refused_and_a_queue_change_leaves_the_run
     drain()
     db.session.rollback()
     assert db.session.get(Execution, waiting.id).status == "pending"
+
+
+def test_explain_says_why_a_workflow_occurrence_waits(app, clock):
+    from app.services.read import explain
+
+    job = make_job(now=clock(), task="echo", every="1h", steps=DIAMOND, overlap_policy="queue")
+    first = runs.trigger_run(job.id, {}, now=clock(), actor="test")
+    waiting = runs.trigger_run(job.id, {}, now=clock(), actor="test")
+    said = explain.explain_execution(waiting.id, now=clock())
+    assert said["fate"] == "waiting"
+    assert said["summary"].startswith(f"Waiting: workflow run #{first.id} of this job is still running")

@@ -7,6 +7,7 @@ For an instant with no expected occurrence it explains the nearest ones before a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -273,6 +274,8 @@ def explain_execution(execution_id: int, *, now: datetime, caller: Caller | None
         ),
     )
     fate = explain_run(run, evidence)
+    if _is_workflow_occurrence(execution) and fate.fate in ("no_worker", "no_worker_for_task", "queue_paused"):
+        fate = _waiting_workflow(execution, fate)
     return {
         "execution": {
             "id": execution.id,
@@ -284,6 +287,39 @@ def explain_execution(execution_id: int, *, now: datetime, caller: Caller | None
         "now": iso_z(now),
         **fate.to_json(),
     }
+
+
+def _is_workflow_occurrence(execution: Execution) -> bool:
+    """A workflow job's own run: no queue, no worker claims it; the scheduler starts its steps."""
+    return (
+        execution.job is not None
+        and execution.job.steps is not None
+        and execution.workflow_run_id is None
+        and execution.callback_task is None
+    )
+
+
+def _waiting_workflow(execution: Execution, fate: Fate) -> Fate:
+    """Why a due workflow occurrence waits: behind its job's run in flight, or for the scheduler."""
+    blocking = db.session.scalar(
+        select(Execution.id)
+        .where(
+            Execution.job_id == execution.job_id,
+            Execution.exclusive,
+            Execution.status.in_(["claimed", "running"]),
+            Execution.id != execution.id,
+        )
+        .limit(1)
+    )
+    if execution.exclusive and blocking is not None:
+        summary = (
+            f"Waiting: workflow run #{blocking} of this job is still running (overlap policy "
+            f"{execution.job.overlap_policy}); this run starts when it ends."
+        )
+    else:
+        summary = "Waiting: a workflow run is started by the scheduler, within about a second of its time."
+    details = {**fate.details, "queue": None, "blocking_execution_id": blocking}
+    return replace(fate, fate="waiting", summary=summary, details=details)
 
 
 def _task_forked(execution: Execution) -> str | None:
