@@ -148,7 +148,8 @@ def test_an_execution_keeps_its_id_and_is_truncated_only_with_its_references(pg_
     db.session.rollback()  # TRUNCATE waits for every other transaction on the table
     with pytest.raises(IntegrityError, match="cannot change"):
         _run("UPDATE executions SET id = id + 1000 WHERE id = :x", x=execution)
-    with pytest.raises(DBAPIError, match="cannot truncate executions"):
+    # Refused by the trigger, or first by PostgreSQL itself for workflow_runs' real foreign key.
+    with pytest.raises(DBAPIError, match="cannot truncate (executions|a table referenced in a foreign key)"):
         _run("TRUNCATE executions")
     _run("TRUNCATE executions, attempts, dead_letters, alerts CASCADE")
     assert _rows("SELECT count(*) FROM executions") == [(0,)]

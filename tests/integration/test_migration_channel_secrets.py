@@ -65,7 +65,7 @@ def _upgrade_without_a_key(url: str, instance) -> tuple[int, str]:
 
 
 def test_0027_seals_plaintext_values_and_a_downgrade_opens_them(fresh_url, tmp_path):
-    flask_db(fresh_url, tmp_path, "upgrade", "0024")
+    flask_db(fresh_url, tmp_path, "upgrade", "0026")
     _add_channels(fresh_url)
     plaintext = [(name, target, secret) for name, _kind, target, secret in CHANNELS]
     assert _stored(fresh_url) == plaintext
@@ -82,7 +82,7 @@ def test_0027_seals_plaintext_values_and_a_downgrade_opens_them(fresh_url, tmp_p
     flask_db(fresh_url, tmp_path, "upgrade", "0027")  # again: nothing to do, nothing sealed twice
     assert _stored(fresh_url) == sealed
 
-    flask_db(fresh_url, tmp_path, "downgrade", "0024")
+    flask_db(fresh_url, tmp_path, "downgrade", "0026")
     assert _stored(fresh_url) == plaintext
     assert _lengths(fresh_url) == {"target": 500, "secret": 200}
     flask_db(fresh_url, tmp_path, "downgrade", "0017")  # the older migrations still go down after it
@@ -90,15 +90,15 @@ def test_0027_seals_plaintext_values_and_a_downgrade_opens_them(fresh_url, tmp_p
 
 
 def test_0027_in_production_needs_the_key_only_when_there_is_something_to_seal(fresh_url, tmp_path, caplog):
-    flask_db(fresh_url, tmp_path, "upgrade", "0024")
+    flask_db(fresh_url, tmp_path, "upgrade", "0026")
     code, output = _upgrade_without_a_key(fresh_url, tmp_path)
     assert code == 0, output  # no channel: no key needed
-    flask_db(fresh_url, tmp_path, "downgrade", "0024")
+    flask_db(fresh_url, tmp_path, "downgrade", "0026")
     _add_channels(fresh_url)
     code, _output = _upgrade_without_a_key(fresh_url, tmp_path)
     [error] = [r.getMessage() for r in caplog.records if r.levelname == "ERROR"]
     assert code == 1 and error.startswith("Error: DEBUG=0 but CHANNEL_SECRET_KEY is unset") and "\n" not in error
-    assert rows(fresh_url, "SELECT version_num FROM alembic_version") == [("0024",)]
+    assert rows(fresh_url, "SELECT version_num FROM alembic_version") == [("0026",)]
     assert [row[1] for row in _stored(fresh_url)] == [target for _n, _k, target, _s in CHANNELS]
     flask_db(fresh_url, tmp_path, "upgrade", "0027")  # with the key it goes through
     assert all(row[1].startswith("fernet:") for row in _stored(fresh_url))
