@@ -92,8 +92,8 @@ def cancel_run(
         if step.status in ("pending", "retry_scheduled", "claimed"):
             if store.cancel_execution(conn, step.id, now=now, reason=why):
                 stopped.append(step.id)
-        elif store.request_cancel(conn, step.id, now=now, requested_by=actor, reason=why) is not None:
-            wakeups.notify(conn, wakeups.CONTROL_CHANNEL, step.id)
+        elif (worker_id := store.request_cancel(conn, step.id, now=now, requested_by=actor, reason=why)) is not None:
+            wakeups.notify(conn, wakeups.CONTROL_CHANNEL, worker_id)  # its worker looks at once
     moved = workflows.hand_off(conn, [run.id], now=now)  # waiting steps: cancelled; maybe the end
     if moved.ended:
         callbacks.after_final(conn, moved.ended, now=now)
