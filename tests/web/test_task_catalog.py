@@ -4,7 +4,9 @@ document; an execution's result on its page, in `flask execution inspect --json`
 
 from __future__ import annotations
 
+import html
 import json
+import re
 
 import pytest
 
@@ -111,7 +113,9 @@ def test_the_tasks_page_renders_each_schema_and_example_and_the_job_form_links_t
     assert missing.status_code == 404
     form_body = form.get_data(as_text=True)
     assert form.status_code == 200 and 'href="/tasks/"' in form_body and 'href="/tasks/http_request"' in form_body
-    assert 'data-fill-example="{' in form_body  # the button (and choosing a task) fills the example
+    # The button (and choosing a task) fills the example: each attribute holds the whole JSON document.
+    examples = [json.loads(html.unescape(value)) for value in re.findall(r"data-fill-example='([^']*)'", form_body)]
+    assert examples and {"days": 1} in examples
 
 
 def test_the_api_lists_and_shows_tasks_and_documents_them(app):
