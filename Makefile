@@ -18,10 +18,10 @@ $(BIN)/python:
 # Test workers: the suite is mostly waiting (real processes, sockets, PostgreSQL), so a couple
 # more workers than cores keep both cores busy; each worker has its own PostgreSQL database.
 TEST_WORKERS ?= 4
-# Branch coverage of app/ and cli/ over both databases; the floor only ever goes up. 43 is what
-# tests/unit alone reaches (43.2 %), a bound the whole run can only exceed; raise it to the whole
-# run's TOTAL (rounded down), which the second pass prints, once a full run has measured it.
-COVERAGE_FLOOR ?= 43
+# Branch coverage of app/ and cli/ over both databases; the floor only ever goes up. A full
+# `.ci/run` from a clean clone measured 89.2 %; the floor sits a few points under it, so that
+# what the slowest tests cover on a loaded machine does not decide the run.
+COVERAGE_FLOOR ?= 86
 # A narrowed run (PYTEST_ARGS) covers a part of the code by design: it reports, the floor is not checked.
 FLOOR = $(if $(strip $(PYTEST_ARGS)),0,$(COVERAGE_FLOOR))
 
