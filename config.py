@@ -180,6 +180,10 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "LOG_FORMAT": env.get("LOG_FORMAT", "text" if debug else "json"),
         "LOG_LEVEL": env.get("LOG_LEVEL", "INFO"),
         "SCHEDULER_TICK_SECONDS": _int(env, "SCHEDULER_TICK_SECONDS", 5, 1),
+        # With LISTEN/NOTIFY working and no execution waiting or running, the longest sleeps of the
+        # scheduler and of a worker: safety nets only, NOTIFY wakes them for every change.
+        "SCHEDULER_IDLE_TICK_SECONDS": _int(env, "SCHEDULER_IDLE_TICK_SECONDS", 15, 1),
+        "WORKER_IDLE_POLL_SECONDS": _int(env, "WORKER_IDLE_POLL_SECONDS", 5, 1),
         # Occurrences are written this long before their time (claimable only at it; 0: at their time).
         "SCHEDULER_LEAD_MS": _int(env, "SCHEDULER_LEAD_MS", 2000, 0),
         "WORKER_POLL_SECONDS": _int(env, "WORKER_POLL_SECONDS", 1, 1),

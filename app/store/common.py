@@ -384,6 +384,12 @@ class CommonStore:
             stmt = stmt.where(jobs.c.next_run_at > after)
         return conn.execute(stmt).scalar()
 
+    def any_active(self, conn: Connection) -> bool:
+        """Whether any execution waits or runs (an idle scheduler sleeps longer when none does)."""
+        e = executions
+        found = conn.execute(select(e.c.id).where(e.c.status.in_(status_values(IN_FLIGHT | CLAIMABLE))).limit(1))
+        return found.first() is not None
+
     # --- occurrences written ahead (SCHEDULER_LEAD_MS, app/domain/lead_time.py) ----------------
 
     def jobs_with_work(self, conn: Connection, job_ids: Sequence[int]) -> set[int]:

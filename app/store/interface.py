@@ -96,6 +96,9 @@ class Store(Protocol):
     def earliest_next_run(self, conn: Connection, *, after: datetime | None = None) -> datetime | None:
         """The earliest next_run_at of an enabled job (later than `after`, when given)."""
 
+    def any_active(self, conn: Connection) -> bool:
+        """Whether any execution waits or runs."""
+
     def jobs_with_work(self, conn: Connection, job_ids: Sequence[int]) -> set[int]:
         """Which of `job_ids` have a run in flight or waiting, whatever its available_at."""
 

@@ -183,14 +183,15 @@ def listening(url: str) -> set[str]:
 
 @pytest.mark.timeout(120)
 def test_wake_ups_resume_after_a_restart(fault_app, fault_db, private_pg, processes):
-    both = {"LISTEN cronwell_jobs", "LISTEN cronwell_work; LISTEN cronwell_control"}  # scheduler, worker
+    # the scheduler, its alert delivery thread and the worker
+    listeners = {"LISTEN cronwell_jobs", "LISTEN cronwell_alerts", "LISTEN cronwell_work; LISTEN cronwell_control"}
     # A long tick: only a NOTIFY (or the earliest next run) can wake this scheduler in time.
     scheduler = processes.start("scheduler", "run", "--tick-seconds", "120", "--scheduler-id", "sleepy-scheduler")
     worker = processes.start_worker("--workers", "2", "--worker-id", "sleepy-worker")
-    wait_for(lambda: listening(fault_db) == both, within=30, what=lambda: "both to LISTEN\n" + processes.outputs())
+    wait_for(lambda: listening(fault_db) == listeners, within=30, what=lambda: "both to LISTEN\n" + processes.outputs())
     private_pg.restart()
     wait_for(
-        lambda: listening(fault_db) == both,
+        lambda: listening(fault_db) == listeners,
         within=15,
         interval=0.2,
         what=lambda: f"both to LISTEN again after the restart (now {listening(fault_db)})\n" + processes.outputs(),

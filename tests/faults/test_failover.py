@@ -38,7 +38,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow, pytest.mark.timeout(115)]
 
 DATABASE = "cronwell_failover"
 LAG_SECONDS = 2.0
-LISTENING = {"LISTEN cronwell_jobs", "LISTEN cronwell_work; LISTEN cronwell_control"}
+# The scheduler, its alert delivery thread and the worker.
+LISTENING = {"LISTEN cronwell_jobs", "LISTEN cronwell_alerts", "LISTEN cronwell_work; LISTEN cronwell_control"}
 
 
 @pytest.fixture(params=["synchronous", "asynchronous"])
@@ -140,7 +141,7 @@ def test_a_failover_to_the_replica_loses_nothing_acknowledged_or_measures_what_i
         return check
 
     wait_for(progress(30), within=60, interval=0.2, what=lambda: "30 runs\n" + failover_processes.outputs()[-6000:])
-    wait_for(lambda: listening() == LISTENING, within=20, what="both processes to LISTEN")
+    wait_for(lambda: listening() == LISTENING, within=20, what="the scheduler and the worker to LISTEN")
     probes = ProbeWriter(replicated.primary.url(DATABASE))
     wait_for(lambda: len(probes.acknowledged) >= 10 and replicated.caught_up(), within=20, what="replication")
 

@@ -339,6 +339,7 @@ SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
     ("jobs", make_jobs, ["a", "off", "q"], False),
     ("lock due jobs", lock_due_jobs, ["a", "off", "q"], True),
     ("advance a, exhaust off; earliest next run", advance_and_earliest, T0, True),
+    ("nothing waits or runs yet", lambda r: r.write(r.store.any_active), False, False),
     (
         "insert occurrences (one missed)",
         lambda r: insert_occurrences(r, [-3, -2, -1], [S.MISSED, S.PENDING, S.PENDING]),
@@ -347,6 +348,7 @@ SCENARIO: list[tuple[str, Callable[[Run], Any], Any, bool]] = [
     ),
     ("insert a duplicate and a new one", lambda r: insert_occurrences(r, [-1, 0]), [("a0", "pending")], True),
     ("manual q1", lambda r: insert_manual(r, "q1", "q", T0), "q1", True),
+    ("a waiting run is activity", lambda r: r.write(r.store.any_active), True, False),
     ("manual q2", lambda r: insert_manual(r, "q2", "q", T0), "q2", True),
     ("manual off1", lambda r: insert_manual(r, "off1", "off", T0), "off1", True),
     ("active runs", lambda r: active(r, T0), ["a", "off", "q"], True),

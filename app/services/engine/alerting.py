@@ -22,7 +22,7 @@ from sqlalchemy.exc import IntegrityError
 from app.domain.states import CLAIMABLE, ExecutionStatus
 from app.models import Alert, Event, Execution, Heartbeat, Job, Queue
 from app.services import audit_trail
-from app.services.engine import alert_grouping
+from app.services.engine import alert_grouping, wakeups
 from app.services.engine.heartbeats import not_stopped
 from app.services.engine.notices import notice_pass
 from app.services.events import insert_event
@@ -118,6 +118,8 @@ def evaluate_alerts(conn: Connection, *, now: datetime, settings: dict[str, Any]
     _job_alerts(conn, now, report)
     _queue_backlog(conn, now, settings.get("ALERT_QUEUE_BACKLOG_SECONDS", 900), report)
     _workers_lost(conn, now, settings.get("HEARTBEAT_STALE_SECONDS", 60), report)
+    if report.raised or report.notices:
+        wakeups.notify(conn, wakeups.ALERTS_CHANNEL)  # the delivery loop fans them out now
     return report
 
 

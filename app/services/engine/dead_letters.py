@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime
 
+from app.services.engine import wakeups
 from app.sql import alerts
 from app.sql.dead_letters import insert_dead_letter
 from app.sql.events import insert_event
@@ -36,6 +37,8 @@ def dead_letter(
         grouped = alerts.raise_job_alert(
             conn, kind="dead_letter", job_id=job_id, execution_id=execution_id, message=message, now=now
         )
+        if grouped == alerts.OPENED:
+            wakeups.notify(conn, wakeups.ALERTS_CHANNEL)  # the delivery loop sends it now
     insert_event(
         conn, "dead_lettered", now=now, job_id=job_id, execution_id=execution_id, status=status, reason=reason[:500]
     )

@@ -37,7 +37,7 @@ from email.message import EmailMessage
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import Row, and_, select, update
+from sqlalchemy import Row, and_, func, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
@@ -47,7 +47,7 @@ from app.domain import channel_messages, notify_routing
 from app.models import Alert, AlertChannel, AlertDelivery, Job, Queue
 from app.models.alerting import ENV_PREFIX
 from app.sensitive import is_own_secret
-from app.services.engine import routing
+from app.services.engine import routing, wakeups
 
 log = logging.getLogger("cronwell.deliveries")
 
@@ -167,6 +167,12 @@ def missing_deliveries(conn: Connection, *, now: datetime) -> list[dict[str, Any
                 )
             )
     return rows
+
+
+def _earliest_pending(conn: Connection) -> datetime | None:
+    """When the next pending delivery is due (a retry's back-off, a quiet window's end)."""
+    found = conn.execute(select(func.min(deliveries_t.c.next_attempt_at)).where(deliveries_t.c.status == "pending"))
+    return found.scalar()
 
 
 def insert_deliveries(conn: Connection, rows: list[dict[str, Any]]) -> int:
@@ -364,12 +370,20 @@ def _try_once(engine: Engine, row: Any, *, now: datetime, settings: dict[str, An
 
 
 class DeliveryLoop:
-    """fan_out + send_due, once (`run_once(now)`, what tests call) or until told to stop."""
+    """fan_out + send_due, once (`run_once(now)`, what tests call) or until told to stop.
+
+    Between passes it sleeps until the earliest pending delivery's next attempt or a NOTIFY on
+    `cronwell_alerts` (an alert opened, a notice or a test message queued), at most
+    LISTENING_POLL_SECONDS as a safety net; without LISTEN (SQLite, LISTEN_NOTIFY=0) it looks
+    every `interval` seconds."""
+
+    LISTENING_POLL_SECONDS = 30.0
 
     def __init__(self, engine: Engine, settings: dict[str, Any], *, clock: Callable[[], datetime] = utcnow) -> None:
         self.engine = engine
         self.settings = settings
         self.clock = clock
+        self.next_attempt_at: datetime | None = None  # the earliest pending one, as the last pass saw it
 
     def run_once(self, now: datetime | None = None) -> dict[str, int]:
         now = now or self.clock()
@@ -377,11 +391,8 @@ class DeliveryLoop:
         # due) never takes the write lock for this (SQLite has one for the whole database).
         with self.engine.connect() as conn:
             has_channels = conn.execute(select(channels_t.c.id).where(channels_t.c.enabled).limit(1)).first()
-            has_due = conn.execute(
-                select(deliveries_t.c.id)
-                .where(deliveries_t.c.status == "pending", deliveries_t.c.next_attempt_at <= now)
-                .limit(1)
-            ).first()
+            self.next_attempt_at = _earliest_pending(conn)
+        has_due = self.next_attempt_at is not None and self.next_attempt_at <= now
         created = 0
         if has_channels:
             with self.engine.connect() as conn:
@@ -392,21 +403,29 @@ class DeliveryLoop:
         if not (has_due or created):
             return {"queued": 0, "delivered": 0, "retrying": 0, "failed": 0}
         counts = send_due(self.engine, now=now, settings=self.settings)
+        with self.engine.connect() as conn:
+            self.next_attempt_at = _earliest_pending(conn)
         return {"queued": created, **counts}
 
     def run_forever(self, should_stop: Callable[[], bool], *, interval: float = 1.0) -> None:
-        while not should_stop():
-            try:
-                self.run_once()
-            except Exception as exc:  # noqa: BLE001 - the database may be away; try again later
-                log.warning(
-                    "alert delivery pass failed", extra={"event": "delivery_pass_failed", "error": str(exc)[:300]}
-                )
-            stop = threading.Event()
-            for _ in range(int(interval * 10)):
-                if should_stop():
-                    return
-                stop.wait(0.1)
+        listener = wakeups.Listener.open(self.engine, [wakeups.ALERTS_CHANNEL])
+        try:
+            while not should_stop():
+                try:
+                    self.run_once()
+                except Exception as exc:  # noqa: BLE001 - the database may be away; try again later
+                    log.warning(
+                        "alert delivery pass failed", extra={"event": "delivery_pass_failed", "error": str(exc)[:300]}
+                    )
+                if not listener.active:  # LISTEN again after a lost connection (or poll, without it)
+                    listener = wakeups.Listener.open(self.engine, [wakeups.ALERTS_CHANNEL])
+                cap = self.LISTENING_POLL_SECONDS if listener.active else interval
+                wait = cap
+                if self.next_attempt_at is not None:
+                    wait = max(0.1, min(cap, (self.next_attempt_at - self.clock()).total_seconds()))
+                listener.wait(wait, should_stop)
+        finally:
+            listener.close()
 
     def start_thread(self, should_stop: Callable[[], bool]) -> threading.Thread:
         """Run the loop in a daemon thread (the scheduler process does this)."""

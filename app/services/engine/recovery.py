@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.domain.states import ExecutionStatus as S
-from app.services.engine import callbacks
+from app.services.engine import callbacks, wakeups
 from app.services.engine.dead_letters import dead_letter
 from app.services.engine.sources import Source, writing
 from app.sql import recovery as sql_recovery
@@ -108,5 +108,7 @@ def recover_expired_leases(database: Source, *, now: datetime, batch_size: int =
                     report.cancelled += 1
                 if new_status and row.job_id is not None:  # a one-off run has no job figures
                     job_ids.add(row.job_id)
+            if rows:  # retries and released rows to claim, callbacks on_failure: idle workers look now
+                wakeups.notify(conn, wakeups.WORK_CHANNEL)
         if len(rows) < batch_size:
             return report

@@ -159,6 +159,10 @@ class Scheduler:
         self._last_retention: datetime | None = None
         self._last_aging: datetime | None = None
         self._last_alerting: datetime | None = None
+        # Nothing waited or ran at the last sleep's read: the tick skips recovery, priority aging
+        # and workflow advancing (none has anything to act on), and with LISTEN working the
+        # loop sleeps up to SCHEDULER_IDLE_TICK_SECONDS (`idle_tick_cap`).
+        self.idle = False
 
     @property
     def engine(self) -> Engine:
@@ -184,13 +188,15 @@ class Scheduler:
             self._refresh_planner_statistics(report.created)
         self._confirm_ahead(now, report)
         if upkeep:
-            recovered = recovery.recover_expired_leases(self.engine, now=now)
-            metrics.observe_recovery(recovered)
-            report.recovered = recovered.total
-            report.job_ids |= recovered.job_ids or set()
+            if not self.idle:
+                recovered = recovery.recover_expired_leases(self.engine, now=now)
+                metrics.observe_recovery(recovered)
+                report.recovered = recovered.total
+                report.job_ids |= recovered.job_ids or set()
             self._housekeeping(now, report)
             self._expire_and_finish(now, report)
-            self._advance_workflows(now, report)
+            if not self.idle:
+                self._advance_workflows(now, report)
         if report.job_ids:
             cache.get_cache().delete(cache.keys_for_jobs(report.job_ids))
         metrics_exposition.refresh_database_gauges(self.engine, now)
@@ -571,8 +577,10 @@ class Scheduler:
         """Every few seconds raise starving work's priority; once a minute prune stale heartbeats;
         once an hour apply retention."""
         due_before = starving_since(now, self.app.config["PRIORITY_AGING_SECONDS"])
-        if due_before is not None and (
-            self._last_aging is None or not 0 <= (now - self._last_aging).total_seconds() < 5
+        if (
+            due_before is not None
+            and not self.idle
+            and (self._last_aging is None or not 0 <= (now - self._last_aging).total_seconds() < 5)
         ):
             self._last_aging = now
             with write_transaction(self.engine) as conn:
@@ -607,17 +615,20 @@ class Scheduler:
 
     # --- the loop ---------------------------------------------------------------------------
 
-    def seconds_until_due(self, now: datetime, cap: float) -> float:
+    def seconds_until_due(self, now: datetime, cap: float, *, idle_cap: float | None = None) -> float:
         """How long to sleep: until the earliest enabled next_run_at (with a lead time: until the
-        next tick the lead needs, `lead_time.wake_at`), at most `cap` seconds."""
+        next tick the lead needs, `lead_time.wake_at`), at most `cap` seconds, or `idle_cap` when
+        nothing waits or runs (read in the same transaction, and kept as `idle`)."""
         if self.lead <= timedelta(0):
-            with self.engine.connect() as conn:
+            with self.engine.connect() as conn:  # one read transaction for both
                 earliest = store_for(conn).earliest_next_run(conn)
+                self.idle = not store_for(conn).any_active(conn)
         else:
             # Every job up to the last tick's horizon was written, deferred or flagged `_again`;
             # the ones beyond it are written `lead` before their time.
             with self.engine.connect() as conn:
                 beyond = store_for(conn).earliest_next_run(conn, after=self._horizon)
+                self.idle = not store_for(conn).any_active(conn)
             earliest = lead_time.wake_at(
                 now=now,
                 lead=self.lead,
@@ -626,14 +637,24 @@ class Scheduler:
                 confirm=min(self._skip_ahead.values(), default=None),
                 again=self._again,
             )
+        if idle_cap is not None and self.idle:
+            cap = idle_cap
         if earliest is None:
             return cap
         return max(0.0, min(cap, (earliest - now).total_seconds()))
 
+    def idle_tick_cap(self, tick_seconds: float) -> float:
+        """The longest sleep while nothing waits or runs and LISTEN works: SCHEDULER_IDLE_TICK_SECONDS,
+        kept at least four heartbeats inside HEARTBEAT_STALE_SECONDS and never under `tick_seconds`."""
+        config = self.app.config
+        stale = float(config.get("HEARTBEAT_STALE_SECONDS", 60)) / 4
+        return max(tick_seconds, min(float(config.get("SCHEDULER_IDLE_TICK_SECONDS", 15)), stale))
+
     def run_forever(
         self, *, tick_seconds: float, should_stop: Callable[[], bool], echo: Callable[[TickReport], None]
     ) -> None:
-        """Tick, then sleep until something is due, a job changes, or `tick_seconds` pass."""
+        """Tick, then sleep until something is due, a job changes, or `tick_seconds` pass (the
+        idle cap while nothing waits or runs and LISTEN works: NOTIFY wakes it for every change)."""
         listener = wakeups.Listener.open(self.engine, [wakeups.JOBS_CHANNEL])
         # Alert delivery runs beside the ticks, in its own thread: a slow webhook never delays one.
         deliveries.DeliveryLoop(self.engine, self.app.config, clock=self.clock).start_thread(should_stop)
@@ -648,7 +669,8 @@ class Scheduler:
                         # LISTEN again after a lost connection, before reading the earliest next
                         # run, so a job changed in between is either read here or notified.
                         listener = wakeups.Listener.open(self.engine, [wakeups.JOBS_CHANNEL])
-                    delay = self.seconds_until_due(self.clock(), tick_seconds)
+                    idle_cap = self.idle_tick_cap(tick_seconds) if listener.active else None
+                    delay = self.seconds_until_due(self.clock(), tick_seconds, idle_cap=idle_cap)
                     failures = 0
                 except Exception as exc:  # database down: back off and retry, never crash-loop
                     failures += 1

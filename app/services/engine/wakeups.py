@@ -1,9 +1,10 @@
 """Wake-ups over PostgreSQL LISTEN/NOTIFY, so processes do not wait for their next poll.
 
 Channels: `cronwell_jobs` (a job changed: the scheduler re-reads its earliest next_run_at),
-`cronwell_work` (new runnable executions: idle workers claim now) and `cronwell_control` (an
+`cronwell_work` (new runnable executions: idle workers claim now), `cronwell_control` (an
 operator stored a command for a worker, or asked it to cancel a running execution; the payload
-is that worker's id, so the others ignore it). NOTIFY is transactional
+is that worker's id, so the others ignore it) and `cronwell_alerts` (an alert opened or a
+delivery queued: the delivery loop fans out and sends now). NOTIFY is transactional
 in PostgreSQL, so a notification is delivered only if the writing transaction commits. On
 SQLite there is no such thing; processes fall back to polling (workers check their commands
 and cancel requests at least every CONTROL_POLL_SECONDS either way, so a lost notification
@@ -27,6 +28,7 @@ log = logging.getLogger("cronwell.wakeups")
 JOBS_CHANNEL = "cronwell_jobs"
 WORK_CHANNEL = "cronwell_work"
 CONTROL_CHANNEL = "cronwell_control"
+ALERTS_CHANNEL = "cronwell_alerts"
 
 
 def enabled() -> bool:

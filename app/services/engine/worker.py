@@ -64,7 +64,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from app import cache, metrics
 from app.clock import iso_z, utcnow
@@ -73,7 +73,16 @@ from app.domain.retry import RetryPolicy
 from app.domain.states import AttemptStatus, WorkerCommandKind, WorkerState
 from app.executor import ExecutorCrashed, ForkServer, TaskRequest, TaskResult
 from app.executor.pool_limits import PoolLimits
-from app.services.engine import callbacks, heartbeats, lease_watchdog, recovery, task_env, wakeups, worker_commands
+from app.services.engine import (
+    callbacks,
+    heartbeats,
+    idle_pacing,
+    lease_watchdog,
+    recovery,
+    task_env,
+    wakeups,
+    worker_commands,
+)
 from app.services.engine.committer import Committer
 from app.services.engine.dead_letters import dead_letter
 from app.services.engine.runtime import WorkerRuntime
@@ -98,6 +107,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("cronwell.worker")
 Clock = Callable[[], datetime]
+T = TypeVar("T")
 HEARTBEAT_EVERY = timedelta(seconds=5)
 RECOVERY_EVERY = timedelta(seconds=15)
 LISTEN_TO = [wakeups.WORK_CHANNEL, wakeups.CONTROL_CHANNEL]
@@ -220,6 +230,15 @@ class Worker:
         self._reload_asked: str | None = None  # how a reload was asked (SIGHUP, command), not begun
         self._reloading: str | None = None  # a reload under way: nothing claimed until nothing runs
         self.poll_seconds = poll_seconds if poll_seconds is not None else cfg["WORKER_POLL_SECONDS"]
+        # Listening and running nothing, the longest sleep and the heartbeat's cadence (idle_pacing.py).
+        self.idle_poll_seconds = max(self.poll_seconds, cfg.get("WORKER_IDLE_POLL_SECONDS", 5))
+        self._stale_seconds = cfg.get("HEARTBEAT_STALE_SECONDS", 60)
+        self._listening = False  # LISTEN worked for the last wait (a run_once given a listener)
+        # Whether the next wake-up must run a turn rather than a safety look: a NOTIFY came, rows
+        # it could not claim wait, or it has not looked since it (re)started listening.
+        self._notified = True
+        self._held_back = True
+        self._beat_busy = True  # the last heartbeat showed runs (or none was written yet)
         self.running: dict[int, Running] = {}  # claimed by this worker: forked, or waiting in _ready
         self._ready: deque[Ready] = deque()  # claimed ahead, not forked yet (see the module docstring)
         self._task_seconds: float | None = None  # moving average of task durations (claim-ahead rule)
@@ -373,6 +392,7 @@ class Worker:
                     listener.close()
                     self._reconcile = True
                     self._last_heartbeat = None  # beat (and reconcile) as soon as the database answers
+                    self._notified = True  # NOTIFYs sent while the database was away went unheard
                     time.sleep(delay)
                     if not burst:
                         listener = wakeups.Listener.open(self.database, LISTEN_TO, on=self._notify)
@@ -443,8 +463,18 @@ class Worker:
         what was claimed, then wait for the next result or wake-up.
 
         `wait` caps that wait (None: up to the poll interval). Returns how many executions were
-        started or finished (0: nothing happened).
+        started or finished (0: nothing happened). A quiet worker (listening, running nothing, no
+        NOTIFY since its last look) first looks with one read and sleeps again when nothing is
+        claimable yet (idle_pacing.py).
         """
+        self._listening = wait is None and listener is not None and listener.active
+        self.control.every = self.idle_poll_seconds if self._listening else worker_commands.CONTROL_POLL_SECONDS
+        if self._quiet():
+            rest = self._look()
+            if rest > 0:
+                self._housekeeping(self.clock())
+                self._wait(rest, listener)
+                return 0
         self._housekeeping(self.clock())
         self._obey(self.control.check(self.clock(), running=bool(self.running)))
         if self._reload_asked is not None:
@@ -470,14 +500,14 @@ class Worker:
             self._flush_cache()
             return started + finished + 1
         timeout = self.poll_seconds if wait is None else wait
+        if wait is None and claiming and len(self.running) < self.slots:
+            # A slot is idle: wake when the next waiting row becomes claimable, not at the next
+            # poll (occurrences written ahead of their time, retries, delayed runs).
+            timeout = self._until_claimable(since=now)
         if self._unrecorded:
             timeout = min(timeout, max(0.0, RECORD_WITHIN_SECONDS - self._unrecorded_age()))
         if wait == 0.0 and self.running:
             timeout = 0.05  # burst: wait briefly for a result rather than spin
-        if wait is None and claiming and len(self.running) < self.slots:
-            # A slot is idle: wake when the next waiting row becomes claimable, not at the next
-            # poll (occurrences written ahead of their time, retries, delayed runs).
-            timeout = min(timeout, self._until_claimable(since=now))
         if self.running:  # wake in time to renew the leases
             timeout = min(timeout, max(0.0, self._last_renewal + self._renew_every - time.monotonic()))
         self._wait(timeout, listener)
@@ -486,21 +516,47 @@ class Worker:
 
     def _until_claimable(self, *, since: datetime) -> float:
         """Seconds until the earliest waiting row in this worker's queues becomes claimable (its
-        available_at; never before it, so nothing starts early), or the poll interval when none.
+        available_at; never before it, so nothing starts early), at most the poll interval (the
+        idle one when quiet and nothing it could not claim waits).
 
         `since` is the time the turn claimed at: a row that became claimable after it (while the
         turn ran, e.g. the first rows of a burst written ahead) is due now, so the wait is zero
         rather than a whole poll interval."""
+        ahead = self._read(lambda conn: waiting.outlook(conn, after=since, queue_ids=self.queue_ids))
+        self._held_back = ahead.held_back
+        return idle_pacing.wait_after_turn(
+            ahead,
+            now=self.clock(),
+            poll=self.poll_seconds,
+            idle_poll=self.idle_poll_seconds,
+            quiet=self._listening and not self.running and not self._unrecorded,
+        )
+
+    def _quiet(self) -> bool:
+        """Whether this wake-up may be a safety look rather than a turn (see idle_pacing.py)."""
+        return (
+            self._listening
+            and not (self._notified or self._held_back or self.control.due)
+            and not (self.running or self._unrecorded or self._ready)
+            and not (self._stopping or self._draining or self._reloading or self._reload_asked)
+        )
+
+    def _look(self) -> float:
+        """A quiet worker's safety look (one read): how much longer it may sleep, 0 to run a turn."""
+        look = self._read(lambda conn: waiting.idle_look(conn, worker_id=self.id, queue_ids=self.queue_ids))
+        self.control.looked(orders=look.orders)
+        return idle_pacing.rest_after_look(look, now=self.clock(), idle_poll=self.idle_poll_seconds)
+
+    def _read(self, read: Callable[[DBConnection], T]) -> T:
+        """One read on the kept connection, in autocommit: no transaction is left open for the
+        next turn's BEGIN."""
         if self._conn is None:
             self._conn = self.database.connect()
-        try:  # one read in autocommit: no transaction is left open for the next turn's BEGIN
-            earliest = waiting.earliest_claimable(self._conn, after=since, queue_ids=self.queue_ids)
+        try:
+            return read(self._conn)
         except Exception:
             self._drop_connection()
             raise
-        if earliest is None:
-            return self.poll_seconds
-        return max(0.0, (earliest - self.clock()).total_seconds())
 
     def _wait(self, timeout: float, listener: wakeups.Listener | None) -> None:
         if timeout <= 0:
@@ -517,9 +573,13 @@ class Worker:
             if remaining <= 0:
                 break
             readable, _, _ = select.select(fds, [], [], min(remaining, 0.5))
+        self._notified = False
         if listener is not None and listener.active and listener.fileno() in readable:
             listener.drain()
             self.control.heard(listener.take(wakeups.CONTROL_CHANNEL))
+            self._notified = bool(listener.take(wakeups.WORK_CHANNEL))
+        if listener is not None and not listener.active:
+            self._notified = True  # the connection was lost: what was sent meanwhile is unheard
 
     def _obey(self, orders: worker_commands.Orders) -> None:
         """Act on an operator's commands and cancel requests (see ControlCheck)."""
@@ -672,11 +732,13 @@ class Worker:
                 for item, result in zip(finished, results):
                     if item.execution_id in taken.recorded:
                         self._recorded(conn, self.running[item.execution_id], result, item.retry_at, now)
+                wake = any(item.retry_at is not None for item in finished if item.execution_id in taken.recorded)
                 if follow:
                     followed = callbacks.after_final(conn, [i for i in follow if i in taken.recorded], now=now)
                     self._dirty_jobs |= followed.job_ids
-                    if followed.callbacks or followed.steps:
-                        wakeups.notify(conn, wakeups.WORK_CHANNEL, on=self._notify)
+                    wake = wake or bool(followed.callbacks or followed.steps)
+                if wake:  # a retry, a callback or a workflow's next steps: idle workers look now
+                    wakeups.notify(conn, wakeups.WORK_CHANNEL, on=self._notify)
             return taken
 
         crash = None
@@ -1054,7 +1116,13 @@ class Worker:
 
     def _housekeeping(self, now: datetime) -> None:
         renew = bool(self.running) and time.monotonic() - self._last_renewal >= self._renew_every
-        if renew or self._last_heartbeat is None or now - self._last_heartbeat >= HEARTBEAT_EVERY:
+        every = idle_pacing.heartbeat_every(
+            busy=bool(self.running) or self._beat_busy,
+            listening=self._listening,
+            normal=HEARTBEAT_EVERY.total_seconds(),
+            stale_seconds=self._stale_seconds,
+        )
+        if renew or self._last_heartbeat is None or (now - self._last_heartbeat).total_seconds() >= every:
             self._last_heartbeat = now
             self._beat(now, WorkerState.DRAINING if self._draining else WorkerState.RUNNING)
         if not self.running and (self._last_recovery is None or now - self._last_recovery >= RECOVERY_EVERY):
@@ -1107,6 +1175,7 @@ class Worker:
                 },
             )
         self._last_renewal = read_at
+        self._beat_busy = bool(runs)
         if reconcile:
             self._reconcile = False
             for execution_id in released:

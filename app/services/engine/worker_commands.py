@@ -102,6 +102,17 @@ class ControlCheck:
         if self.worker_id in payloads:
             self._due = True
 
+    @property
+    def due(self) -> bool:
+        """A NOTIFY named this worker since its last check (the next wake-up must check)."""
+        return self._due
+
+    def looked(self, *, orders: bool) -> None:
+        """An idle worker's safety look read whether orders wait (app.sql.waiting.idle_look):
+        that counts as a check of its commands; with orders waiting the next wake-up takes them."""
+        self._last = time.monotonic()
+        self._due = orders
+
     def check(self, now: datetime, *, running: bool) -> Orders:
         if not self._due and time.monotonic() - self._last < self.every:
             return Orders()

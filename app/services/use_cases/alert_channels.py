@@ -25,6 +25,7 @@ from app.models.alerting import CHANNEL_KINDS, ENV_PREFIX, RECEIVABLE_KINDS, URL
 from app.sensitive import is_own_secret
 from app.services import audit_trail, scoping
 from app.services.caller import Caller
+from app.services.engine import wakeups
 from app.services.errors import NotFound, ValidationFailed
 from app.services.events import record_event
 from app.services.use_cases import notify_routes, tenancy
@@ -271,6 +272,7 @@ def send_test(channel_id: int, *, now: datetime, actor: str, caller: Caller | No
         extra={"delivery_id": delivery.id, "kind": channel.kind},
         **_about(channel),
     )
+    wakeups.notify(db.session.connection(), wakeups.ALERTS_CHANNEL)  # the delivery loop sends it now
     db.session.commit()
     return delivery
 
