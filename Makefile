@@ -41,10 +41,13 @@ run: install
 	$(BIN)/flask ensure-dev-user
 	$(BIN)/python scripts/run_all.py
 
+# The second mypy checks the client package strictly with its own config
+# (clients/python/pyproject.toml), which only applies when run from its folder.
 lint: install-dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	cd clients/python && $(abspath $(BIN))/mypy
 	$(BIN)/python scripts/dependency_lock.py check
 
 lock: install-dev
