@@ -12,6 +12,7 @@ EVENT_KINDS: dict[str, str] = {
     "misfire_coalesced": "The scheduler reached a job late (downtime, a long pause) and folded the missed occurrences into one run, as the coalesce misfire policy says.",
     "misfire_skipped": "Occurrences more than the misfire grace late were recorded as missed (misfire policy skip); the event counts those without a row of their own.",
     "overlap_skipped": "An occurrence was recorded as missed because an earlier run of the job was still active (overlap policy skip).",
+    "worker_lost": "A worker stopped heartbeating without saying it stopped (killed, hung, cut off); lease recovery settles the runs it held.",
     "lease_recovered": "A worker stopped renewing the lease of a run it held (killed, hung, cut off): the run was settled, retried or dead-lettered.",
     "retry_scheduled": "A try failed or timed out and the run waits for its backoff before the next attempt.",
     "dead_lettered": "A run used up its attempts: a dead letter (and an alert, per the job's alert mode) flags it.",

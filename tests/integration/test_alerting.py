@@ -110,6 +110,43 @@ def test_queue_backlog_per_queue(app):
     assert open_alerts("queue_backlog") == []
 
 
+def lost_events(worker_id):
+    db.session.rollback()
+    events = db.session.scalars(select(Event).where(Event.type == "worker_lost").order_by(Event.id)).all()
+    return [event for event in events if event.payload["worker_id"] == worker_id]
+
+
+def test_a_lost_worker_is_one_event_until_it_comes_back_and_is_lost_again(app):
+    from app.sql import heartbeats
+
+    job = make_job(now=NOW, every="1h")
+    make_heartbeat("worker-gone", "worker", age_seconds=300, now=NOW)
+    make_heartbeat("worker-fresh", "worker", age_seconds=5, now=NOW)
+    stopped = make_heartbeat("worker-stopped", "worker", age_seconds=300, now=NOW)
+    stopped.info = {"state": "stopped"}
+    make_execution(db.session.get(Job, job.id), "running", now=NOW, claimed_by="worker-gone")
+    db.session.commit()
+    evaluate(app, NOW)
+    evaluate(app, NOW + timedelta(seconds=30))  # still stale: no second event
+    assert lost_events("worker-fresh") == lost_events("worker-stopped") == []
+    [event] = lost_events("worker-gone")
+    assert event.payload["runs_in_flight"] == 1
+    assert event.job_id is None and event.created_at == NOW
+
+    with db.engine.begin() as conn:  # it comes back (its heartbeat rewrites the row) ...
+        heartbeats.upsert(
+            conn, process_id="worker-gone", kind="worker", host="host-a", pid=4242,
+            started_at=NOW, now=NOW + timedelta(minutes=1), info={"busy": 0},
+        )  # fmt: skip
+    evaluate(app, NOW + timedelta(minutes=1, seconds=10))
+    assert len(lost_events("worker-gone")) == 1
+    assert len(lost_events("worker-fresh")) == 1  # 70 s without a beat by now: lost too
+    evaluate(app, NOW + timedelta(minutes=10))  # ... and is lost again
+    events = lost_events("worker-gone")
+    assert len(events) == 2 and events[1].created_at == NOW + timedelta(minutes=10)
+    assert events[1].payload["runs_in_flight"] == 1  # the running row still names it
+
+
 def test_worker_lost_with_runs_in_flight(app):
     job = make_job(now=NOW, every="1h")
     make_heartbeat("worker-gone", "worker", age_seconds=300, now=NOW)

@@ -306,6 +306,33 @@ def _queue_backlog(conn: Connection, now: datetime, threshold_seconds: int, repo
             )
 
 
+def _record_worker_lost(conn: Connection, heartbeat, *, now: datetime, in_flight: int) -> None:
+    """The `worker_lost` event, once per loss: the heartbeat row is stamped `lost_recorded_at`.
+    A worker that comes back rewrites its row (and the stamp with it), so a second loss is
+    recorded again; the stamp is written only while the row is still the stale one read here."""
+    info = dict(heartbeat.info or {})
+    if info.get("lost_recorded_at"):
+        return
+    heartbeats_t = Heartbeat.__table__
+    info["lost_recorded_at"] = now.isoformat()
+    stamped = conn.execute(
+        update(heartbeats_t)
+        .where(heartbeats_t.c.id == heartbeat.id, heartbeats_t.c.last_seen == heartbeat.last_seen)
+        .values(info=info)
+    ).rowcount
+    if not stamped:
+        return
+    insert_event(
+        conn,
+        "worker_lost",
+        now=now,
+        actor=SYSTEM,
+        worker_id=heartbeat.id,
+        last_seen=heartbeat.last_seen.isoformat() if heartbeat.last_seen else None,
+        runs_in_flight=in_flight,
+    )
+
+
 def _workers_lost(conn: Connection, now: datetime, stale_seconds: int, report: AlertReport) -> None:
     heartbeats_t = Heartbeat.__table__
     stale_before = now - timedelta(seconds=stale_seconds)
@@ -319,14 +346,14 @@ def _workers_lost(conn: Connection, now: datetime, stale_seconds: int, report: A
         .tuples()
         .all()
     )
-    stale = {
-        row.id: row.last_seen
-        for row in conn.execute(
-            select(heartbeats_t.c.id, heartbeats_t.c.last_seen).where(
-                and_(heartbeats_t.c.kind == "worker", heartbeats_t.c.last_seen < stale_before, not_stopped())
-            )
+    stale_rows = conn.execute(
+        select(heartbeats_t.c.id, heartbeats_t.c.last_seen, heartbeats_t.c.info).where(
+            and_(heartbeats_t.c.kind == "worker", heartbeats_t.c.last_seen < stale_before, not_stopped())
         )
-    }
+    ).fetchall()
+    stale = {row.id: row.last_seen for row in stale_rows}
+    for row in stale_rows:
+        _record_worker_lost(conn, row, now=now, in_flight=in_flight.get(row.id, 0))
     open_keys = set(
         conn.execute(
             select(alerts_t.c.dedup_key).where(alerts_t.c.kind == "worker_lost", alerts_t.c.resolved_at.is_(None))
