@@ -30,6 +30,7 @@ from cli.common import (
     tz_option,
 )
 from cli.org import cli_caller, project_option
+from cli.workflow import echo_step_fates
 
 execution_cli = AppGroup("execution", help="List, inspect, retry and cancel executions.")
 
@@ -183,6 +184,9 @@ def inspect(execution_id, as_json):
 def explain(execution_id, as_json):
     """Say what became of one execution and why (a one-off run's too: it has no job to explain).
 
+    A workflow run's execution, or one of its steps', also lists the run's steps: why each runs,
+    waits (for which upstream steps, or in its queue, and why) or will not run.
+
     \b
     Example:
       flask execution explain 17
@@ -195,6 +199,10 @@ def explain(execution_id, as_json):
         return
     click.echo(f"Execution {execution_id} ({document['execution']['job_name']}, {document['execution']['task']}):")
     click.echo(f"  {document['fate']}: {document['summary']}")
+    steps = document["details"].get("steps")
+    if steps:
+        click.echo(f"  Steps of workflow run #{document['details']['workflow_run_id']}:")
+        echo_step_fates(steps)
 
 
 def _task_line(execution) -> str | None:

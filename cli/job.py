@@ -39,6 +39,7 @@ from cli.job_fields import job_arguments, job_data, job_options, schedule_given
 from cli.job_files import COMMANDS as job_files_commands
 from cli.notify import job_set_notify
 from cli.org import cli_caller, project_option
+from cli.workflow import echo_step_fates
 
 job_cli = AppGroup("job", help="Create, change, inspect, run and remove jobs.")
 
@@ -378,7 +379,9 @@ def explain(job_id, at_text, from_text, to_text, as_json):
     """Say what happened to a job's occurrences and why: fired, coalesced, skipped, missed, expired,
     cancelled, not created (job disabled), waiting (queue paused, no live worker), shifted by DST.
 
-    Instants without an offset are the job's local time.
+    Instants without an offset are the job's local time. For a workflow job, each run's steps
+    follow its line (unless all succeeded): why each runs, waits (for which upstream steps, or in
+    its queue, and why) or will not run (which upstream step failed).
 
     \b
     Examples:
@@ -422,6 +425,10 @@ def _echo_fates(fates: list[dict], labels: list[str] | None = None) -> None:
         label = f"{labels[index]}: " if labels else ""
         click.echo(f"{label}{fate['scheduled_for']}  {fate['fate']}")
         click.echo(textwrap.fill(fate["summary"], width=100, initial_indent="    ", subsequent_indent="    "))
+        steps = fate["details"].get("steps") or []
+        # A workflow run's steps, one line each, unless they all succeeded (the summary counts them).
+        if any(step["status"] != "succeeded" for step in steps):
+            echo_step_fates(steps, indent="      ")
 
 
 _BACKFILL = BackfillSchema(now=None)  # the backfill definition: help texts, limits, choices

@@ -32,6 +32,17 @@ RUN_ID = IdType("workflow run", WorkflowRun)
 workflow_cli = AppGroup("workflow", help="A workflow job's runs: list, show each step, cancel, retry from a step.")
 
 
+def echo_step_fates(steps: list[dict], *, indent: str = "    ") -> None:
+    """Explain's per-step lines (`details.steps` of `flask job explain` and `flask execution
+    explain`): each step, its fate and why, in aligned columns."""
+    if not steps:
+        return
+    name_width = max(len(step["step"]) for step in steps)
+    fate_width = max(len(step["fate"]) for step in steps)
+    for step in steps:
+        click.echo(f"{indent}{step['step'].ljust(name_width)}  {step['fate'].ljust(fate_width)}  {step['summary']}")
+
+
 def _when(value: str | None, tz: str | None) -> str | None:
     return fmt_instant(datetime.fromisoformat(value.replace("Z", "+00:00")), tz) if value else None
 

@@ -98,6 +98,19 @@ def downstream(nodes: Sequence[Node], step: str) -> list[str]:
     return [node.name for node in nodes if node.name in below and node.name != step]
 
 
+def upstream(nodes: Sequence[Node], step: str) -> list[str]:
+    """Every step `step` waits for, directly or not, in the nodes' order."""
+    by_name = {node.name: node for node in nodes}
+    above: set[str] = set()
+    frontier = list(by_name[step].after) if step in by_name else []
+    while frontier:
+        name = frontier.pop()
+        if name not in above and name in by_name:
+            above.add(name)
+            frontier.extend(by_name[name].after)
+    return [node.name for node in nodes if node.name in above]
+
+
 def held_back(nodes: Sequence[Node], statuses: Mapping[str, str]) -> list[str]:
     """Steps not started yet that can never start because a step upstream ended badly: each is
     to be marked `upstream_failed`."""

@@ -2,7 +2,9 @@
 
 `explain_job(job_id, at=T, now=...)` or `explain_job(job_id, start=A, end=B, now=...)` returns one
 JSON-ready document: the CLI (`flask job explain`), the job page's panel and the API print the same.
-For an instant with no expected occurrence it explains the nearest ones before and after it.
+For an instant with no expected occurrence it explains the nearest ones before and after it. A
+run of a workflow job, and a step's execution, also say per step why it runs, waits or will not
+run (`details.steps`, app/services/read/workflow_explain.py).
 """
 
 from __future__ import annotations
@@ -14,17 +16,7 @@ from typing import Any
 from sqlalchemy import or_, select
 
 from app.clock import iso_z
-from app.domain.explain import (
-    EventRecord,
-    Evidence,
-    Fate,
-    QueueState,
-    RunRecord,
-    Span,
-    explain_occurrence,
-    explain_run,
-)
-from app.domain.rate_limits import allowance, parse_rate_limit
+from app.domain.explain import EventRecord, Evidence, Fate, Span, explain_occurrence, explain_run
 from app.extensions import db
 from app.models import Event, Execution, Heartbeat, Job
 from app.scheduling import ScheduleError, parse_schedule
@@ -32,7 +24,9 @@ from app.scheduling.timezones import resolve_timezone
 from app.services import scoping
 from app.services.caller import Caller
 from app.services.errors import NotFound, ValidationFailed
-from app.services.read.workers import WorkerView, list_workers, live_serving
+from app.services.read.explain_evidence import queue_state, room, run_record
+from app.services.read.workers import list_workers
+from app.services.read.workflow_explain import explain_runs
 
 MAX_OCCURRENCES = 500
 MAX_WINDOW = timedelta(days=366)
@@ -71,10 +65,12 @@ def explain_job(
         "now": iso_z(now),
     }
 
-    def shown(fate: Fate) -> dict[str, Any]:
-        item = fate.to_json()
-        item["local"] = fate.scheduled_for.astimezone(zone).isoformat()
-        return item
+    def shown(fates: list[Fate]) -> list[dict[str, Any]]:
+        _with_steps(fates, now)
+        items = [fate.to_json() for fate in fates]
+        for item, fate in zip(items, fates):
+            item["local"] = fate.scheduled_for.astimezone(zone).isoformat()
+        return items
 
     if at is not None:
         fire = schedule.fire_after(at - timedelta(microseconds=1))
@@ -84,7 +80,7 @@ def explain_job(
         document["at"] = iso_z(at)
         if fire is not None and fire.instant == at:
             evidence = _evidence(job, at, at, now)
-            document["occurrence"] = shown(explain_occurrence(at, evidence, dst_note=fire.note))
+            [document["occurrence"]] = shown([explain_occurrence(at, evidence, dst_note=fire.note)])
             document["nearest"] = None
             return document
         document["occurrence"] = None
@@ -93,14 +89,14 @@ def explain_job(
             evidence_from = min(evidence_from, *(f.instant for f in points))
             evidence_to = max(evidence_to, *(f.instant for f in points))
         evidence = _evidence(job, evidence_from, evidence_to, now)
-        document["nearest"] = {
-            "before": shown(explain_occurrence(nearest_before.instant, evidence, dst_note=nearest_before.note))
-            if nearest_before
-            else None,
-            "after": shown(explain_occurrence(nearest_after.instant, evidence, dst_note=nearest_after.note))
-            if nearest_after
-            else None,
+        nearest = {
+            side: explain_occurrence(fire.instant, evidence, dst_note=fire.note)
+            for side, fire in (("before", nearest_before), ("after", nearest_after))
+            if fire is not None
         }
+        document["nearest"] = dict.fromkeys(("before", "after")) | dict(
+            zip(nearest, shown(list(nearest.values())), strict=True)
+        )
         document["summary"] = f"No occurrence of job {job.id} is expected at {iso_z(at)}; the nearest are shown."
         return document
 
@@ -121,7 +117,7 @@ def explain_job(
         {
             "from": iso_z(start),
             "to": iso_z(end),
-            "occurrences": [shown(explain_occurrence(f.instant, evidence, dst_note=f.note)) for f in fires],
+            "occurrences": shown([explain_occurrence(f.instant, evidence, dst_note=f.note) for f in fires]),
             "truncated": truncated,
             "other_runs": [
                 {
@@ -174,52 +170,27 @@ def _evidence(job: Job, start: datetime, end: datetime, now: datetime) -> Eviden
         .order_by(Event.id)
     ).all()
     beats = db.session.scalars(select(Heartbeat).where(Heartbeat.kind == "scheduler")).all()
-    queue = job.queue_row
-    live = live_serving(list_workers(now), queue.name)
     return Evidence(
         now=now,
         job_created_at=job.created_at,
         next_run_at=job.next_run_at,
-        runs=[
-            RunRecord(
-                id=r.id,
-                scheduled_for=r.scheduled_for,
-                trigger=r.trigger,
-                status=r.status,
-                reason=r.reason,
-                created_at=r.created_at,
-                available_at=r.available_at,
-                finished_at=r.finished_at,
-                cancel_requested_by=r.cancel_requested_by,
-                task=_task_forked(r),
-            )
-            for r in runs
-        ],
-        events=[
-            EventRecord(
-                id=e.id,
-                type=e.type,
-                at=e.created_at,
-                actor=e.actor,
-                payload=e.payload or {},
-                execution_id=e.execution_id,
-            )
-            for e in events
-        ],
+        runs=[run_record(r) for r in runs],
+        events=[_event_record(e) for e in events],
         scheduler_spans=[Span(b.id, b.started_at, b.last_seen) for b in beats],
-        queue=QueueState(
-            name=queue.name,
-            paused=queue.paused,
-            paused_at=queue.paused_at,
-            paused_by=queue.paused_by,
-            paused_reason=queue.paused_reason,
-            live_workers=len(live),
-            offered_tasks=_offered(live),
-            rate_limit=queue.rate_limit,
-            rate_room=_room(queue.rate_limit, queue.rate_starts, now),
-        ),
+        queue=queue_state(job.queue_row, list_workers(now), now),
         job_rate_limit=job.rate_limit,
-        job_rate_room=_room(job.rate_limit, job.rate_starts, now),
+        job_rate_room=room(job.rate_limit, job.rate_starts, now),
+    )
+
+
+def _event_record(event: Event) -> EventRecord:
+    return EventRecord(
+        id=event.id,
+        type=event.type,
+        at=event.created_at,
+        actor=event.actor,
+        payload=event.payload or {},
+        execution_id=event.execution_id,
     )
 
 
@@ -232,50 +203,26 @@ def explain_execution(execution_id: int, *, now: datetime, caller: Caller | None
         raise NotFound(f"execution {execution_id} does not exist")
     events = db.session.scalars(select(Event).where(Event.execution_id == execution.id).order_by(Event.id)).all()
     beats = db.session.scalars(select(Heartbeat).where(Heartbeat.kind == "scheduler")).all()
-    queue = execution.queue_row
-    live: list[WorkerView] = live_serving(list_workers(now), queue.name) if queue is not None else []
-    run = RunRecord(
-        id=execution.id,
-        scheduled_for=execution.scheduled_for,
-        trigger=execution.trigger,
-        status=execution.status,
-        reason=execution.reason,
-        created_at=execution.created_at,
-        available_at=execution.available_at,
-        finished_at=execution.finished_at,
-        cancel_requested_by=execution.cancel_requested_by,
-        task=_task_forked(execution),
-    )
+    run = run_record(execution)
+    job = execution.job
     evidence = Evidence(
         now=now,
         job_created_at=execution.created_at,
         next_run_at=None,
         runs=[run],
-        events=[
-            EventRecord(
-                id=e.id,
-                type=e.type,
-                at=e.created_at,
-                actor=e.actor,
-                payload=e.payload or {},
-                execution_id=e.execution_id,
-            )
-            for e in events
-        ],
+        events=[_event_record(e) for e in events],
         scheduler_spans=[Span(b.id, b.started_at, b.last_seen) for b in beats],
-        queue=QueueState(
-            name=queue.name if queue is not None else "(deleted)",
-            paused=bool(queue is not None and queue.paused),
-            paused_at=queue.paused_at if queue is not None else None,
-            paused_by=queue.paused_by if queue is not None else None,
-            paused_reason=queue.paused_reason if queue is not None else None,
-            live_workers=len(live),
-            offered_tasks=_offered(live),
-        ),
+        queue=queue_state(execution.queue_row, list_workers(now), now),
+        job_rate_limit=job.rate_limit if job is not None else None,
+        job_rate_room=room(job.rate_limit, job.rate_starts, now) if job is not None else None,
     )
     fate = explain_run(run, evidence)
     if _is_workflow_occurrence(execution) and fate.fate in ("no_worker", "no_worker_for_task", "queue_paused"):
         fate = _waiting_workflow(execution, fate)
+    if execution.workflow_run_id is not None and execution.step is not None:
+        _as_step(fate, execution.workflow_run_id, execution.step, now)
+    else:
+        _with_steps([fate], now)
     return {
         "execution": {
             "id": execution.id,
@@ -322,24 +269,20 @@ def _waiting_workflow(execution: Execution, fate: Fate) -> Fate:
     return replace(fate, fate="waiting", summary=summary, details=details)
 
 
-def _task_forked(execution: Execution) -> str | None:
-    """The task a run forks (what a worker must offer to claim it), as the claim reads it; None
-    for a workflow's own run, which forks none (the scheduler starts its steps)."""
-    if execution.callback_task is None and execution.task is None and execution.job is not None:
-        if execution.job.steps is not None:
-            return None
-    return execution.task_name
+def _with_steps(fates: list[Fate], now: datetime) -> None:
+    """Per-step explain for the fates whose execution is a workflow run: `details` gets the run's
+    id and each step's fate (app/services/read/workflow_explain.py), the summary a count of where
+    the steps stand."""
+    explained = explain_runs([fate.execution_id for fate in fates if fate.execution_id is not None], now=now)
+    for fate in fates:
+        run = explained.get(fate.execution_id) if fate.execution_id is not None else None
+        if run is not None:
+            fate.details.update({"workflow_run_id": run["workflow_run_id"], "steps": run["steps"]})
+            fate.summary += " " + run["summary"]
 
 
-def _offered(live: list[WorkerView]) -> frozenset[str] | None:
-    """Every task the live workers `live` advertise; None when one advertises nothing (it claims any)."""
-    if any(view.tasks is None for view in live):
-        return None
-    return frozenset(name for view in live for name in view.tasks or {})
-
-
-def _room(rate_limit: str | None, rate_starts: list | None, now: datetime) -> int | None:
-    """How many more starts a rate limit allows at `now`; None without one."""
-    if not rate_limit:
-        return None
-    return allowance(parse_rate_limit(rate_limit), [float(at) for at in rate_starts or []], now.timestamp())
+def _as_step(fate: Fate, run_id: int, step: str, now: datetime) -> None:
+    """Per-step explain for a step's execution: which run and step it is, and every step of the run."""
+    run = explain_runs([run_id], now=now).get(run_id)
+    fate.details.update({"workflow_run_id": run_id, "step": step, "steps": run["steps"] if run else []})
+    fate.summary += f" It is step `{step}` of workflow run #{run_id}."

@@ -8,10 +8,9 @@ from collections import Counter
 from typing import Any
 
 from app.clock import iso_z
-from app.domain.workflow import CANCELLED, UPSTREAM_FAILED, depths, nodes_of, step_statuses
+from app.domain.workflow import CANCELLED, UPSTREAM_FAILED, Node, depths, nodes_of, step_statuses
+from app.domain.workflow_explain import WAITING, why_upstream_failed, why_waiting
 from app.models import Execution, WorkflowRun
-
-WAITING = "waiting"
 
 
 def step_views(run: WorkflowRun, executions: dict[int, Execution]) -> list[dict[str, Any]]:
@@ -41,7 +40,7 @@ def step_views(run: WorkflowRun, executions: dict[int, Execution]) -> list[dict[
                 "duration_ms": _duration_ms(execution),
                 "result": _result(execution),
                 "depth": column[name],
-                "explain": _explain(name, after, status, statuses, execution, kept),
+                "explain": _explain(nodes, name, after, status, statuses, execution, kept),
             }
         )
     return views
@@ -89,14 +88,18 @@ def run_summary(run: WorkflowRun) -> dict[str, Any]:
 
 
 def _explain(
-    name: str, after: list[str], status: str, statuses: dict[str, str], execution: Execution | None, kept: bool
+    nodes: list[Node],
+    name: str,
+    after: list[str],
+    status: str,
+    statuses: dict[str, str],
+    execution: Execution | None,
+    kept: bool,
 ) -> str:
     if status == WAITING:
-        waiting_for = [up for up in after if statuses.get(up) != "succeeded"]
-        return "waiting for " + ", ".join(f"`{up}`" for up in waiting_for) if waiting_for else "about to start"
+        return why_waiting(after, statuses)
     if status == UPSTREAM_FAILED:
-        failed = [up for up in after if statuses.get(up) not in (None, "succeeded")]
-        return "will not run: " + ", ".join(f"`{up}`" for up in failed) + " did not succeed"
+        return why_upstream_failed(nodes, statuses, name, after)
     if status == CANCELLED:
         return "will not run: the run was cancelled"
     if execution is None:
