@@ -123,6 +123,9 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         # (the first seals); required with DEBUG=0 (app/secret_box.py, docs/deployment.md).
         "CHANNEL_SECRET_KEY": env.get("CHANNEL_SECRET_KEY") or None,
         "SQLALCHEMY_DATABASE_URI": absolute_sqlite_url(normalise_database_url(database_url)),
+        # The scheduler process pings only connections idle a second instead (app/database.py
+        # `ping_when_idle`): its loop retries any database error, and a ping per checkout was
+        # half of what an idle scheduler cost the database.
         "SQLALCHEMY_ENGINE_OPTIONS": {"pool_pre_ping": True},
         # DATABASE_URL reaches PostgreSQL through a transaction-pooling PgBouncer: no prepared
         # statements or session settings, and LISTEN on DATABASE_LISTEN_URL (docs/deployment.md).

@@ -106,6 +106,10 @@ def create_app(
     Path(app.config["INSTANCE_DIR"]).mkdir(parents=True, exist_ok=True)
 
     register_logging(app)
+    if kind == SCHEDULER:
+        options = app.config["SQLALCHEMY_ENGINE_OPTIONS"]
+        app.config["SQLALCHEMY_ENGINE_OPTIONS"] = {**options, "pool_pre_ping": False}
+        app.config["DATABASE_PING_AFTER_IDLE"] = bool(options.get("pool_pre_ping"))
     if kind != HELP:
         register_extensions(app, web=kind == WEB, database=kind != WORKER)
     if kind == WEB:

@@ -12,6 +12,7 @@ behind a transaction-pooling PgBouncer it only must not prepare statements (`con
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -20,6 +21,7 @@ from typing import Any
 from flask import Flask
 from sqlalchemy import Engine, event
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.orm import Session, scoped_session
 
 from app.sql.connections import configure_sqlite, follow_database_clock
@@ -31,7 +33,11 @@ def init_app(app: Flask) -> None:
     from app.extensions import db
 
     with app.app_context():
-        configure_engine(db.engine, transaction_pooling=app.config.get("DATABASE_TRANSACTION_POOLING", False))
+        configure_engine(
+            db.engine,
+            transaction_pooling=app.config.get("DATABASE_TRANSACTION_POOLING", False),
+            ping_after_idle=app.config.get("DATABASE_PING_AFTER_IDLE", False),
+        )
         if db.engine.dialect.name == "postgresql" and not app.testing:
             # Measure the clock before anything reads it (a CLI command takes `now` first thing):
             # the first connection does it (`follow_database_clock`) and stays in the pool.
@@ -47,7 +53,7 @@ def transaction_pooling_from_environment() -> bool:
     return os.environ.get("DATABASE_TRANSACTION_POOLING", "").strip().lower() in ("1", "true", "yes", "on")
 
 
-def configure_engine(engine: Engine, *, transaction_pooling: bool | None = None) -> None:
+def configure_engine(engine: Engine, *, transaction_pooling: bool | None = None, ping_after_idle: bool = False) -> None:
     """SQLite: pragmas and explicit BEGIN handling. PostgreSQL behind a transaction-pooling
     PgBouncer (`transaction_pooling`, default from the environment): never prepare statements.
 
@@ -55,6 +61,7 @@ def configure_engine(engine: Engine, *, transaction_pooling: bool | None = None)
     transaction whichever server session is free, so psycopg's automatic prepare (on a
     statement's fifth use) would later name a statement that session never saw. PgBouncer 1.18
     (Debian 12) cannot track them; without prepares every statement is planned where it runs.
+    `ping_after_idle` (the scheduler process): `ping_when_idle` instead of `pool_pre_ping`.
     """
     if getattr(engine, "_cronwell_configured", False):
         return
@@ -65,11 +72,14 @@ def configure_engine(engine: Engine, *, transaction_pooling: bool | None = None)
         never_prepare = bool(transaction_pooling)
 
         @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_connection, _record):
+        def _on_connect(dbapi_connection, record):
             if never_prepare:
                 dbapi_connection.prepare_threshold = None
             follow_database_clock(dbapi_connection)
+            record.info[_CHECKED_IN_AT] = time.monotonic()
 
+        if ping_after_idle:
+            ping_when_idle(engine)
         return
     if engine.dialect.name != "sqlite":
         return
@@ -83,6 +93,41 @@ def configure_engine(engine: Engine, *, transaction_pooling: bool | None = None)
     @event.listens_for(engine, "begin")
     def _on_begin(conn: Connection):
         conn.exec_driver_sql("BEGIN IMMEDIATE" if _immediate.get() else "BEGIN")
+
+
+# A pooled connection idle this long is pinged before it is handed out (a restart or failover
+# may have closed it); one used more recently is handed out as it is.
+PING_AFTER_IDLE_SECONDS = 1.0
+_CHECKED_IN_AT = "cronwell_checked_in_at"
+
+
+def ping_when_idle(engine: Engine) -> None:
+    """SQLAlchemy's `pool_pre_ping`, but only for connections idle `PING_AFTER_IDLE_SECONDS`.
+
+    The ping is a transaction of its own on the server: the scheduler's tick checks a connection
+    out several times within milliseconds, and a ping before each was half of what an idle
+    scheduler cost the database. A connection back in the pool for under a second has not
+    missed a restart unless one happened in that second; a statement on it then fails, the
+    pool is invalidated, and the scheduler's loop retries as for any database error (so only
+    the scheduler process uses this: a web request would answer that error). Raising
+    DisconnectionError from the checkout event is the pool's documented way to discard a dead
+    connection and check out a fresh one."""
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection, record):
+        record.info[_CHECKED_IN_AT] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection, record, _proxy):
+        checked_in_at = record.info.get(_CHECKED_IN_AT)
+        if checked_in_at is not None and time.monotonic() - checked_in_at < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            alive = engine.dialect.do_ping(dbapi_connection)
+        except Exception as exc:  # noqa: BLE001 - any failure of the ping: the connection is gone
+            raise DisconnectionError(f"pooled connection failed its ping: {exc}") from exc
+        if not alive:
+            raise DisconnectionError("pooled connection failed its ping")
 
 
 def is_sqlite(bind) -> bool:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from app.domain.states import CLAIMABLE
+from app.domain.states import CLAIMABLE, IN_FLIGHT
 from app.sql.statuses import sql_statuses
 from app.sql.transport import DBConnection, Statement, execute, read_datetime, with_lists
 
@@ -36,12 +36,15 @@ OUTLOOK = _statement(
 )
 
 # At a quiet wake-up (nothing running, nothing waiting at the last look, no NOTIFY since): the
-# earliest waiting row of any time, and whether an order waits, in one read (one transaction).
+# earliest waiting row of any time, whether an order waits, and whether any run's lease expired
+# (an idle worker then helps recover it), in one read (one transaction).
 IDLE_LOOK = _statement(
     f"""
     SELECT (SELECT min(available_at) FROM executions WHERE {_WAITING}),
-           EXISTS (SELECT 1 FROM worker_commands WHERE worker_id = :worker_id AND acted_at IS NULL)
-    """
+           EXISTS (SELECT 1 FROM worker_commands WHERE worker_id = :worker_id AND acted_at IS NULL),
+           EXISTS (SELECT 1 FROM executions WHERE status IN ({sql_statuses(IN_FLIGHT)}) AND lease_expires_at < :now)
+    """,
+    datetimes=("now",),
 )
 
 
@@ -55,6 +58,7 @@ class Outlook:
 class IdleLook:
     earliest: datetime | None  # the earliest available_at of any waiting row
     orders: bool  # an unacted command waits for this worker
+    expired_leases: bool = False  # a run's lease expired: recovery has work
 
 
 def _params(queue_ids: Sequence[int] | None, **params: object) -> tuple[int, dict[str, object]]:
@@ -73,10 +77,10 @@ def outlook(conn: DBConnection, *, after: datetime, queue_ids: Sequence[int] | N
     return Outlook(next_at=read_datetime(row[0]), held_back=bool(row[1]))
 
 
-def idle_look(conn: DBConnection, *, worker_id: str, queue_ids: Sequence[int] | None = None) -> IdleLook:
-    which, params = _params(queue_ids, worker_id=worker_id)
+def idle_look(conn: DBConnection, *, worker_id: str, now: datetime, queue_ids: Sequence[int] | None = None) -> IdleLook:
+    which, params = _params(queue_ids, worker_id=worker_id, now=now)
     row = execute(conn, IDLE_LOOK[which], params).rows[0]
-    return IdleLook(earliest=read_datetime(row[0]), orders=bool(row[1]))
+    return IdleLook(earliest=read_datetime(row[0]), orders=bool(row[1]), expired_leases=bool(row[2]))
 
 
 def earliest_claimable(

@@ -84,6 +84,25 @@ def test_the_runs_created_before_the_limit_still_run_when_no_worker_was_there(ap
     assert fresh_job(job.id).enabled is False
 
 
+def test_an_idle_scheduler_still_finishes_a_job_whose_last_run_ended_after_the_last_upkeep(app, clock):
+    job = make_job(now=clock(), every="1s", max_runs=1)
+    scheduler = Scheduler(app, scheduler_id="test-scheduler", clock=clock)
+    clock.advance(seconds=1)
+    scheduler.tick(clock())  # the one run is created: the limit is reached, the run waits
+    scheduler.seconds_until_due(clock(), 5, idle_cap=15)
+    assert not scheduler.idle
+    clock.advance(seconds=2)
+    scheduler.tick(clock())  # an upkeep while the run waits: nothing to finish yet
+    assert fresh_job(job.id).enabled is True
+    work(app, clock)  # the run ends after that upkeep
+    scheduler.seconds_until_due(clock(), 5, idle_cap=15)
+    assert scheduler.idle  # nothing waits or runs any more
+    clock.advance(seconds=2)
+    scheduler.tick(clock())  # the first upkeep after the activity still runs in full
+    job = fresh_job(job.id)
+    assert (job.enabled, job.disabled_reason) == (False, "max_runs reached: 1 scheduled run created")
+
+
 def test_missed_occurrences_do_not_count_towards_max_runs(app, clock):
     job = make_job(now=clock(), every="1s", max_runs=2, misfire_policy="skip", misfire_grace_seconds=0)
     clock.advance(seconds=3)  # the first two occurrences are late (missed), the third is on time

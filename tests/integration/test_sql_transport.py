@@ -182,6 +182,21 @@ def test_the_earliest_claimable_time_and_queue_names_read_bare(db):
         assert waiting.earliest_claimable(conn, after=NOW + timedelta(seconds=30)) is None
 
 
+def test_the_idle_look_reads_the_earliest_waiting_row_orders_and_expired_leases_at_once(db):
+    job = make_job(name="looked-at", now=NOW, overlap_policy="allow")
+    make_execution(job, "pending", now=NOW, available_at=NOW + timedelta(seconds=40))
+    running = make_execution(job, "running", now=NOW, claimed_by="w-9", lease_expires_at=NOW + timedelta(seconds=60))
+    with bare_connection(db) as conn:
+        look = waiting.idle_look(conn, worker_id="w-9", now=NOW)
+        assert (look.earliest, look.orders, look.expired_leases) == (NOW + timedelta(seconds=40), False, False)
+        # A minute later that lease has run out: an idle worker's look sees recovery has work.
+        assert waiting.idle_look(conn, worker_id="w-9", now=NOW + timedelta(seconds=61)).expired_leases
+    db.session.execute(Execution.__table__.update().where(Execution.id == running.id).values(status="succeeded", finished_at=NOW, lease_expires_at=None))
+    db.session.commit()
+    with bare_connection(db) as conn:
+        assert not waiting.idle_look(conn, worker_id="w-9", now=NOW + timedelta(seconds=61)).expired_leases
+
+
 def test_recovery_moves_an_expired_run_on_bare_and_gives_its_slot_back(db):
     make_queue("limited", now=NOW, concurrency_limit=2)
     job = make_job(name="recover", now=NOW, overlap_policy="allow", queue="limited", max_attempts=3)

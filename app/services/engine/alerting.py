@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, func, select, update
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Row
 from sqlalchemy.exc import IntegrityError
 
 from app.domain.states import CLAIMABLE, ExecutionStatus
@@ -306,7 +306,7 @@ def _queue_backlog(conn: Connection, now: datetime, threshold_seconds: int, repo
             )
 
 
-def _record_worker_lost(conn: Connection, heartbeat, *, now: datetime, in_flight: int) -> None:
+def _record_worker_lost(conn: Connection, heartbeat: Row[Any], *, now: datetime, in_flight: int) -> None:
     """The `worker_lost` event, once per loss: the heartbeat row is stamped `lost_recorded_at`.
     A worker that comes back rewrites its row (and the stamp with it), so a second loss is
     recorded again; the stamp is written only while the row is still the stale one read here."""

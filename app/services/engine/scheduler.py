@@ -159,10 +159,14 @@ class Scheduler:
         self._last_retention: datetime | None = None
         self._last_aging: datetime | None = None
         self._last_alerting: datetime | None = None
-        # Nothing waited or ran at the last sleep's read: the tick skips recovery, priority aging
-        # and workflow advancing (none has anything to act on), and with LISTEN working the
-        # loop sleeps up to SCHEDULER_IDLE_TICK_SECONDS (`idle_tick_cap`).
+        # Nothing waited or ran at the last sleep's read; with LISTEN working the loop then sleeps
+        # up to SCHEDULER_IDLE_TICK_SECONDS (`idle_tick_cap`). `_idle_upkept`: an upkeep has run
+        # since that read found nothing, so the next idle ticks skip the upkeep that acts on
+        # runs (recovery, queued TTLs and finished jobs, priority aging, workflows). One upkeep
+        # runs after the last activity: a run that ended after the previous upkeep still gets
+        # its job finished.
         self.idle = False
+        self._idle_upkept = False
 
     @property
     def engine(self) -> Engine:
@@ -188,15 +192,17 @@ class Scheduler:
             self._refresh_planner_statistics(report.created)
         self._confirm_ahead(now, report)
         if upkeep:
-            if not self.idle:
+            quiet = self.idle and self._idle_upkept
+            if not quiet:
                 recovered = recovery.recover_expired_leases(self.engine, now=now)
                 metrics.observe_recovery(recovered)
                 report.recovered = recovered.total
                 report.job_ids |= recovered.job_ids or set()
-            self._housekeeping(now, report)
-            self._expire_and_finish(now, report)
-            if not self.idle:
+            self._housekeeping(now, report, quiet=quiet)
+            if not quiet:
+                self._expire_and_finish(now, report)
                 self._advance_workflows(now, report)
+            self._idle_upkept = self.idle
         if report.job_ids:
             cache.get_cache().delete(cache.keys_for_jobs(report.job_ids))
         metrics_exposition.refresh_database_gauges(self.engine, now)
@@ -573,13 +579,13 @@ class Scheduler:
             if moved.steps:
                 wakeups.notify(conn, wakeups.WORK_CHANNEL)
 
-    def _housekeeping(self, now: datetime, report: TickReport) -> None:
+    def _housekeeping(self, now: datetime, report: TickReport, *, quiet: bool = False) -> None:
         """Every few seconds raise starving work's priority; once a minute prune stale heartbeats;
         once an hour apply retention."""
         due_before = starving_since(now, self.app.config["PRIORITY_AGING_SECONDS"])
         if (
             due_before is not None
-            and not self.idle
+            and not quiet
             and (self._last_aging is None or not 0 <= (now - self._last_aging).total_seconds() < 5)
         ):
             self._last_aging = now

@@ -470,9 +470,9 @@ class Worker:
         self._listening = wait is None and listener is not None and listener.active
         self.control.every = self.idle_poll_seconds if self._listening else worker_commands.CONTROL_POLL_SECONDS
         if self._quiet():
-            rest = self._look()
+            rest, expired_leases = self._look()
             if rest > 0:
-                self._housekeeping(self.clock())
+                self._housekeeping(self.clock(), recover=expired_leases)
                 self._wait(rest, listener)
                 return 0
         self._housekeeping(self.clock())
@@ -541,11 +541,15 @@ class Worker:
             and not (self._stopping or self._draining or self._reloading or self._reload_asked)
         )
 
-    def _look(self) -> float:
-        """A quiet worker's safety look (one read): how much longer it may sleep, 0 to run a turn."""
-        look = self._read(lambda conn: waiting.idle_look(conn, worker_id=self.id, queue_ids=self.queue_ids))
+    def _look(self) -> tuple[float, bool]:
+        """A quiet worker's safety look (one read): how much longer it may sleep (0: run a turn),
+        and whether a lease expired somewhere (the idle worker's recovery has work)."""
+        now = self.clock()
+        look = self._read(lambda conn: waiting.idle_look(conn, worker_id=self.id, now=now, queue_ids=self.queue_ids))
         self.control.looked(orders=look.orders)
-        return idle_pacing.rest_after_look(look, now=self.clock(), idle_poll=self.idle_poll_seconds)
+        return idle_pacing.rest_after_look(
+            look, now=self.clock(), idle_poll=self.idle_poll_seconds
+        ), look.expired_leases
 
     def _read(self, read: Callable[[DBConnection], T]) -> T:
         """One read on the kept connection, in autocommit: no transaction is left open for the
@@ -1114,7 +1118,9 @@ class Worker:
 
     # --- housekeeping -----------------------------------------------------------------------
 
-    def _housekeeping(self, now: datetime) -> None:
+    def _housekeeping(self, now: datetime, *, recover: bool = True) -> None:
+        """Heartbeat (and lease renewal) when due; an idle worker's lease recovery every
+        RECOVERY_EVERY, or, after a quiet look, only when the look saw an expired lease."""
         renew = bool(self.running) and time.monotonic() - self._last_renewal >= self._renew_every
         every = idle_pacing.heartbeat_every(
             busy=bool(self.running) or self._beat_busy,
@@ -1125,7 +1131,11 @@ class Worker:
         if renew or self._last_heartbeat is None or (now - self._last_heartbeat).total_seconds() >= every:
             self._last_heartbeat = now
             self._beat(now, WorkerState.DRAINING if self._draining else WorkerState.RUNNING)
-        if not self.running and (self._last_recovery is None or now - self._last_recovery >= RECOVERY_EVERY):
+        if (
+            recover
+            and not self.running
+            and (self._last_recovery is None or now - self._last_recovery >= RECOVERY_EVERY)
+        ):
             # Idle workers help recover abandoned work so recovery does not wait for a scheduler.
             self._last_recovery = now
             report = recovery.recover_expired_leases(self.database, now=now)
