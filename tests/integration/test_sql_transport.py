@@ -191,7 +191,11 @@ def test_the_idle_look_reads_the_earliest_waiting_row_orders_and_expired_leases_
         assert (look.earliest, look.orders, look.expired_leases) == (NOW + timedelta(seconds=40), False, False)
         # A minute later that lease has run out: an idle worker's look sees recovery has work.
         assert waiting.idle_look(conn, worker_id="w-9", now=NOW + timedelta(seconds=61)).expired_leases
-    db.session.execute(Execution.__table__.update().where(Execution.id == running.id).values(status="succeeded", finished_at=NOW, lease_expires_at=None))
+    db.session.execute(
+        Execution.__table__.update()
+        .where(Execution.id == running.id)
+        .values(status="succeeded", finished_at=NOW, lease_expires_at=None)
+    )
     db.session.commit()
     with bare_connection(db) as conn:
         assert not waiting.idle_look(conn, worker_id="w-9", now=NOW + timedelta(seconds=61)).expired_leases
