@@ -9,7 +9,6 @@ from sqlalchemy import exc, text
 
 from app import create_app, database
 from app.extensions import db
-from tests.conftest import truncate_all
 from tests.helpers.databases import app_env_for
 from tests.helpers.pg import plain_url
 
@@ -18,7 +17,6 @@ pytestmark = [pytest.mark.postgres]
 
 @pytest.fixture
 def scheduler_app(pg_url, tmp_path):
-    truncate_all(pg_url)
     application = create_app({"TESTING": True}, env=app_env_for(pg_url, tmp_path / "instance"), kind="scheduler")
     with application.app_context():
         yield application
