@@ -90,7 +90,7 @@ def test_every_transition_the_store_makes_is_allowed_by_the_table(app):
 
 def test_a_guard_refuses_a_move_the_table_forbids(app):
     run = new_run()
-    for _, action, _, _ in SCENARIO[:12]:  # up to the turn that starts q1
+    for _, action, _, _ in SCENARIO[:14]:  # up to the turn that starts q1
         action(run)
     store = run.store
     with write_transaction(db.engine) as conn:
