@@ -34,11 +34,16 @@ def fail_unless(config: dict, ctx: TaskContext) -> dict:
 
 @task(
     "wf_witness",
-    description="Append 'run step pid start end' to the witness file, holding the slot config['seconds'].",
+    description=(
+        "Append 'run step pid start end' to the witness file, holding the slot config['seconds']; "
+        "fail first (no line) while the file config['require'] is missing, if one is named."
+    ),
     schema={"type": "object"},
     env=[WITNESS_ENV],
 )
 def witness(config: dict, ctx: TaskContext) -> dict:
+    if config.get("require") and not os.path.exists(config["require"]):
+        raise RuntimeError(f"{config['require']} is missing")
     started = time.time()
     time.sleep(config.get("seconds", 0))
     line = f"{ctx.job_id} {ctx.step} {ctx.execution_id} {os.getpid()} {started:.6f} {time.time():.6f}\n"
