@@ -6,7 +6,8 @@ Every method is exercised through both clients: a test that takes `connect` runs
 worker (and the README's quick start, executed); the automatic Idempotency-Key (an answer lost at
 the httpx transport, the call sent again, one run in the database); pagination over 250
 executions; a 422 raised with its field messages; jobs with the ETag/If-Match conflict; apply;
-the task catalog; the package installed with pip; and the drift tests: the models regenerated
+the task catalog; queues (settings with the ETag conflict, pause and resume, live statistics,
+each role's refusals); the package installed with pip; and the drift tests: the models regenerated
 from the live OpenAPI document equal the committed ones, and every request the client builds
 names an operation, body fields and query parameters the document publishes."""
 
@@ -58,6 +59,15 @@ def live(app, api_server) -> Live:
         Caller.cli(), name="client", project="default/default", role="operator", user_id=user.id, now=utcnow()
     ).secret
     return Live(base, token)
+
+
+@pytest.fixture
+def admin_token(live) -> str:
+    """An admin's API token for default/default: queues' settings are an admin's to change."""
+    user = make_user("client-admin", PASSWORD, role="admin")
+    return tokens.create_token(
+        Caller.cli(), name="client-admin", project="default/default", role="admin", user_id=user.id, now=utcnow()
+    ).secret
 
 
 # --- both clients through the same lines -------------------------------------------------------
@@ -137,18 +147,20 @@ def flavor(request) -> str:
 
 @pytest.fixture
 def connect(live, flavor):
-    """connect(drop=None) -> (client, call, recorder): a client of the flavor under test on the
-    live server, sending through a Recorder; all are closed at the end of the test."""
+    """connect(drop=None, token=None) -> (client, call, recorder): a client of the flavor under
+    test on the live server (with the operator's token unless another is given), sending through
+    a Recorder; all are closed at the end of the test."""
     runner = asyncio.Runner() if flavor == "async" else None
     opened = []
 
-    def connect_(drop: str | None = None, **options: Any):
+    def connect_(drop: str | None = None, *, token: str | None = None, **options: Any):
+        secret = token or live.token
         if runner is None:
             recorder: Recorder | AsyncRecorder = Recorder(drop)
-            client: Any = cronwell_client.Client(live.base, live.token, transport=recorder, **options)
+            client: Any = cronwell_client.Client(live.base, secret, transport=recorder, **options)
         else:
             recorder = AsyncRecorder(drop)
-            client = cronwell_client.AsyncClient(live.base, live.token, transport=recorder, **options)
+            client = cronwell_client.AsyncClient(live.base, secret, transport=recorder, **options)
         opened.append(client)
         return client, Driver(runner), recorder
 
@@ -309,6 +321,65 @@ def test_apply_and_the_task_catalog(connect):
         call(client.tasks.get("no_such_task"))
 
 
+def test_queues_settings_pause_and_stats(connect, admin_token):
+    admin, call, recorder = connect(token=admin_token)
+    operator, _call, _recorder = connect()
+    [default] = call.items(operator.queues.list())
+    assert isinstance(default, cronwell_client.Queue) and default.name == "default"
+    assert default.project == "default/default" and default.paused is False and default.stats["pending"] == 0
+
+    with pytest.raises(cronwell_client.Forbidden):  # an operator may pause a queue, not create one
+        call(operator.queues.create("reports"))
+    with pytest.raises(cronwell_client.ValidationFailed) as refused:
+        call(admin.queues.create("Not A Name"))
+    assert "name" in refused.value.errors
+    reports = call(admin.queues.create("reports", description="nightly reports", concurrency_limit=2, priority=5))
+    assert (reports.name, reports.description, reports.concurrency_limit, reports.priority, reports.paused) == (
+        "reports",
+        "nightly reports",
+        2,
+        5,
+        False,
+    )
+    assert [queue.name for queue in call.items(operator.queues.list(limit=1))] == ["default", "reports"]  # 2 pages
+
+    read = call(admin.queues.get(reports.id))
+    assert read.id == reports.id and read.etag
+    edited = call(admin.queues.update(read, concurrency_limit=4, rate_limit="10/minute"))  # If-Match: as read
+    assert edited.concurrency_limit == 4 and edited.rate_limit == "10/minute" and edited.etag != read.etag
+    with pytest.raises(cronwell_client.PreconditionFailed):
+        call(admin.queues.update(read, priority=1))  # `read` is older than `edited`
+    with pytest.raises(TypeError, match="unknown queue fields: paused"):
+        call(admin.queues.update(reports, paused=True))  # refused before anything is sent
+    unlimited = call(admin.queues.update(reports.id, concurrency_limit=None, rate_limit=None))
+    assert unlimited.concurrency_limit is None and unlimited.rate_limit is None
+    assert unlimited.priority == 5  # the stale edit changed nothing
+    patches = [request for request in recorder.sent if request.method == "PATCH"]
+    assert [request.headers.get("If-Match") for request in patches] == [read.etag, read.etag, None]
+
+    paused = call(operator.queues.pause(reports, reason="deploying"))
+    assert paused.paused is True and paused.paused_reason == "deploying" and paused.paused_at
+    assert call(admin.queues.get(reports.id)).paused is True  # read back from the server
+    resumed = call(operator.queues.resume(reports.id))
+    assert resumed.paused is False and resumed.paused_reason is None
+    assert call(operator.queues.get(reports)).paused is False
+
+    call(operator.run("echo", queue="reports"))  # no worker runs: it stays pending
+    call(operator.run("echo", queue="reports", delay="1h"))
+    stats = call(operator.queues.stats(reports))
+    assert isinstance(stats, cronwell_client.QueueStats)
+    assert (stats.pending, stats.scheduled_later, stats.running) == (1, 1, 0)
+    assert call(operator.queues.stats(default)).pending == 0
+
+    with pytest.raises(cronwell_client.Conflict):
+        call(admin.queues.delete(reports))  # it still holds the two runs
+    scratch = call(admin.queues.create("scratch"))
+    assert call(admin.queues.delete(scratch)) is None
+    with pytest.raises(cronwell_client.NotFound):
+        call(operator.queues.get(scratch.id))
+    assert [queue.name for queue in call.items(operator.queues.list())] == ["default", "reports"]
+
+
 # --- a real worker -----------------------------------------------------------------------------
 
 
@@ -382,6 +453,7 @@ def test_models_match_the_published_document(live):
 
 def _every_call() -> list[rq.Call]:
     job = cronwell_client.Job(id=7, etag='"v1"')
+    queue = cronwell_client.Queue(id=3, etag='"q1"')
     return [
         rq.create_run("echo", {}, **dict.fromkeys(rq.RUN_FIELDS, "x")),
         rq.create_runs([{"task": "echo"}]),
@@ -401,6 +473,14 @@ def _every_call() -> list[rq.Call]:
         rq.apply({"project": "default/default", "jobs": []}, dry_run=True, prune=False, project=None),
         rq.list_tasks(),
         rq.get_task("echo"),
+        rq.list_queues(10),
+        rq.get_queue(queue),
+        rq.create_queue("reports", dict.fromkeys(rq.QUEUE_FIELDS, "x")),
+        rq.update_queue(queue, dict.fromkeys(rq.QUEUE_FIELDS, "x"), None),
+        rq.delete_queue(queue),
+        rq.pause_queue(queue, "deploying"),
+        rq.resume_queue(queue),
+        rq.queue_stats(queue),
     ]
 
 
@@ -437,6 +517,9 @@ def test_every_request_the_client_builds_is_one_the_document_publishes(live):
     assert {"task", "config", *rq.RUN_FIELDS.values()} == _properties(document, runs)
     trigger = document["paths"]["/api/v1/jobs/{job_id}/trigger"]["post"]["requestBody"]["content"]
     assert set(rq.TRIGGER_FIELDS.values()) == _properties(document, trigger["application/json"]["schema"])
+    schemas = document["components"]["schemas"]
+    assert {"name", *rq.QUEUE_FIELDS} == _properties(document, schemas["QueueCreate"])
+    assert set(rq.QUEUE_FIELDS) == _properties(document, schemas["QueueEdit"])
     listing = document["paths"]["/api/v1/executions"]["get"]["parameters"]
     assert {*rq.EXECUTION_FILTERS, "limit", "cursor"} == {p["name"] for p in listing if p["in"] == "query"}
 

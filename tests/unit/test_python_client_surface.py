@@ -29,6 +29,7 @@ PAIRS = [
     (client.Jobs, async_client.AsyncJobs),
     (client.Executions, async_client.AsyncExecutions),
     (client.Tasks, async_client.AsyncTasks),
+    (client.Queues, async_client.AsyncQueues),
 ]
 RENAMED = {"close": "aclose", "__enter__": "__aenter__", "__exit__": "__aexit__"}  # httpx's names
 SYNC_NAMES = {awaited: sync for sync, awaited in RENAMED.items()}
@@ -63,7 +64,7 @@ def test_both_clients_have_the_same_namespaces():
     sync, awaited = cronwell_client.Client("http://cronwell.test"), cronwell_client.AsyncClient("http://cronwell.test")
     try:
         spaces = {name for name, value in vars(sync).items() if type(value) in {pair[0] for pair in PAIRS}}
-        assert spaces == {"runs", "jobs", "executions", "tasks"}
+        assert spaces == {"runs", "jobs", "executions", "tasks", "queues"}
         for name in spaces:
             assert (type(getattr(sync, name)), type(getattr(awaited, name))) in PAIRS
     finally:

@@ -15,7 +15,17 @@ from cronwell_client.errors import (
     Unauthorized,
     ValidationFailed,
 )
-from cronwell_client.models import Attempt, Execution, ExecutionExplain, Job, Output, Plan, Queue, Task
+from cronwell_client.models import (
+    Attempt,
+    Execution,
+    ExecutionExplain,
+    Job,
+    Output,
+    Plan,
+    Queue,
+    QueueStats,
+    Task,
+)
 
 __all__ = [
     "AsyncClient",
@@ -32,6 +42,7 @@ __all__ = [
     "Plan",
     "PreconditionFailed",
     "Queue",
+    "QueueStats",
     "RateLimited",
     "RunTimeout",
     "Task",

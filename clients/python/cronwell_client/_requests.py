@@ -18,7 +18,18 @@ from typing import Any, Generic, TypeVar
 from urllib.parse import quote
 
 from cronwell_client.errors import RunTimeout, error_for
-from cronwell_client.models import Attempt, Execution, ExecutionExplain, Job, Model, Output, Plan, Task
+from cronwell_client.models import (
+    Attempt,
+    Execution,
+    ExecutionExplain,
+    Job,
+    Model,
+    Output,
+    Plan,
+    Queue,
+    QueueStats,
+    Task,
+)
 
 API = "/api/v1"
 # The statuses no run leaves (the server's TERMINAL, app/domain/states.py; a test compares them).
@@ -38,6 +49,8 @@ RUN_FIELDS = {
 }
 TRIGGER_FIELDS = {"delay": "in", "at": "at", "config_override": "config_override"}  # POST /jobs/{id}/trigger
 EXECUTION_FILTERS = ("status", "job", "queue", "task", "one_off", "since", "until")  # GET /executions
+# A queue's settings (POST /queues, besides its name; PATCH /queues/{id}).
+QUEUE_FIELDS = ("description", "concurrency_limit", "rate_limit", "priority")
 
 T = TypeVar("T")
 M = TypeVar("M", bound=Model)
@@ -249,9 +262,9 @@ def create_job(fields: Mapping[str, Any]) -> Call[Job]:
     return Call("POST", f"{API}/jobs", _model(Job), json=dict(fields), headers=_key(), retry=True)
 
 
-def _if_match(job: int | Job, if_match: str | None) -> dict[str, str]:
-    """If-Match: the one given, else the ETag of the Job passed (as read): a stale edit is a 412."""
-    etag = if_match if if_match is not None else (job.etag if isinstance(job, Job) else None)
+def _if_match(value: int | Model, if_match: str | None) -> dict[str, str]:
+    """If-Match: the one given, else the ETag of the object passed (as read): a stale edit is a 412."""
+    etag = if_match if if_match is not None else (value.etag if isinstance(value, Model) else None)
     return {"If-Match": etag} if etag else {}
 
 
@@ -276,6 +289,54 @@ def enable_job(job: int | Job) -> Call[Job]:
 
 def disable_job(job: int | Job) -> Call[Job]:
     return Call("POST", f"{API}/jobs/{_id(job)}/disable", _model(Job))
+
+
+# --- queues ------------------------------------------------------------------------------------
+
+
+def _queue_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
+    unknown = set(fields) - set(QUEUE_FIELDS)
+    if unknown:
+        raise TypeError(f"unknown queue fields: {', '.join(sorted(unknown))} (known: {', '.join(QUEUE_FIELDS)})")
+    return dict(fields)
+
+
+def list_queues(limit: int) -> Call[Page[Queue]]:
+    return page(f"{API}/queues", {"limit": limit}, Queue)
+
+
+def get_queue(queue: int | Queue) -> Call[Queue]:
+    return Call("GET", f"{API}/queues/{_id(queue)}", _model(Queue), retry=True)
+
+
+def create_queue(name: str, fields: Mapping[str, Any]) -> Call[Queue]:
+    """POST /queues: not sent again (the server takes no Idempotency-Key for it)."""
+    settings = {key: value for key, value in _queue_fields(fields).items() if value is not None}
+    return Call("POST", f"{API}/queues", _model(Queue), json={"name": name, **settings})
+
+
+def update_queue(queue: int | Queue, fields: Mapping[str, Any], if_match: str | None) -> Call[Queue]:
+    """PATCH /queues/{id}: the fields given, None included (a concurrency or rate limit of None
+    removes it); If-Match as for jobs."""
+    body = _queue_fields(fields)
+    return Call("PATCH", f"{API}/queues/{_id(queue)}", _model(Queue), json=body, headers=_if_match(queue, if_match))
+
+
+def delete_queue(queue: int | Queue) -> Call[None]:
+    return Call("DELETE", f"{API}/queues/{_id(queue)}", lambda answer: None)
+
+
+def pause_queue(queue: int | Queue, reason: str | None) -> Call[Queue]:
+    body = {"reason": reason} if reason is not None else None
+    return Call("POST", f"{API}/queues/{_id(queue)}/pause", _model(Queue), json=body)
+
+
+def resume_queue(queue: int | Queue) -> Call[Queue]:
+    return Call("POST", f"{API}/queues/{_id(queue)}/resume", _model(Queue))
+
+
+def queue_stats(queue: int | Queue) -> Call[QueueStats]:
+    return Call("GET", f"{API}/queues/{_id(queue)}/stats", _model(QueueStats), retry=True)
 
 
 # --- job files and tasks -----------------------------------------------------------------------

@@ -17,7 +17,7 @@ import httpx
 
 from cronwell_client import _requests as rq
 from cronwell_client._version import __version__
-from cronwell_client.models import Attempt, Execution, ExecutionExplain, Job, Output, Plan, Task
+from cronwell_client.models import Attempt, Execution, ExecutionExplain, Job, Output, Plan, Queue, QueueStats, Task
 
 DEFAULT_TIMEOUT = 30.0
 T = TypeVar("T")
@@ -43,6 +43,7 @@ class AsyncClient:
         self.jobs = AsyncJobs(self)
         self.executions = AsyncExecutions(self)
         self.tasks = AsyncTasks(self)
+        self.queues = AsyncQueues(self)
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -247,3 +248,56 @@ class AsyncTasks:
     async def get(self, name: str) -> Task:
         """One task, with its config schema and an example config."""
         return await self._client.request(rq.get_task(name))
+
+
+class AsyncQueues:
+    """See `Queues`."""
+
+    def __init__(self, client: AsyncClient) -> None:
+        self._client = client
+
+    def list(self, *, limit: int = 100) -> AsyncIterator[Queue]:
+        """Every queue of the token's project (or the caller's organization), with live stats."""
+        return self._client.pages(rq.list_queues(limit))
+
+    async def get(self, queue: int | Queue) -> Queue:
+        """The queue with its statistics and the ETag of its settings."""
+        return await self._client.request(rq.get_queue(queue))
+
+    async def create(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        concurrency_limit: int | None = None,
+        rate_limit: str | None = None,
+        priority: int | None = None,
+    ) -> Queue:
+        """A new queue (admin); see `Queues.create`."""
+        fields = {
+            "description": description,
+            "concurrency_limit": concurrency_limit,
+            "rate_limit": rate_limit,
+            "priority": priority,
+        }
+        return await self._client.request(rq.create_queue(name, fields))
+
+    async def update(self, queue: int | Queue, /, *, if_match: str | None = None, **fields: Any) -> Queue:
+        """Change some settings (admin); None removes a limit; PreconditionFailed on a stale ETag."""
+        return await self._client.request(rq.update_queue(queue, fields, if_match))
+
+    async def delete(self, queue: int | Queue) -> None:
+        """Delete a queue no job uses (admin)."""
+        return await self._client.request(rq.delete_queue(queue))
+
+    async def pause(self, queue: int | Queue, *, reason: str | None = None) -> Queue:
+        """Pause the queue: nothing new starts from it; running work finishes."""
+        return await self._client.request(rq.pause_queue(queue, reason))
+
+    async def resume(self, queue: int | Queue) -> Queue:
+        """Resume a paused queue."""
+        return await self._client.request(rq.resume_queue(queue))
+
+    async def stats(self, queue: int | Queue) -> QueueStats:
+        """The queue's live statistics."""
+        return await self._client.request(rq.queue_stats(queue))

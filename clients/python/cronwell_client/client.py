@@ -15,7 +15,7 @@ import httpx
 
 from cronwell_client import _requests as rq
 from cronwell_client._version import __version__
-from cronwell_client.models import Attempt, Execution, ExecutionExplain, Job, Output, Plan, Task
+from cronwell_client.models import Attempt, Execution, ExecutionExplain, Job, Output, Plan, Queue, QueueStats, Task
 
 DEFAULT_TIMEOUT = 30.0
 T = TypeVar("T")
@@ -44,6 +44,7 @@ class Client:
         self.jobs = Jobs(self)
         self.executions = Executions(self)
         self.tasks = Tasks(self)
+        self.queues = Queues(self)
 
     def __enter__(self) -> Client:
         return self
@@ -251,3 +252,58 @@ class Tasks:
     def get(self, name: str) -> Task:
         """One task, with its config schema and an example config."""
         return self._client.request(rq.get_task(name))
+
+
+class Queues:
+    """Queues: `update` takes a Queue as read (its ETag becomes If-Match) or an id, as for jobs."""
+
+    def __init__(self, client: Client) -> None:
+        self._client = client
+
+    def list(self, *, limit: int = 100) -> Iterator[Queue]:
+        """Every queue of the token's project (or the caller's organization), with live stats."""
+        return self._client.pages(rq.list_queues(limit))
+
+    def get(self, queue: int | Queue) -> Queue:
+        """The queue with its statistics and the ETag of its settings."""
+        return self._client.request(rq.get_queue(queue))
+
+    def create(
+        self,
+        name: str,
+        *,
+        description: str | None = None,
+        concurrency_limit: int | None = None,
+        rate_limit: str | None = None,
+        priority: int | None = None,
+    ) -> Queue:
+        """A new queue (admin): `concurrency_limit` caps its running executions across all
+        workers, `rate_limit` its starts ("10/minute"), `priority` is its jobs' default."""
+        fields = {
+            "description": description,
+            "concurrency_limit": concurrency_limit,
+            "rate_limit": rate_limit,
+            "priority": priority,
+        }
+        return self._client.request(rq.create_queue(name, fields))
+
+    def update(self, queue: int | Queue, /, *, if_match: str | None = None, **fields: Any) -> Queue:
+        """Change description, concurrency_limit, rate_limit or priority (admin); None removes a
+        limit. PreconditionFailed (412) when the queue changed since `queue` (as read) or `if_match`."""
+        return self._client.request(rq.update_queue(queue, fields, if_match))
+
+    def delete(self, queue: int | Queue) -> None:
+        """Delete a queue no job uses (admin); Conflict (409) for `default` or a queue in use."""
+        return self._client.request(rq.delete_queue(queue))
+
+    def pause(self, queue: int | Queue, *, reason: str | None = None) -> Queue:
+        """Pause the queue: nothing new starts from it; running work finishes."""
+        return self._client.request(rq.pause_queue(queue, reason))
+
+    def resume(self, queue: int | Queue) -> Queue:
+        """Resume a paused queue."""
+        return self._client.request(rq.resume_queue(queue))
+
+    def stats(self, queue: int | Queue) -> QueueStats:
+        """The queue's live statistics: pending, running, retrying, finished in the last hour, ..."""
+        return self._client.request(rq.queue_stats(queue))

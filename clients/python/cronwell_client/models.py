@@ -166,6 +166,20 @@ class Queue(Model):
 
 
 @dataclass(frozen=True)
+class QueueStats(Model):
+    pending: int | None = None
+    scheduled_later: int | None = None
+    retrying: int | None = None
+    running: int | None = None
+    succeeded_last_hour: int | None = None
+    failed_last_hour: int | None = None
+    oldest_pending_seconds: float | None = None
+    throughput_per_minute: float | None = None
+    lateness_p50_seconds: float | None = None
+    lateness_p95_seconds: float | None = None
+
+
+@dataclass(frozen=True)
 class ExecutionExplain(Model):
     execution: dict[str, Any] | None = None
     now: str | None = None
