@@ -60,6 +60,14 @@ def test_the_async_client_has_the_sync_clients_surface(sync, awaited):
             assert inspect.iscoroutinefunction(twin) or inspect.isasyncgenfunction(twin), name
 
 
+def test_both_clients_take_the_same_options():
+    sync, awaited = inspect.signature(client.Client), inspect.signature(async_client.AsyncClient)
+    assert list(sync.parameters) == list(awaited.parameters)
+    for name, parameter in sync.parameters.items():
+        if name != "sleep":  # time.sleep, or asyncio.sleep awaited
+            assert parameter == awaited.parameters[name], name
+
+
 def test_both_clients_have_the_same_namespaces():
     sync, awaited = cronwell_client.Client("http://cronwell.test"), cronwell_client.AsyncClient("http://cronwell.test")
     try:
@@ -124,7 +132,36 @@ def test_only_calls_safe_to_send_again_are_sent_again():
     assert rq.retry_delay(keyed, 0, 3, status=422) is None
     unsafe = rq.update_job(7, {"priority": 1}, None)
     assert not unsafe.retry and rq.retry_delay(unsafe, 0, 3) is None
+    assert rq.retry_delay(unsafe, 0, 3, status=429, headers={"Retry-After": "1"}) is None
     assert rq.get_job(7).retry and rq.list_jobs(10).retry
+
+
+def test_a_rate_limit_or_an_overload_is_sent_again_after_its_retry_after():
+    read = rq.get_queue(3)
+    assert rq.retry_delay(read, 0, 3, status=429, headers={"Retry-After": "7"}) == 7.0
+    assert rq.retry_delay(read, 2, 3, status=503, headers={"Retry-After": "0"}) == 0.0
+    assert rq.retry_delay(read, 1, 3, status=429, headers={}) == 0.5  # no Retry-After: the backoff
+    assert rq.retry_delay(read, 1, 3, status=429, headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT"}) == 0.5
+    assert rq.retry_delay(read, 0, 3, status=503, headers={"Retry-After": "nan"}) == 0.25
+    assert rq.retry_delay(read, 0, 3, status=503, headers={"Retry-After": "-5"}) == 0.25
+    cap = rq.MAX_RETRY_AFTER_SECONDS
+    assert rq.retry_delay(read, 0, 3, status=429, headers={"Retry-After": str(cap)}) == cap
+    assert rq.retry_delay(read, 0, 3, status=429, headers={"Retry-After": str(cap + 1)}) is None  # raised at once
+    assert rq.retry_delay(read, 3, 3, status=429, headers={"Retry-After": "1"}) is None  # retries spent
+    assert rq.retry_delay(read, 0, 3, status=409, headers={"Retry-After": "30"}) == rq.MAX_BACKOFF_SECONDS
+
+
+def test_only_reads_and_keyed_posts_may_be_sent_again():
+    assert rq.Call("GET", "/api/v1/queues", retry=True).retry
+    assert rq.Call("POST", "/api/v1/runs", headers={"Idempotency-Key": "k"}, retry=True).retry
+    for method in ("POST", "PATCH", "DELETE", "PUT"):
+        with pytest.raises(ValueError, match="not safe to send again"):
+            rq.Call(method, "/api/v1/queues/3", retry=True)
+    for unkeyed in (rq.create_queue("q", {}), rq.pause_queue(3, None), rq.resume_queue(3), rq.delete_queue(3)):
+        assert not unkeyed.retry, unkeyed.path
+    assert rq.update_queue(3, {"concurrency_limit": None}, None).json == {"concurrency_limit": None}
+    with pytest.raises(TypeError, match="unknown queue fields: paused"):
+        rq.update_queue(3, {"paused": True}, None)
 
 
 def test_the_wait_step():
@@ -163,3 +200,7 @@ def test_a_problem_document_becomes_its_exception():
     with pytest.raises(cronwell_client.ValidationFailed) as unprocessable:
         rq.read(422, {}, b'{"title": "t", "detail": "d", "errors": {"config": "bad"}}')
     assert unprocessable.value.errors == {"config": "bad"} and str(unprocessable.value) == "422 t: d (config: bad)"
+    with pytest.raises(cronwell_client.RateLimited) as limited:
+        rq.read(429, {"Retry-After": "12"}, b'{"title": "Too many requests", "detail": "10 per 1 minute"}')
+    assert limited.value.retry_after == 12.0
+    assert str(limited.value) == "429 Too many requests: 10 per 1 minute; retry after 12 s"

@@ -10,6 +10,7 @@ requests' bodies and queries are declared here once (`RUN_FIELDS`, `TRIGGER_FIEL
 from __future__ import annotations
 
 import json
+import math
 import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -35,7 +36,15 @@ API = "/api/v1"
 # The statuses no run leaves (the server's TERMINAL, app/domain/states.py; a test compares them).
 TERMINAL = frozenset({"succeeded", "failed", "timed_out", "missed", "cancelled", "dead_lettered", "expired"})
 TRANSIENT_STATUSES = frozenset({502, 503, 504})
+# Answers whose Retry-After says when the server takes the request again: a rate limit, an overload.
+THROTTLED_STATUSES = frozenset({429, 503})
 MAX_BACKOFF_SECONDS = 4.0
+# A longer Retry-After is not slept through: the call raises at once (RateLimited.retry_after says
+# how long), since a client silently blocked for minutes looks hung; the caller decides.
+MAX_RETRY_AFTER_SECONDS = 30.0
+# Methods that change nothing, so sending one twice is as good as once; any other call is sent
+# again only with an Idempotency-Key (the server answers a repeated key with its first answer).
+SAFE_METHODS = frozenset({"GET", "HEAD"})
 # Python keyword -> the API's field (body of POST /runs, or one item of a list of runs).
 RUN_FIELDS = {
     "delay": "in",
@@ -73,7 +82,7 @@ def body_of(answer: Answer) -> Any:
 class Call(Generic[T]):
     """One request: method, path (or a full URL), query, JSON body and headers; `parse` turns its
     answer into the method's result; `retry` says it is safe to send again (a read, or a POST with
-    an Idempotency-Key, which the server answers once)."""
+    an Idempotency-Key, which the server answers once): a Call that says so otherwise is refused."""
 
     method: str
     path: str
@@ -82,6 +91,10 @@ class Call(Generic[T]):
     json: Any = None
     headers: dict[str, str] = field(default_factory=dict)
     retry: bool = False
+
+    def __post_init__(self) -> None:
+        if self.retry and self.method not in SAFE_METHODS and "Idempotency-Key" not in self.headers:
+            raise ValueError(f"{self.method} {self.path} is not safe to send again without an Idempotency-Key")
 
 
 @dataclass(frozen=True)
@@ -134,20 +147,36 @@ def retry_delay(
 ) -> float | None:
     """Seconds to wait before sending `call` again after try number `attempt` (0 first) failed,
     or None to stop there. `status` is None when the connection failed (nothing, or no answer,
-    came back); a call that is not safe to send twice is never sent again, and answers other than
-    502/503/504 and the 409 of a key whose first request still runs (it says Retry-After) stand."""
+    came back). A call that is not safe to send twice is never sent again. Sent again: a 429 or
+    503 after the Retry-After seconds it names (raised at once past MAX_RETRY_AFTER_SECONDS), a
+    429 without one and a 502/503/504 after an exponential backoff, and the 409 of a key whose
+    first request still runs (it says Retry-After). Every other answer stands."""
     if not call.retry or attempt >= retries:
         return None
     backoff = min(0.25 * 2.0**attempt, MAX_BACKOFF_SECONDS)
-    if status is None or status in TRANSIENT_STATUSES:
+    if status is None:
         return backoff
-    retry_after = (headers or {}).get("Retry-After")
-    if status == 409 and retry_after:
-        try:
-            return min(float(retry_after), MAX_BACKOFF_SECONDS)
-        except ValueError:
-            return backoff
+    header = (headers or {}).get("Retry-After")
+    retry_after = _retry_after_seconds(header)
+    if status in THROTTLED_STATUSES and retry_after is not None:
+        return retry_after if retry_after <= MAX_RETRY_AFTER_SECONDS else None
+    if status == 429 or status in TRANSIENT_STATUSES:
+        return backoff
+    if status == 409 and header:
+        return min(retry_after, MAX_BACKOFF_SECONDS) if retry_after is not None else backoff
     return None
+
+
+def _retry_after_seconds(header: str | None) -> float | None:
+    """A Retry-After header's delay in seconds (the form the server sends), or None when it is
+    missing or not a number of seconds (an HTTP date is read as missing: the backoff applies)."""
+    if not header:
+        return None
+    try:
+        seconds = float(header)
+    except ValueError:
+        return None
+    return seconds if math.isfinite(seconds) and seconds >= 0 else None
 
 
 def poll_delay(execution: Execution, *, timeout: float, remaining: float, poll: float) -> float | None:

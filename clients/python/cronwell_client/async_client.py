@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -25,7 +25,8 @@ T = TypeVar("T")
 
 class AsyncClient:
     """A Cronwell server, awaited: `async with AsyncClient(url, token) as client: await client.run(...)`
-    (or `await client.aclose()`). `retries` and `httpx_options` as for `Client`."""
+    (or `await client.aclose()`). `retries` and `httpx_options` as for `Client`; `sleep` is awaited
+    before a call is sent again (asyncio.sleep; tests pass one that records)."""
 
     def __init__(
         self,
@@ -34,10 +35,12 @@ class AsyncClient:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         retries: int = 3,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
         **httpx_options: Any,
     ) -> None:
         self.server = rq.Server.at(base_url, token, f"cronwell-client/{__version__}")
         self.retries = retries
+        self._sleep = sleep
         self._http = httpx.AsyncClient(timeout=timeout, headers=self.server.headers, **httpx_options)
         self.runs = AsyncRuns(self)
         self.jobs = AsyncJobs(self)
@@ -74,7 +77,7 @@ class AsyncClient:
                 if delay is None:
                     return call.parse(rq.read(response.status_code, response.headers, response.content))
             attempt += 1
-            await asyncio.sleep(delay)
+            await self._sleep(delay)
 
     async def pages(self, call: rq.Call[rq.Page[T]]) -> AsyncIterator[T]:
         """Every item of a list, reading its cursor pages one by one as the iteration reaches them."""

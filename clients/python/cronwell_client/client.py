@@ -7,7 +7,7 @@ only sends (retrying what is safe to send again) and sleeps. async_client.py mir
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import datetime
 from typing import Any, TypeVar
 
@@ -25,8 +25,10 @@ class Client:
     """A Cronwell server: `Client("http://host:8000", token)`. Use as a context manager, or `close()`.
 
     `retries`: how many times a call that is safe to send again (reads, and runs, jobs and
-    triggers created with their Idempotency-Key) is sent again after a dropped connection or a
-    502/503/504; `httpx_options` go to httpx.Client (a `transport`, `verify`, ...)."""
+    triggers created with their Idempotency-Key) is sent again after a dropped connection, a
+    502/503/504 or a 429 (after its Retry-After: see README.md); `sleep` is how the client waits
+    before sending again (tests pass one that records); `httpx_options` go to httpx.Client (a
+    `transport`, `verify`, ...)."""
 
     def __init__(
         self,
@@ -35,10 +37,12 @@ class Client:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         retries: int = 3,
+        sleep: Callable[[float], None] = time.sleep,
         **httpx_options: Any,
     ) -> None:
         self.server = rq.Server.at(base_url, token, f"cronwell-client/{__version__}")
         self.retries = retries
+        self._sleep = sleep
         self._http = httpx.Client(timeout=timeout, headers=self.server.headers, **httpx_options)
         self.runs = Runs(self)
         self.jobs = Jobs(self)
@@ -75,7 +79,7 @@ class Client:
                 if delay is None:
                     return call.parse(rq.read(response.status_code, response.headers, response.content))
             attempt += 1
-            time.sleep(delay)
+            self._sleep(delay)
 
     def pages(self, call: rq.Call[rq.Page[T]]) -> Iterator[T]:
         """Every item of a list, reading its cursor pages one by one as the iteration reaches them."""

@@ -43,9 +43,16 @@ class ValidationFailed(CronwellError):
 
 
 class RateLimited(CronwellError):
-    """429: too many requests; `retry_after` seconds to wait, when the server said."""
+    """429: too many requests; `retry_after` seconds to wait, when the server said. The client
+    sends a call that is safe to repeat again by itself; this is raised when the call is not (an
+    update, a delete, an action without an Idempotency-Key), when the wait asked for is longer than
+    the client waits, or when its retries are spent."""
 
     retry_after: float | None = None
+
+    def __str__(self) -> str:
+        wait = f"; retry after {self.retry_after:g} s" if self.retry_after is not None else ""
+        return super().__str__() + wait
 
 
 class RunTimeout(TimeoutError):
