@@ -14,6 +14,12 @@ saying so.
 `create_app` installs the app's box (`init_app`); the column type `SealedText`
 (app/models/types.py) seals and opens through the installed one, so the ORM, the engine's Core
 statements and migrations all read plaintext and write sealed values without knowing it.
+
+A sealed value that no listed key opens (sealed under another key, or damaged) reads as an
+`Unreadable` marker instead of failing the whole read: the channel still lists, pages and the API
+show it with `UNREADABLE_HINT`, and sending to it fails that delivery with the reason. Written
+back (an edit of another field, a reseal), the marker stores the original ciphertext unchanged, so
+the value opens again once its key is listed.
 """
 
 from __future__ import annotations
@@ -39,6 +45,38 @@ log = logging.getLogger("cronwell.secrets")
 
 class SecretKeyProblem(RuntimeError):
     """CHANNEL_SECRET_KEY is missing or unusable, or a sealed value does not open with it."""
+
+
+class SealedValueUnreadable(SecretKeyProblem):
+    """A sealed value that no listed key opens: sealed under another key, or damaged."""
+
+
+# What a channel shows in place of a value that cannot be decrypted, and what to do about it
+# (`{it}`: "it", or "them" for two values).
+UNREADABLE_TEXT = "(unreadable)"
+UNREADABLE_HINT = (
+    f"stored with a different {SETTING} (or, in development without one, a different SECRET_KEY), "
+    f"or damaged; set {{it}} again (or add the old key to {SETTING}, after the first)"
+)
+
+
+class Unreadable(str):
+    """A sealed value that does not open: reads as "(unreadable)", keeps the stored ciphertext.
+
+    A str so that every reader of a channel (lists, the audit trail, routing) works unchanged; the
+    column type writes `stored` back as it was, never the marker's text."""
+
+    stored: str
+
+    def __new__(cls, stored: str) -> Unreadable:
+        marker = super().__new__(cls, UNREADABLE_TEXT)
+        marker.stored = stored
+        return marker
+
+
+def is_unreadable(value: object) -> bool:
+    """Whether a channel's value is the marker of one that could not be decrypted."""
+    return isinstance(value, Unreadable)
 
 
 def key_problem(settings: Mapping) -> str | None:
@@ -122,10 +160,18 @@ class SecretBox:
         try:
             return self._cipher().decrypt(stored[len(PREFIX) :].encode()).decode()
         except InvalidToken:
-            raise SecretKeyProblem(
+            raise SealedValueUnreadable(
                 f"a channel secret does not open with {SETTING}: was the key replaced? "
                 "List the new key first and the old one after it (comma-separated), then run `flask channel reseal`"
             ) from None
+
+    def open_or_mark(self, stored: str) -> str:
+        """The plaintext of a stored value, or an `Unreadable` marker when no key opens it (a
+        missing or invalid key still raises: that is the deployment's problem, not the value's)."""
+        try:
+            return self.open(stored)
+        except SealedValueUnreadable:
+            return Unreadable(stored)
 
 
 def is_sealed(value: str) -> bool:

@@ -165,12 +165,15 @@ def list_channels(as_json):
     channels = channel_service.list_channels()
     if as_json:
         emit_json([channel_service.channel_to_dict(c) for c in channels])
-        return
-    print_table(
-        ["ID", "NAME", "KIND", "TARGET", "KINDS", "ENABLED"],
-        [[c.id, c.name, c.kind, c.shown_target, ",".join(c.kinds or []) or "all", c.enabled] for c in channels],
-        empty="No alert channels. Add one with `flask alerts channel add`.",
-    )
+    else:
+        print_table(
+            ["ID", "NAME", "KIND", "TARGET", "KINDS", "ENABLED"],
+            [[c.id, c.name, c.kind, c.shown_target, ",".join(c.kinds or []) or "all", c.enabled] for c in channels],
+            empty="No alert channels. Add one with `flask alerts channel add`.",
+        )
+    problem = channel_service.unreadable_summary(channels)  # listed as "(unreadable)"; exit 1
+    if problem:
+        raise click.ClickException(problem)
 
 
 @channel_cli.command("delete")

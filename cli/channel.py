@@ -97,6 +97,9 @@ def add_channel(name, kind, url, email, kinds, secret, group_minutes, quiet, qui
 def list_channels(as_json):
     """List channels (URLs masked) and the alert kinds each receives.
 
+    A channel whose stored URL or secret cannot be decrypted is listed with "(unreadable)"; the
+    command then says which on stderr, with what to do, and exits 1.
+
     \b
     Example:
       flask channel list --json
@@ -104,7 +107,14 @@ def list_channels(as_json):
     channels = channel_service.list_channels()
     if as_json:
         emit_json([channel_service.channel_to_dict(c) for c in channels])
-        return
+    else:
+        _print_channels(channels)
+    problem = channel_service.unreadable_summary(channels)
+    if problem:
+        raise click.ClickException(problem)
+
+
+def _print_channels(channels) -> None:
     print_table(
         ["NAME", "KIND", "TARGET", "KINDS", "GROUP", "QUIET", "ENABLED", "PROJECT"],
         [
@@ -187,14 +197,21 @@ def remove_channel(name, yes, project):
 def reseal_channels():
     """Encrypt every channel's URL, address and secret again with the first CHANNEL_SECRET_KEY.
 
-    To rotate the key: set CHANNEL_SECRET_KEY=NEW,OLD everywhere, run this, then drop OLD.
+    To rotate the key: set CHANNEL_SECRET_KEY=NEW,OLD everywhere, run this, then drop OLD. A
+    channel that no listed key opens is left as stored, named on stderr, and the command exits 1.
 
     \b
     Example:
       flask channel reseal
     """
-    count = channel_service.reseal_channels(now=utcnow(), actor=ACTOR)
-    click.echo(f"Resealed {count} channel(s) with the first CHANNEL_SECRET_KEY")
+    result = channel_service.reseal_channels(now=utcnow(), actor=ACTOR)
+    click.echo(f"Resealed {result.count} channel(s) with the first CHANNEL_SECRET_KEY")
+    if result.unreadable:
+        names = ", ".join(map(repr, result.unreadable))
+        raise click.ClickException(
+            f"left as stored, no listed key opens them: {names}; add their old key after the first and run "
+            "this again, or set their URL (or secret) again"
+        )
 
 
 @channel_cli.command("test")
@@ -207,6 +224,7 @@ def test_channel(name, project, as_json):
     """Send a test message to the channel called NAME now and show the result.
 
     A failed test stays in the delivery log and is retried like any delivery; the command exits 1.
+    A channel whose stored URL or secret cannot be decrypted fails its test at once, saying so.
 
     \b
     Example:

@@ -129,7 +129,8 @@ def test_channel(channel_id: int):
         flash(f"Test message delivered (delivery #{sent.id}, answer {sent.response_status}).", "success")
     elif sent is not None:
         reason = sent.last_error or f"answer {sent.response_status}"
-        flash(f"Test message not delivered (delivery #{sent.id}): {reason}; it will be retried.", "error")
+        later = "it will be retried" if sent.status == "pending" else "it will not be retried"
+        flash(f"Test message not delivered (delivery #{sent.id}): {reason}; {later}.", "error")
     return redirect(url_for("alerts.channel_detail", channel_id=channel_id), code=303)
 
 

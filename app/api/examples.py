@@ -521,7 +521,10 @@ CHANNEL = {
     "quiet": "22:00-07:00",
     "quiet_timezone": "Europe/Paris",
     "created_at": "2026-05-01T07:00:00Z",
+    "unreadable": None,
 }
+CHANNEL_EDIT = {"target": "https://hooks.slack.com/services/T0/B0/YYYY", "kinds": ["dead_letter"], "enabled": False}
+EDITED_CHANNEL = {**CHANNEL, "target": "https://hooks.slack.com/…YYYY", "kinds": ["dead_letter"], "enabled": False}
 CHANNEL_CREATE = {
     "name": "ops-hook",
     "kind": "webhook",

@@ -3,10 +3,12 @@ a project's channels and their send test.
 
 Routing: GET answers the routing in effect; PUT sets it (a project's default needs an admin, a
 job's override an operator); DELETE drops a job's override. Channels are listed and read with
-their URL masked (one with an ETag); creating and deleting one needs an admin, as on the web, and
-goes through the use case `flask channel add|remove` and the pages call; the answer to a creation
-is the only one that carries a webhook's signing secret. A test sends at once and answers the
-delivery (delivered, or retrying with the error).
+their URL masked (one with an ETag); creating, editing (PATCH, If-Match as for jobs) and deleting
+one needs an admin, as on the web, and goes through the use case `flask channel add|remove` and
+the pages call; the answer to a creation is the only one that carries a webhook's signing secret.
+A test sends at once and answers the delivery (delivered, or retrying with the error). A channel
+whose stored URL or secret cannot be decrypted is answered with `target` "(unreadable)" and
+`unreadable` saying why; its test fails at once with that reason.
 """
 
 from __future__ import annotations
@@ -15,10 +17,11 @@ from flask import current_app, url_for
 from flask_smorest import Blueprint
 
 from app.api import examples as ex
-from app.api.conventions import with_etag
+from app.api.conventions import IF_MATCH_HEADER, check_if_match, json_object_body, with_etag
 from app.api.schemas import (
     ChannelCreatedSchema,
     ChannelCreateSchema,
+    ChannelEditSchema,
     ChannelSchema,
     DeliverySchema,
     JobNotifySchema,
@@ -27,10 +30,10 @@ from app.api.schemas import (
 )
 from app.api.scope import ID_MAX
 from app.api.security import authenticated, current_caller
-from app.clock import utcnow
+from app.clock import iso_z, utcnow
 from app.domain.permissions import Action
 from app.extensions import db
-from app.models import AlertDelivery
+from app.models import AlertChannel, AlertDelivery
 from app.services.engine import deliveries
 from app.services.errors import NotFound
 from app.services.use_cases import alert_channels, notify_routes
@@ -46,6 +49,12 @@ blp = Blueprint(
 def _check(value: int, what: str) -> None:
     if not 0 < value <= ID_MAX:
         raise NotFound(f"{what} {value} does not exist")
+
+
+def _version(channel: AlertChannel) -> dict:
+    """What a channel's ETag covers: its document and the instant it last changed (a new URL may
+    look the same masked)."""
+    return {**alert_channels.channel_to_dict(channel), "updated_at": iso_z(channel.updated_at, "microseconds")}
 
 
 @blp.get("/projects/<int:project_id>/notify")
@@ -183,8 +192,51 @@ def get_channel(channel_id):
     Roles: viewer, operator, admin. Errors: 401, 403, 404.
     """
     _check(channel_id, "alert channel")
-    document = alert_channels.channel_to_dict(alert_channels.get_channel(channel_id, current_caller()))
-    return with_etag(document, document)
+    channel = alert_channels.get_channel(channel_id, current_caller())
+    return with_etag(alert_channels.channel_to_dict(channel), _version(channel))
+
+
+@blp.patch("/channels/<int:channel_id>")
+@authenticated(Action.ADMINISTER)
+@blp.doc(
+    parameters=[IF_MATCH_HEADER],
+    requestBody={
+        "required": True,
+        "content": {"application/json": {"schema": ChannelEditSchema, "example": ex.CHANNEL_EDIT}},
+    },
+)
+@blp.response(200, ChannelSchema, example=ex.EDITED_CHANNEL)
+@blp.alt_response(401, response="UNAUTHORIZED")
+@blp.alt_response(403, response="FORBIDDEN")
+@blp.alt_response(404, response="NOT_FOUND")
+@blp.alt_response(412, response="PRECONDITION_FAILED")
+@blp.alt_response(422, response="UNPROCESSABLE_ENTITY")
+def edit_channel(channel_id):
+    """Change some fields of a channel; with If-Match, a channel changed meanwhile answers 412.
+
+    Any of name, target (URL, env:NAME or address), secret (a webhook's), kinds, enabled,
+    group_minutes, quiet and quiet_timezone; the others stay. The answer carries the new ETag and
+    the URL masked. A stale If-Match or any refused field changes nothing; without If-Match the
+    edit is unconditional. Setting the target (and a webhook's secret) again is how a channel whose
+    stored values cannot be decrypted is repaired.
+
+    Roles: admin. Errors: 401, 403, 404, 412 (stale If-Match), 422 (per field: name taken, URL or
+    address, secret, alert kinds, enabled, grouping, quiet window, time zone, or a field that cannot
+    change such as kind or project; nothing changes).
+    """
+    _check(channel_id, "alert channel")
+    caller = current_caller()
+    alert_channels.get_channel(channel_id, caller)  # a channel the caller cannot see is 404 before the body
+    data = json_object_body()
+    channel = alert_channels.change_channel(
+        channel_id,
+        data,
+        now=utcnow(),
+        actor=caller.actor,
+        caller=caller,
+        precondition=lambda current: check_if_match(_version(current)),
+    )
+    return with_etag(alert_channels.channel_to_dict(channel), _version(channel))
 
 
 @blp.delete("/channels/<int:channel_id>")

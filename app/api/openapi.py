@@ -92,6 +92,14 @@ def _queue_links(queue_id: str) -> dict:
     }
 
 
+def _channel_links(channel_id: str) -> dict:
+    return {
+        "GetChannel": _to("notifications.get_channel", "Read the channel (with its ETag).", channel_id=channel_id),
+        "EditChannel": _to("notifications.edit_channel", "Change some of its fields.", channel_id=channel_id),
+        "DeleteChannel": _to("notifications.delete_channel", "Delete it.", channel_id=channel_id),
+    }
+
+
 def _token_links(token_id: str) -> dict:
     return {
         "GetToken": _to("tokens.get_token", "Read the token (never its secret).", token_id=token_id),
@@ -128,6 +136,20 @@ LINKS: dict[str, dict[str, dict]] = {
         "201": {"GetProject": _to("projects.get_project", "Read it.", project_id=_body("/id"))}
     },
     "tokens.create_token": {"201": _token_links(_body("/id"))},
+    "notifications.create_channel": {"201": _channel_links(_body("/id"))},
+    "notifications.get_channel": {
+        "200": {
+            **_channel_links(_body("/id")),
+            "EditChannelIfUnchanged": {
+                **_to(
+                    "notifications.edit_channel",
+                    "Edit it unless it changed since this read (412 if it did).",
+                    channel_id=_body("/id"),
+                ),
+                "parameters": {"channel_id": _body("/id"), "header.If-Match": "$response.header.ETag"},
+            },
+        }
+    },
     "organizations.list_organizations": {
         "200": {"GetOrganization": _to("organizations.get_organization", "The first one.", name=_body("/0/name"))}
     },

@@ -531,6 +531,14 @@ class ChannelSchema(Schema):
     quiet = fields.String(allow_none=True, required=True, metadata={"example": "22:00-07:00"})
     quiet_timezone = fields.String(required=True)
     created_at = fields.String(required=True)
+    unreadable = fields.String(
+        allow_none=True,
+        required=True,
+        metadata={
+            "description": "Null, or why the stored URL (an email channel's address) or signing secret cannot be "
+            "decrypted and what to do; `target` is then `(unreadable)` and every send to the channel fails."
+        },
+    )
 
 
 class ChannelCreatedSchema(ChannelSchema):
@@ -576,6 +584,41 @@ class ChannelCreateSchema(StrictSchema):
     project = fields.String(
         load_default=None,
         metadata={"description": "ORG/PROJECT (default: the caller's project).", "example": "default/default"},
+    )
+
+
+class ChannelEditSchema(Schema):
+    """Some fields of a channel (any subset; the others stay). Documents the PATCH body: the values
+    are checked by the channels use case, field by field (a 422 names each field refused, and
+    fields that cannot change, such as `kind` or `project`, are refused by name)."""
+
+    name = fields.String(metadata={"example": "ops-slack", "description": "Unique in its project (a rename)."})
+    target = fields.String(
+        metadata={
+            "description": "A new URL (or env:NAME), or an email channel's new address; stored encrypted, shown "
+            "masked. Sending it again replaces a stored URL that cannot be decrypted.",
+            "example": "https://hooks.slack.com/services/T0/B0/YYYY",
+        }
+    )
+    secret = fields.String(
+        metadata={"description": "A webhook's new signing secret (1-200 characters; never answered)."}
+    )
+    kinds = fields.List(
+        fields.String(metadata={"enum": list(RECEIVABLE_KINDS)}),
+        metadata={"description": "The alert kinds and notices it receives (empty: every one)."},
+    )
+    enabled = fields.Boolean(
+        metadata={"description": "false: no alert or notice is queued for it until enabled again (tests still go)."}
+    )
+    group_minutes = fields.Integer(
+        validate=validate.Range(0, GROUP_MINUTES_MAX),
+        metadata={"description": "One message per job and event per N minutes (0: every one)."},
+    )
+    quiet = fields.String(
+        allow_none=True, metadata={"example": "22:00-07:00", "description": "Held in this window; off or null: none."}
+    )
+    quiet_timezone = fields.String(
+        allow_none=True, metadata={"example": "Europe/Paris", "description": "The quiet window's zone (null: UTC)."}
     )
 
 

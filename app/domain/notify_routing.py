@@ -108,7 +108,7 @@ def check_timezone(name: str) -> str:
     """`name` if it is an IANA time zone; raises ValueError otherwise."""
     try:
         ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError) as exc:
+    except (ZoneInfoNotFoundError, ValueError, OSError) as exc:  # OSError: a name no file could have
         raise ValueError(f"unknown time zone {name!r}") from exc
     return name
 

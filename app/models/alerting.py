@@ -16,6 +16,7 @@ from app.clock import utcnow
 from app.domain.channel_messages import masked_url
 from app.extensions import Model
 from app.models.types import JSONType, SealedText, UTCDateTime
+from app.secret_box import UNREADABLE_HINT, is_unreadable
 
 CHANNEL_KINDS = ("webhook", "slack", "teams", "email")
 # Kinds whose target is a URL, and so a secret (a Slack or Teams URL is its own credential).
@@ -30,6 +31,20 @@ RECEIVABLE_KINDS = (*ALERT_KINDS, "failure", "recovery", "success")
 ENV_PREFIX = "env:"
 # One message per job and event per this many seconds on a channel, unless a channel says otherwise.
 DEFAULT_GROUP_SECONDS = 600
+
+
+def unreadable_reason(kind: str, target: str | None, secret: str | None) -> str | None:
+    """Why a channel's stored target or signing secret cannot be used (no listed key opens it),
+    and what to do; None when both read. The pages, the API, the CLI and the delivery log say this."""
+    names = [
+        name
+        for name, value in (("address" if kind == "email" else "URL", target), ("signing secret", secret))
+        if is_unreadable(value)
+    ]
+    if not names:
+        return None
+    hint = UNREADABLE_HINT.format(it="them" if len(names) > 1 else "it")
+    return f"the {' and the '.join(names)} cannot be decrypted: {hint}"
 
 
 class AlertChannel(Model):
@@ -79,9 +94,14 @@ class AlertChannel(Model):
     def shown_target(self) -> str:
         """The target as pages and lists show it: a URL masked (it is a credential), an email
         address as it is."""
-        if self.kind not in URL_CHANNEL_KINDS or self.target.startswith(ENV_PREFIX):
-            return self.target  # an address, or the name of a variable (not the secret itself)
+        if is_unreadable(self.target) or self.kind not in URL_CHANNEL_KINDS or self.target.startswith(ENV_PREFIX):
+            return self.target  # "(unreadable)", an address, or the name of a variable (not the secret itself)
         return masked_url(self.target)
+
+    @property
+    def unreadable(self) -> str | None:
+        """Why the stored target or signing secret cannot be used, and what to do (None: both read)."""
+        return unreadable_reason(self.kind, self.target, self.secret)
 
     def receives(self, alert_kind: str) -> bool:
         """Whether this channel's routing takes alerts of `alert_kind` (tests always go through)."""

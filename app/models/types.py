@@ -42,7 +42,8 @@ class UTCDateTime(TypeDecorator):
 
 class SealedText(TypeDecorator):
     """Text stored encrypted (app/secret_box.py): Python sees the plaintext, the database only
-    `fernet:<token>`. A stored value without that prefix (from before sealing) reads as it is."""
+    `fernet:<token>`. A stored value without that prefix (from before sealing) reads as it is; one
+    that no key opens reads as an `Unreadable` marker, which writes back the stored value as it was."""
 
     impl = Text
     cache_ok = True
@@ -50,8 +51,10 @@ class SealedText(TypeDecorator):
     def process_bind_param(self, value: str | None, dialect):
         if value is None:
             return None
-        from app.secret_box import installed
+        from app.secret_box import Unreadable, installed
 
+        if isinstance(value, Unreadable):
+            return value.stored  # never seal the marker's text over the value it stands for
         return installed().seal(value)
 
     def process_result_value(self, value: str | None, dialect):
@@ -59,4 +62,4 @@ class SealedText(TypeDecorator):
             return None
         from app.secret_box import installed
 
-        return installed().open(value)
+        return installed().open_or_mark(value)

@@ -1,6 +1,7 @@
 """The secret box that seals alert channels' URLs and secrets: what a sealed value looks like, key
 rotation, a value from before sealing, a key that does not open a value, and which settings give
-which box (development derives a key and warns; production without a key refuses)."""
+which box (development derives a key and warns; production without a key refuses); a value no key
+opens reads as a marker that writes back the stored value unchanged."""
 
 from __future__ import annotations
 
@@ -8,7 +9,16 @@ import logging
 
 import pytest
 
-from app.secret_box import PREFIX, SecretBox, SecretKeyProblem, derived_key, is_sealed, key_problem
+from app.secret_box import (
+    PREFIX,
+    SecretBox,
+    SecretKeyProblem,
+    Unreadable,
+    derived_key,
+    is_sealed,
+    is_unreadable,
+    key_problem,
+)
 
 OLD = "Kpu2vVHcH4qkRrJ2rI8Dh3uEQ3b1j2cM4nq0mYt6sXo="
 NEW = "3H9NjK_KsCsvBJcGB35pyR-DYTOfPuGNzwIaQgPgorA="
@@ -75,3 +85,38 @@ def test_which_settings_give_which_box(caplog):
     [warning] = [r for r in caplog.records if getattr(r, "event", None) == "channel_key_derived"]
     assert "derived from SECRET_KEY" in warning.getMessage()
     assert box(derived_key("dev key")).open(sealed) == URL  # stable while SECRET_KEY is
+
+
+def test_a_value_no_key_opens_reads_as_a_marker_that_keeps_the_stored_value():
+    sealed = box(OLD).seal(URL)
+    damaged = sealed[:-6] + ("A" if sealed[-6] != "A" else "B") + sealed[-5:]
+    for stored, keys in ((sealed, (NEW,)), (damaged, (OLD,)), (PREFIX + "not a token", (OLD,))):
+        marker = box(*keys).open_or_mark(stored)
+        assert is_unreadable(marker) and marker == "(unreadable)" and marker.stored == stored
+    assert box(NEW, OLD).open_or_mark(sealed) == URL and not is_unreadable(box(OLD).open_or_mark(sealed))
+    assert not is_unreadable("(unreadable)")  # only the marker itself, not text that looks like it
+
+
+def test_a_missing_key_is_still_the_deployments_error_not_an_unreadable_value():
+    refusing = SecretBox.from_settings({"CRONWELL_DEBUG": False})
+    with pytest.raises(SecretKeyProblem, match="CHANNEL_SECRET_KEY is unset"):
+        refusing.open_or_mark(box(OLD).seal(URL))
+
+
+def test_the_column_type_writes_a_marker_back_as_the_value_it_stands_for():
+    from app import secret_box
+    from app.models.types import SealedText
+
+    column = SealedText()
+    sealed = box(OLD).seal(URL)
+    previous = secret_box._installed
+    secret_box._installed = box(NEW)
+    try:
+        marker = column.process_result_value(sealed, None)
+        assert isinstance(marker, Unreadable)
+        assert column.process_bind_param(marker, None) == sealed  # unchanged, not the marker sealed
+        assert (
+            box(NEW).open(column.process_bind_param("https://new.example.com/x", None)) == "https://new.example.com/x"
+        )
+    finally:
+        secret_box._installed = previous

@@ -45,7 +45,7 @@ from app.clock import iso_z, utcnow
 from app.database import write_transaction
 from app.domain import channel_messages, notify_routing
 from app.models import Alert, AlertChannel, AlertDelivery, Job, Queue
-from app.models.alerting import ENV_PREFIX
+from app.models.alerting import ENV_PREFIX, unreadable_reason
 from app.sensitive import is_own_secret
 from app.services.engine import routing, wakeups
 
@@ -341,13 +341,19 @@ def _try_once(engine: Engine, row: Any, *, now: datetime, settings: dict[str, An
     """Send a taken row and record the try: delivered, retrying (after backoff) or failed."""
     max_attempts = int(settings.get("ALERT_DELIVERY_MAX_ATTEMPTS", 8))
     backoff = int(settings.get("ALERT_DELIVERY_BACKOFF_SECONDS", 10))
-    outcome = send_one(row.channel_kind, row.target, row.secret, row.payload, now=now, settings=settings)
+    # A URL or secret no listed key opens fails the delivery at once, with why and what to do:
+    # retrying with the same keys cannot succeed, and sending a marker would be sending nonsense.
+    unreadable = unreadable_reason(row.channel_kind, row.target, row.secret)
+    if unreadable:
+        outcome = Outcome(False, None, f"not sent: {unreadable}")
+    else:
+        outcome = send_one(row.channel_kind, row.target, row.secret, row.payload, now=now, settings=settings)
     attempts = row.attempts + 1
     values = {"attempts": attempts, "response_status": outcome.status, "updated_at": now}
     if outcome.ok:
         values.update(status="delivered", delivered_at=now, last_error=None)
         result = "delivered"
-    elif attempts >= max_attempts:
+    elif attempts >= max_attempts or unreadable:
         values.update(status="failed", last_error=outcome.error)
         result = "failed"
         log.error(

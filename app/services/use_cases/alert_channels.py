@@ -2,38 +2,37 @@
 alert kind.
 
 The CLI (`flask alerts channel ...`), the web pages (app/alerts) and the API call these. A
-channel's webhook secret is generated when none is given and shown once, at creation.
+channel's webhook secret is generated when none is given and shown once, at creation. Each field
+is checked in channel_fields.py, the same way for a new channel and for an edit.
+
+A stored URL or secret that no listed key opens reads as a marker (app/secret_box.py): the
+channel lists and shows with `unreadable` saying why, an edit of its other fields keeps the stored
+value as it was, and setting the URL (or secret) again replaces it.
 """
 
 from __future__ import annotations
 
-import re
-import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
-from urllib.parse import urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.orm.attributes import flag_modified
 
 from app.clock import iso_z
 from app.database import begin_write
-from app.definitions import text_limits
 from app.domain.permissions import Action
 from app.extensions import db
 from app.models import AlertChannel, AlertDelivery
-from app.models.alerting import CHANNEL_KINDS, ENV_PREFIX, RECEIVABLE_KINDS, URL_CHANNEL_KINDS
-from app.sensitive import is_own_secret
+from app.models.alerting import unreadable_reason
+from app.secret_box import UNREADABLE_HINT
 from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.engine import wakeups
 from app.services.errors import NotFound, ValidationFailed
 from app.services.events import record_event
 from app.services.use_cases import notify_routes, tenancy
-
-NAME_MAX, TARGET_MAX, SECRET_MAX = text_limits.CHANNEL_NAME.maximum, text_limits.CHANNEL_TARGET.maximum, 200
-URL_KINDS = URL_CHANNEL_KINDS  # shown in full only in the answer to the channel's creation
-_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
-_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
+from app.services.use_cases.channel_fields import check_channel, check_edit
 
 
 def _require(caller: Caller | None, action: Action) -> None:
@@ -49,15 +48,33 @@ def list_channels(caller: Caller | None = None) -> list[AlertChannel]:
     return list(db.session.scalars(query))
 
 
-def get_channel(channel_id: int, caller: Caller | None = None) -> AlertChannel:
+def get_channel(channel_id: int, caller: Caller | None = None, *, lock: bool = False) -> AlertChannel:
+    """The channel `channel_id` if the caller may see it; `lock` (in a write transaction) reads
+    it afresh and holds its row until the commit (PostgreSQL: FOR UPDATE; SQLite's write
+    transaction already excludes every other writer)."""
     query = select(AlertChannel).where(AlertChannel.id == channel_id)
     projects = scoping.project_ids(caller)
     if projects is not None:
         query = query.where(AlertChannel.project_id.in_(projects))
+    if lock:
+        query = query.with_for_update().execution_options(populate_existing=True)
     channel = db.session.scalar(query)
     if channel is None:
         raise NotFound(f"alert channel {channel_id} does not exist")
     return channel
+
+
+def unreadable_summary(channels: list[AlertChannel]) -> str | None:
+    """One line naming the channels whose stored URL or secret cannot be decrypted, and what to do
+    (None: every one reads). A listing prints it after the list and fails, so a script notices."""
+    broken = [channel for channel in channels if channel.unreadable]
+    if not broken:
+        return None
+    if len(broken) == 1:
+        return f"channel {broken[0].name!r} (project {broken[0].project_id}): {broken[0].unreadable}"
+    names = ", ".join(f"{channel.name!r} (project {channel.project_id})" for channel in broken)
+    hint = UNREADABLE_HINT.format(it="them")
+    return f"channels {names}: their URL, address or signing secret cannot be decrypted: {hint}"
 
 
 def find_channel(name: str, project: str | None = None, caller: Caller | None = None) -> AlertChannel:
@@ -69,58 +86,6 @@ def find_channel(name: str, project: str | None = None, caller: Caller | None = 
     if channel is None:
         raise NotFound(f"no channel named {name!r} in project {target_project.name!r}")
     return channel
-
-
-def check_channel(data: dict) -> dict:
-    """Validate a channel's fields; returns them cleaned. Errors are keyed by field."""
-    errors: dict[str, str] = {}
-    name = str(data.get("name") or "").strip()
-    kind = str(data.get("kind") or "").strip()
-    target = str(data.get("target") or "").strip()
-    secret = data.get("secret")
-    kinds = data.get("kinds") or []
-    if isinstance(kinds, str):
-        kinds = [k.strip() for k in kinds.split(",") if k.strip()]
-    if not name or len(name) > NAME_MAX or not name.isprintable():
-        errors["name"] = f"must be 1-{NAME_MAX} printable characters"
-    if kind not in CHANNEL_KINDS:
-        errors["kind"] = f"must be one of {', '.join(CHANNEL_KINDS)}"
-    if not target or len(target) > TARGET_MAX or "\x00" in target:
-        errors["target"] = f"is required (at most {TARGET_MAX} characters)"
-    elif kind in URL_KINDS and target.startswith(ENV_PREFIX):
-        name = target[len(ENV_PREFIX) :]
-        if not _ENV_NAME.match(name):
-            errors["target"] = "env:NAME needs an environment variable name (letters, digits, _)"
-        elif is_own_secret(name):
-            errors["target"] = f"{name} holds Cronwell's own credentials and cannot be a channel's URL"
-    elif kind in URL_KINDS:
-        parts = urlsplit(target)
-        if parts.scheme not in ("http", "https") or not parts.netloc or not target.isprintable():
-            errors["target"] = f"a {kind} channel needs an http:// or https:// URL"
-    elif kind == "email" and not _EMAIL.match(target):
-        errors["target"] = "must be an email address"
-    if secret is not None and (len(str(secret)) > SECRET_MAX or "\x00" in str(secret)):
-        errors["secret"] = f"must be at most {SECRET_MAX} characters"
-    unknown = [k for k in kinds if k not in RECEIVABLE_KINDS]
-    if unknown:
-        errors["kinds"] = f"unknown kind(s) {', '.join(unknown)}; known: {', '.join(RECEIVABLE_KINDS)}"
-    settings: dict = {}
-    try:
-        settings = notify_routes.clean_channel_settings(data)
-    except ValidationFailed as exc:
-        errors.update(exc.errors)
-    if errors:
-        raise ValidationFailed(errors)
-    if kind == "webhook" and not secret:
-        secret = secrets.token_urlsafe(32)
-    cleaned = {
-        "name": name,
-        "kind": kind,
-        "target": target,
-        "secret": secret or None,
-        "kinds": list(dict.fromkeys(kinds)),
-    }
-    return {**cleaned, **settings}
 
 
 def add_channel(
@@ -175,39 +140,83 @@ def update_channel(
 def edit_channel(
     channel_id: int, data: dict, *, now: datetime, actor: str, caller: Caller | None = None
 ) -> AlertChannel:
-    """Change a channel's name, target, alert kinds or secret; an empty target or secret keeps the
-    current one (the page never shows them in full), and the kind stays what it was."""
+    """The web form's edit: a channel's name, target, alert kinds (comma text) or secret; an empty
+    target or secret keeps the current one (the page never shows them in full), and the kind
+    stays what it was."""
+    edit: dict = {}
+    if data.get("name") is not None:
+        edit["name"] = str(data["name"])
+    for field in ("target", "secret"):
+        if str(data.get(field) or "").strip():
+            edit[field] = str(data[field])
+    kinds = data.get("kinds")
+    if kinds is not None:
+        edit["kinds"] = [k.strip() for k in kinds.split(",") if k.strip()] if isinstance(kinds, str) else kinds
+    return change_channel(channel_id, edit, now=now, actor=actor, caller=caller)
+
+
+def change_channel(
+    channel_id: int,
+    data: dict,
+    *,
+    now: datetime,
+    actor: str,
+    caller: Caller | None = None,
+    precondition: Callable[[AlertChannel], None] | None = None,
+) -> AlertChannel:
+    """Change the fields given (`channel_fields.EDITABLE`: name, target, secret, kinds, enabled,
+    group_minutes, quiet, quiet_timezone); the others stay. Any refused field refuses the whole
+    edit (ValidationFailed, per field). `precondition` is called with the channel as stored, once
+    its row is held and before anything changes, and may raise to refuse: the API checks If-Match
+    there, so an edit made meanwhile cannot slip between the check and the write. An edit that
+    changes nothing writes nothing (no audit row, the same ETag)."""
     _require(caller, Action.ADMINISTER)
     begin_write(db.session)
-    channel = get_channel(channel_id, caller)
-    secret = (data.get("secret") or "").strip() or channel.secret
-    cleaned = check_channel(
-        {
-            "name": data.get("name") if data.get("name") is not None else channel.name,
-            "kind": channel.kind,
-            "target": (data.get("target") or "").strip() or channel.target,
-            "secret": secret,
-            "kinds": data.get("kinds") if data.get("kinds") is not None else channel.kinds,
-        }
-    )
-    if cleaned["name"] != channel.name and db.session.scalar(
+    try:
+        channel = get_channel(channel_id, caller, lock=True)
+        if precondition is not None:
+            precondition(channel)
+        values = check_edit(channel, data)
+        changed = {key: value for key, value in values.items() if getattr(channel, key) != value}
+        if changed:
+            _apply_edit(channel, changed, now=now, actor=actor, caller=caller)
+        db.session.commit()
+    except BaseException:
+        db.session.rollback()  # release the row (and SQLite's write lock) at once
+        raise
+    return channel
+
+
+def _apply_edit(channel: AlertChannel, changed: dict, *, now: datetime, actor: str, caller: Caller | None) -> None:
+    if "name" in changed and db.session.scalar(
         select(AlertChannel.id).where(
-            AlertChannel.project_id == channel.project_id, AlertChannel.name == cleaned["name"]
+            AlertChannel.project_id == channel.project_id,
+            AlertChannel.name == changed["name"],
+            AlertChannel.id != channel.id,
         )
     ):
-        raise ValidationFailed({"name": f"a channel named {cleaned['name']!r} already exists in this project"})
+        raise ValidationFailed({"name": f"a channel named {changed['name']!r} already exists in this project"})
     before = _audited(channel)
-    channel.name, channel.target, channel.kinds = cleaned["name"], cleaned["target"], cleaned["kinds"]
-    channel.secret = cleaned["secret"]
+    for key, value in changed.items():
+        setattr(channel, key, value)
     channel.updated_at = now
     _seal_on_write(channel)
     db.session.flush()
-    record_event("alert_channel_updated", now=now, actor=actor, channel_id=channel.id, name=channel.name)
-    audit_trail.record_change(
-        caller or actor, "updated", "channel", channel.id, before, _audited(channel), now=now, **_about(channel)
+    record_event(
+        "alert_channel_updated", now=now, actor=actor, channel_id=channel.id, name=channel.name, fields=sorted(changed)
     )
-    db.session.commit()
-    return channel
+    # The fields changed, named: a new URL may look the same masked, and a secret is only "(hidden)".
+    audit_trail.record_change(
+        caller or actor,
+        "updated",
+        "channel",
+        channel.id,
+        before,
+        _audited(channel),
+        now=now,
+        extra={"fields": sorted(changed)},
+        **_about(channel),
+    )
 
 
 def delete_channel(channel_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> None:
@@ -222,19 +231,37 @@ def delete_channel(channel_id: int, *, now: datetime, actor: str, caller: Caller
     db.session.commit()
 
 
-def reseal_channels(*, now: datetime, actor: str) -> int:
+@dataclass(frozen=True)
+class Resealed:
+    """What `reseal_channels` did: how many channels it sealed with the first key, and the ones it
+    left as they were because no listed key opens their URL or secret (name -> why)."""
+
+    count: int
+    unreadable: dict[str, str]
+
+
+def reseal_channels(*, now: datetime, actor: str) -> Resealed:
     """Encrypt every channel's target and secret again with the first CHANNEL_SECRET_KEY (after a
-    rotation put a new key first); returns how many channels were rewritten. Each value is read
-    with whichever listed key opens it, so the old key can go once this has run."""
+    rotation put a new key first). Each value is read with whichever listed key opens it, so the
+    old key can go once this has run, unless some value opened with none: those stay as stored
+    (and are reported), so listing their key later still recovers them."""
     begin_write(db.session)
     table = AlertChannel.__table__
-    rows = db.session.execute(select(table.c.id, table.c.target, table.c.secret).order_by(table.c.id)).all()
+    rows = db.session.execute(
+        select(table.c.id, table.c.name, table.c.kind, table.c.target, table.c.secret).order_by(table.c.id)
+    ).all()
+    unreadable: dict[str, str] = {}
     for row in rows:
+        why = unreadable_reason(row.kind, row.target, row.secret)
+        if why:
+            unreadable[row.name] = why
+            continue
         # Written through the column type: sealed with the first key, whatever sealed it before.
         db.session.execute(table.update().where(table.c.id == row.id).values(target=row.target, secret=row.secret))
-    record_event("alert_channels_resealed", now=now, actor=actor, channels=len(rows))
+    resealed = len(rows) - len(unreadable)
+    record_event("alert_channels_resealed", now=now, actor=actor, channels=resealed, unreadable=len(unreadable))
     db.session.commit()
-    return len(rows)
+    return Resealed(resealed, unreadable)
 
 
 def send_test(channel_id: int, *, now: datetime, actor: str, caller: Caller | None = None) -> AlertDelivery:
@@ -331,6 +358,7 @@ def channel_to_dict(channel: AlertChannel, *, show_secret: bool = False) -> dict
         "enabled": channel.enabled,
         **notify_routes.channel_settings_dict(channel),
         "created_at": iso_z(channel.created_at),
+        "unreadable": channel.unreadable,
         **({"secret": channel.secret} if show_secret else {}),
     }
 

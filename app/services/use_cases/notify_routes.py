@@ -27,6 +27,9 @@ from app.services.use_cases import tenancy
 from app.services.use_cases.jobs import get_job
 
 GROUP_MINUTES_MAX = 24 * 60
+# The longest quiet-window time zone name the column holds: IANA names are far shorter, and a
+# longer one would fail in the database instead of here.
+ZONE_MAX = int(getattr(AlertChannel.__table__.c.quiet_timezone.type, "length"))  # noqa: B009 - String has it, TypeEngine does not declare it
 
 
 def _require(caller: Caller | None, action: Action) -> None:
@@ -224,6 +227,8 @@ def clean_channel_settings(data: dict[str, Any]) -> dict[str, Any]:
     if data.get("quiet_timezone") is not None:
         zone = str(data["quiet_timezone"]).strip()
         try:
+            if len(zone) > ZONE_MAX:
+                raise ValueError(f"unknown time zone: a zone name has at most {ZONE_MAX} characters")
             values["quiet_timezone"] = notify_routing.check_timezone(zone) if zone else None
         except ValueError as exc:
             errors["quiet_timezone"] = str(exc)
