@@ -230,7 +230,7 @@ def resume_queue(name, project_name):
 @mutating
 @handle_errors
 def delete_queue(name, yes, project_name):
-    """Delete queue NAME (refused while jobs use it or work waits in it).
+    """Delete queue NAME (refused for `default`, and while jobs use it or work waits in it).
 
     \b
     Example:

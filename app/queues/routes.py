@@ -195,7 +195,7 @@ def resume(queue_name: str):
 @bp.post("/<queue:queue_name>/delete")
 @requires(Action.ADMINISTER)
 def delete(queue_name: str):
-    """Delete a queue no job uses and nothing unfinished waits in; otherwise say why not."""
+    """Delete a queue no job uses and nothing unfinished waits in (never `default`); otherwise say why not."""
     queue = _the_queue(queue_name)
     try:
         queue_service.delete_queue(

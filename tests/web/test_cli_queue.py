@@ -102,6 +102,13 @@ def test_delete_is_refused_while_a_job_uses_the_queue(cli):
     assert queue_row("reports") is None
 
 
+def test_delete_refuses_the_default_queue_and_changes_nothing(cli):
+    before = row_counts()
+    assert_error(cli("queue", "delete", "default", "--yes"), "the default queue cannot be deleted")
+    assert queue_row("default") is not None
+    assert row_counts() == before
+
+
 def test_job_add_and_edit_refuse_an_unknown_queue_and_list_the_known_ones(cli):
     make_queue("reports")
     before = row_counts()

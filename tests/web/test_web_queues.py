@@ -345,3 +345,12 @@ def test_an_admin_deletes_an_unused_queue_on_the_web_and_a_used_one_says_why_not
     assert db.session.query(Queue).filter_by(name="busy").count() == 1
     operator = signed_in_client(app, "operator")
     assert operator.post("/queues/busy/delete").status_code == 403
+
+
+def test_the_default_queue_is_not_deleted_on_the_web_and_the_page_says_why(app, admin):
+    refused = admin.post("/queues/default/delete")
+    assert refused.status_code == 303 and refused.headers["Location"].endswith("/queues/default")
+    page = admin.get(refused.headers["Location"]).get_data(as_text=True)
+    assert "the default queue cannot be deleted" in page
+    assert stored("default") is not None
+    assert events_of("queue_deleted") == []

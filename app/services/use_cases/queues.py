@@ -24,7 +24,7 @@ from app.domain.permissions import Action
 from app.domain.rate_limits import RateLimitError, parse_rate_limit
 from app.extensions import db
 from app.models import Execution, Job, Project, Queue
-from app.models.queue import DEFAULT_PROJECT
+from app.models.queue import DEFAULT_PROJECT, DEFAULT_QUEUE
 from app.services import audit_trail, scoping
 from app.services.caller import Caller
 from app.services.engine import wakeups
@@ -285,10 +285,13 @@ def resume_queue(name: str, *, now: datetime, actor: str, caller: Caller | None 
 
 
 def delete_queue(name: str, *, now: datetime, actor: str, caller: Caller | None = None) -> None:
-    """Delete a queue no job uses and no unfinished execution waits in."""
+    """Delete a queue no job uses and no unfinished execution waits in; never a project's `default`."""
     _allowed(caller, Action.ADMINISTER)
     begin_write(db.session)
     queue = get_queue(name, caller)
+    if queue.name == DEFAULT_QUEUE:
+        # A job or run that names no queue goes to its project's `default`: every project keeps one.
+        raise Conflict("the default queue cannot be deleted")
     jobs = db.session.scalar(select(func.count()).select_from(Job).where(Job.queue_id == queue.id))
     if jobs:
         raise Conflict(f"queue {queue.name!r} is used by {jobs} job{'s' if jobs != 1 else ''}; move them first")
