@@ -58,3 +58,37 @@ def test_an_env_target_naming_cronwells_secrets_or_nothing_is_refused(app, targe
     assert complaint in refused.value.errors["target"]
     db.session.rollback()
     assert db.session.scalars(select(AlertChannel)).all() == []
+
+
+def test_an_env_target_holding_a_malformed_url_fails_its_own_delivery_and_the_others_go_out(app, monkeypatch):
+    receiver = Receiver()
+    try:
+        for name, target in (("broken", "env:OPS_BROKEN_URL"), ("good", receiver.url)):
+            alert_channels.add_channel(
+                {"name": name, "kind": "slack", "target": target}, now=NOW - timedelta(hours=1), actor="test"
+            )
+        make_alert(make_job("backup", now=NOW), message="disk full", now=NOW)
+        monkeypatch.setenv("OPS_BROKEN_URL", "https://[hooks.example.com/services/T0/B0/XXXX")  # an unclosed [
+        settings = {**app.config, "ALERT_DELIVERY_TIMEOUT_SECONDS": 5, "ALERT_DELIVERY_MAX_ATTEMPTS": 2}
+        assert DeliveryLoop(db.engine, settings).run_once(NOW) == {
+            "queued": 2,
+            "delivered": 1,
+            "retrying": 1,
+            "failed": 0,
+        }
+        assert len(receiver.requests) == 1
+        db.session.rollback()
+        by_channel = {d.channel.name: d for d in db.session.scalars(select(AlertDelivery))}
+        assert by_channel["good"].status == "delivered"
+        broken = by_channel["broken"]
+        assert (broken.status, broken.attempts) == ("pending", 1)
+        assert broken.last_error == "channel 'broken': environment variable OPS_BROKEN_URL holds an invalid URL"
+        assert "hooks.example.com" not in broken.last_error  # the URL is the channel's secret
+        # Retried like any delivery, then failed for good at the last attempt.
+        assert DeliveryLoop(db.engine, settings).run_once(NOW + timedelta(hours=1))["failed"] == 1
+        db.session.rollback()
+        broken = db.session.get(AlertDelivery, broken.id)
+        assert (broken.status, broken.attempts) == ("failed", 2)
+        assert len(receiver.requests) == 1
+    finally:
+        receiver.close()

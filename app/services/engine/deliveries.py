@@ -249,9 +249,12 @@ def send_email(address: str, payload: dict[str, Any], *, settings: dict[str, Any
         return Outcome(False, None, str(exc)[:500])
 
 
-def resolve_target(target: str, environ: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+def resolve_target(
+    target: str, environ: Mapping[str, str] | None = None, *, channel: str
+) -> tuple[str | None, str | None]:
     """A channel's URL: as stored, or for `env:NAME` the value of NAME in this process's
-    environment (never one of Cronwell's own credentials). Returns (url, None) or (None, why)."""
+    environment (never one of Cronwell's own credentials). Returns (url, None) or (None, why);
+    `channel` is the channel's name, for the reason."""
     if not target.startswith(ENV_PREFIX):
         return target, None
     name = target[len(ENV_PREFIX) :]
@@ -260,18 +263,31 @@ def resolve_target(target: str, environ: Mapping[str, str] | None = None) -> tup
     value = (os.environ if environ is None else environ).get(name, "").strip()
     if not value:
         return None, f"environment variable {name} is not set"
-    if urlsplit(value).scheme not in ("http", "https"):
+    try:
+        scheme = urlsplit(value).scheme
+    except ValueError:
+        # An unclosed or bad [host]. Saved URLs were checked; a variable is read only here. The
+        # exception's text may quote the host, and the URL is the channel's secret: not said.
+        return None, f"channel {channel!r}: environment variable {name} holds an invalid URL"
+    if scheme not in ("http", "https"):
         return None, f"environment variable {name} does not hold an http:// or https:// URL"
     return value, None
 
 
 def send_one(
-    kind: str, target: str, secret: str | None, payload: dict[str, Any], *, now: datetime, settings: dict[str, Any]
+    kind: str,
+    target: str,
+    secret: str | None,
+    payload: dict[str, Any],
+    *,
+    now: datetime,
+    settings: dict[str, Any],
+    channel: str,
 ) -> Outcome:
-    """Send one delivery's payload to a channel of `kind`, in that kind's shape."""
+    """Send one delivery's payload to a channel of `kind` (named `channel`), in that kind's shape."""
     timeout = float(settings.get("ALERT_DELIVERY_TIMEOUT_SECONDS", 10))
     if kind != "email":
-        url, refused = resolve_target(target)
+        url, refused = resolve_target(target, channel=channel)
         if url is None:
             return Outcome(False, None, refused)
         target = url
@@ -312,7 +328,13 @@ def _take_due(
         )
         return list(
             conn.execute(
-                select(deliveries_t, channels_t.c.kind.label("channel_kind"), channels_t.c.target, channels_t.c.secret)
+                select(
+                    deliveries_t,
+                    channels_t.c.kind.label("channel_kind"),
+                    channels_t.c.name.label("channel_name"),
+                    channels_t.c.target,
+                    channels_t.c.secret,
+                )
                 .join(channels_t, channels_t.c.id == deliveries_t.c.channel_id)
                 .where(deliveries_t.c.id.in_(ids))
                 .order_by(deliveries_t.c.id)
@@ -347,7 +369,9 @@ def _try_once(engine: Engine, row: Any, *, now: datetime, settings: dict[str, An
     if unreadable:
         outcome = Outcome(False, None, f"not sent: {unreadable}")
     else:
-        outcome = send_one(row.channel_kind, row.target, row.secret, row.payload, now=now, settings=settings)
+        outcome = send_one(
+            row.channel_kind, row.target, row.secret, row.payload, now=now, settings=settings, channel=row.channel_name
+        )
     attempts = row.attempts + 1
     values = {"attempts": attempts, "response_status": outcome.status, "updated_at": now}
     if outcome.ok:
