@@ -10,12 +10,17 @@ still checks) and every plaintext value is sealed with the app's CHANNEL_SECRET_
 (app/secret_box.py). A database without channels needs no key to migrate; one with channels and
 DEBUG=0 needs CHANNEL_SECRET_KEY set, or the migration stops saying so.
 
-Downgrading opens every sealed value again (with the same key) and restores the old lengths.
+Downgrading opens every sealed value again (with the same key) and restores the old lengths. A
+value no listed key opens (sealed under another key, or damaged) stays as stored, or is cleared
+when it is longer than the old column holds; its channel is disabled, so the older code sends
+nothing with a ciphertext for a URL or a key, and a warning names the channel. Upgrading again
+leaves a kept ciphertext as it is: it opens once its key is listed.
 
 On SQLite the type changes by a rebuild of the table, which keeps its AUTOINCREMENT and the
 counter where it was (as in migrations 0018 and 0023).
 """
 
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -30,6 +35,8 @@ branch_labels = None
 depends_on = None
 
 PREFIX = "fernet:"
+# The columns before this revision: (name, what a person calls it, the length it held).
+COLUMNS = (("target", "URL", 500), ("secret", "signing secret", 200))
 
 
 @contextmanager
@@ -44,7 +51,9 @@ def _rebuilding(table: str) -> Iterator[Any]:
     with op.batch_alter_table(table, recreate="always", table_kwargs={"sqlite_autoincrement": True}) as batch:
         yield batch
     if saved is not None:
-        bind.execute(sa.text("UPDATE sqlite_sequence SET seq = max(seq, :seq) WHERE name = :t"), {"seq": saved, "t": table})
+        bind.execute(
+            sa.text("UPDATE sqlite_sequence SET seq = max(seq, :seq) WHERE name = :t"), {"seq": saved, "t": table}
+        )
         bind.execute(
             sa.text(
                 "INSERT INTO sqlite_sequence (name, seq) SELECT :t, :seq"
@@ -56,18 +65,36 @@ def _rebuilding(table: str) -> Iterator[Any]:
 
 def _rewrite(*, seal: bool) -> None:
     """Seal every plaintext target and secret (or open every sealed one), row by row."""
+    from app.secret_box import SealedValueUnreadable
+
     bind = op.get_bind()
     rows = bind.execute(sa.text("SELECT id, target, secret FROM alert_channels ORDER BY id")).fetchall()
     if not rows:
         return
     box = current_app.extensions["cronwell.secret_box"]  # the app's key (app/secret_box.py)
     for row in rows:
-        values = {}
-        for column in ("target", "secret"):
+        values: dict[str, Any] = {}
+        unreadable = []
+        for column, label, length in COLUMNS:
             value = getattr(row, column)
             if value is None or value.startswith(PREFIX) == seal:
                 continue
-            values[column] = box.seal(value) if seal else box.open(value)
+            if seal:
+                values[column] = box.seal(value)
+                continue
+            try:
+                values[column] = box.open(value)
+            except SealedValueUnreadable:  # a missing or bad key still stops the downgrade
+                if len(value) <= length:
+                    unreadable.append(f"its {label} cannot be decrypted with CHANNEL_SECRET_KEY: kept encrypted")
+                else:  # the target is NOT NULL
+                    values[column] = "" if column == "target" else None
+                    unreadable.append(
+                        f"its {label} cannot be decrypted with CHANNEL_SECRET_KEY: cleared (too long for the column)"
+                    )
+        if unreadable:
+            values["enabled"] = False
+            print(f"Warning: alert channel {row.id}: {'; '.join(unreadable)}; the channel is disabled", file=sys.stderr)
         if values:
             assignments = ", ".join(f"{column} = :{column}" for column in values)
             bind.execute(sa.text(f"UPDATE alert_channels SET {assignments} WHERE id = :id"), {**values, "id": row.id})

@@ -31,8 +31,9 @@ def fresh_url(request, tmp_path):
         conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
 
-def flask_db(url: str, instance: Path, *args: str) -> None:
-    """Run `flask db ARGS` against the database at `url`; fail the test if it fails."""
+def flask_db(url: str, instance: Path, *args: str) -> str:
+    """Run `flask db ARGS` against the database at `url`; fail the test if it fails. Returns what
+    it wrote (stdout and stderr)."""
     app = create_app(env=app_env_for(url, instance))
     with app.app_context():
         result = app.test_cli_runner().invoke(args=["db", *args])
@@ -40,6 +41,7 @@ def flask_db(url: str, instance: Path, *args: str) -> None:
         from app.extensions import db
 
         db.engine.dispose()
+    return result.output
 
 
 def engine_for(url: str):

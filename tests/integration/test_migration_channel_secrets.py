@@ -4,6 +4,7 @@ with DEBUG=0, no key and channels to seal it stops saying so (and without channe
 
 from __future__ import annotations
 
+from cryptography.fernet import Fernet
 from sqlalchemy import inspect, text
 
 from app import create_app
@@ -102,3 +103,46 @@ def test_0027_in_production_needs_the_key_only_when_there_is_something_to_seal(f
     assert [row[1] for row in _stored(fresh_url)] == [target for _n, _k, target, _s in CHANNELS]
     flask_db(fresh_url, tmp_path, "upgrade", "0027")  # with the key it goes through
     assert all(row[1].startswith("fernet:") for row in _stored(fresh_url))
+
+
+def test_0027_goes_down_and_up_again_past_values_no_key_opens(fresh_url, tmp_path):
+    flask_db(fresh_url, tmp_path, "upgrade", "0026")
+    _add_channels(fresh_url)
+    flask_db(fresh_url, tmp_path, "upgrade", "0027")
+    # The hook's URL and secret sealed under a key the app no longer lists; a long secret's
+    # ciphertext is over the 200 characters the column held before 0027.
+    other = SecretBox.from_settings({"CHANNEL_SECRET_KEY": Fernet.generate_key().decode()})
+    foreign_target = other.seal("https://hooks.example.com/other/key")
+    foreign_secret = other.seal("s" * 150)
+    assert len(foreign_target) <= 500 and len(foreign_secret) > 200
+    engine = engine_for(fresh_url)
+    try:
+        with engine.begin() as conn:
+            conn.execute(
+                text("UPDATE alert_channels SET target = :target, secret = :secret WHERE name = 'hook'"),
+                {"target": foreign_target, "secret": foreign_secret},
+            )
+    finally:
+        engine.dispose()
+    [hook_id] = [row[0] for row in rows(fresh_url, "SELECT id FROM alert_channels WHERE name = 'hook'")]
+
+    said = flask_db(fresh_url, tmp_path, "downgrade", "0026")
+    warnings = [line for line in said.splitlines() if line.startswith("Warning:")]
+    assert warnings == [
+        f"Warning: alert channel {hook_id}: its URL cannot be decrypted with CHANNEL_SECRET_KEY: kept"
+        " encrypted; its signing secret cannot be decrypted with CHANNEL_SECRET_KEY: cleared (too long"
+        " for the column); the channel is disabled"
+    ], said
+    stored = rows(fresh_url, "SELECT name, target, secret, enabled FROM alert_channels ORDER BY id")
+    assert stored == [
+        ("hook", foreign_target, None, False),
+        ("desk", "desk@example.com", None, True),
+        ("env", "env:OPS_SLACK_URL", None, True),
+    ]
+    assert _lengths(fresh_url) == {"target": 500, "secret": 200}
+
+    assert "Warning:" not in flask_db(fresh_url, tmp_path, "upgrade", "0027")
+    hook, desk, env = rows(fresh_url, "SELECT target, secret, enabled FROM alert_channels ORDER BY id")
+    assert hook == (foreign_target, None, False)  # as it was: it opens again once its key is listed
+    assert other.open(hook[0]) == "https://hooks.example.com/other/key"
+    assert BOX.open(desk[0]) == "desk@example.com" and BOX.open(env[0]) == "env:OPS_SLACK_URL"
