@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from functools import cache
+from functools import cache, lru_cache
 from types import SimpleNamespace
 from typing import Any
 
@@ -124,6 +124,22 @@ def _insert_execution(columns: tuple[str, ...]) -> Statement:
     )
 
 
+# Rows per INSERT of `insert_executions`: a fan-out's steps in one round trip, far inside either
+# database's limit on a statement's parameters (about 25 per row).
+INSERT_BATCH = 100
+
+
+@lru_cache(maxsize=INSERT_BATCH)
+def _insert_executions(columns: tuple[str, ...], count: int) -> Statement:
+    names = ", ".join(f'"{column}"' for column in columns)
+    values = ", ".join("(" + ", ".join(f":{column}_{i}" for column in columns) + ")" for i in range(count))
+    return Statement(
+        f"INSERT INTO executions ({names}) VALUES {values} ON CONFLICT DO NOTHING RETURNING id, idempotency_key",
+        datetimes=tuple(f"{column}_{i}" for i in range(count) for column in columns if column in EXECUTION_DATETIMES),
+        documents=tuple(f"{column}_{i}" for i in range(count) for column in columns if column in EXECUTION_DOCUMENTS),
+    )
+
+
 EXECUTION_BY_KEY = Statement("SELECT id FROM executions WHERE idempotency_key = :key")
 
 
@@ -131,6 +147,20 @@ def execution_by_key(conn: DBConnection, key: str) -> int | None:
     """The id of the execution with idempotency key `key`, if any."""
     found: int | None = execute(conn, EXECUTION_BY_KEY, {"key": key}).scalar()
     return found
+
+
+def insert_executions(conn: DBConnection, rows: Sequence[Mapping[str, Any]]) -> dict[str, int]:
+    """Create executions that share their columns (a workflow's steps, `workflows._step_row`),
+    INSERT_BATCH to a statement, skipping those whose idempotency key exists: {key: id} of the
+    ones created."""
+    created: dict[str, int] = {}
+    for start in range(0, len(rows), INSERT_BATCH):
+        chunk = rows[start : start + INSERT_BATCH]
+        columns = tuple(chunk[0])
+        params = {f"{column}_{i}": row[column] for i, row in enumerate(chunk) for column in columns}
+        for execution_id, key in execute(conn, _insert_executions(columns, len(chunk)), params).rows:
+            created[key] = execution_id
+    return created
 
 
 def insert_execution(conn: DBConnection, row: Mapping[str, Any]) -> int | None:

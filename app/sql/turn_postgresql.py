@@ -238,8 +238,8 @@ TASK_FILTER = task_filter("= ANY(CAST(:tasks AS text[]))")
 def _turn_statement(filtered: bool, limit: int, by_task: bool = False) -> str:
     """The turn statement for a batch of `limit` (a literal, so that its plan knows it).
 
-    Each text is prepared once per connection (psycopg prepares a statement on its fifth use)
-    and the worker's connection plans it once (`GENERIC_TURN_PLANS`): planning this statement
+    Each text is prepared once per connection (at its first use: `record_and_claim`) and the
+    worker's connection plans it once (`GENERIC_TURN_PLANS`): planning this statement
     costs more than running it, and it is the same for every turn. With the limit a literal, the
     one plan is the plan of a small batch (walk the claimable index in order, stop after
     `limit`), never one guessed for an unknown limit. A worker has at most `slots` texts.
@@ -350,9 +350,13 @@ def record_and_claim(
     started: list[tuple[ClaimedExecution, int]] = []
     cancelled: list[ClaimedExecution] = []
     query, names = _turn_query(bool(queue_ids), max(0, limit), tasks is not None)
+    # Prepared at its first use rather than psycopg's fifth: until it is, every turn plans this
+    # statement again (several ms; a worker's claim size moves with its tasks' durations, and
+    # each size is its own text). Not behind a transaction-pooling PgBouncer, where nothing is.
+    prepare = True if getattr(raw, "prepare_threshold", 5) is not None else None
     # On the DB-API connection itself, so in the caller's transaction (or its autocommit).
     with RawCursor(raw) as cursor:
-        cursor.execute(query, [params[name] for name in names])
+        cursor.execute(query, [params[name] for name in names], prepare=prepare)
         columns = _COLUMNS.get(query)
         if columns is None:  # the same for every turn of this text: psycopg builds 26 objects each time
             assert cursor.description is not None  # a RETURNING statement describes its rows

@@ -63,7 +63,7 @@ QUEUES_BY_NAME = with_lists(
 _LOCK_RUNS = """
 SELECT w.id, w.job_id, w.steps, w.state, w.finished_at, a.status AS anchor_status,
        a.cancel_requested_at IS NOT NULL AS cancelling, a.priority, j.queue_id, j.max_attempts,
-       j.name AS job_name
+       j.name AS job_name, j.enabled AS job_enabled
 FROM workflow_runs AS w JOIN executions AS a ON a.id = w.id JOIN jobs AS j ON j.id = w.job_id
 WHERE w.id {ids} AND w.finished_at IS NULL AND a.status = 'running'
 ORDER BY w.id
@@ -165,7 +165,8 @@ def queues_by_name(conn: DBConnection, queue_id: int, names: Sequence[str]) -> d
 
 
 def lock_runs(conn: DBConnection, run_ids: Sequence[int]) -> list[SimpleNamespace]:
-    """The unfinished runs of `run_ids`, locked, in id order, with their anchor's status."""
+    """The unfinished runs of `run_ids`, locked, in id order, with their anchor's status and
+    whether their job is enabled."""
     if not run_ids:
         return []
     return execute(conn, LOCK_RUNS, {"ids": sorted(set(run_ids))}).records()

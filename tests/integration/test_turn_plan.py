@@ -2,10 +2,10 @@
 
 Planning the turn statement costs more than running it (about 1.7 ms against 1.1 ms at 4 per
 batch), so the worker's connection uses generic plans for it (`GENERIC_TURN_PLANS` in
-app/sql/turn_postgresql.py). These tests hold both halves of that bargain on PostgreSQL: after the
-statement is prepared, turns reuse one plan instead of planning each time; and the generic plan,
-made without knowing `now`, walks the claimable index in order even with a large backlog, so it
-never degrades into a scan and sort of every pending row.
+app/sql/turn_postgresql.py). These tests hold both halves of that bargain on PostgreSQL: once the
+statement is prepared (at its first use), turns reuse one plan instead of planning each time; and
+the generic plan, made without knowing `now`, walks the claimable index in order even with a large
+backlog, so it never degrades into a scan and sort of every pending row.
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ def test_turns_on_one_connection_reuse_one_generic_plan(pg_app, tasks):
     assert started == [4] * 8
     assert len(plans) == 1, plans  # one prepared text for batches of 4
     generic, custom = plans[0]
-    assert custom == 0 and generic >= 3, plans  # psycopg prepares on the 5th use; planned once since
+    assert (generic, custom) == (8, 0), plans  # prepared at its first use: every turn ran the one plan
 
 
 @BY_TASK

@@ -162,7 +162,8 @@ class Scheduler:
         # Nothing waited or ran at the last sleep's read; with LISTEN working the loop then sleeps
         # up to SCHEDULER_IDLE_TICK_SECONDS (`idle_tick_cap`). `_idle_upkept`: an upkeep has run
         # since that read found nothing, so the next idle ticks skip the upkeep that acts on
-        # runs (recovery, queued TTLs and finished jobs, priority aging, workflows). One upkeep
+        # runs (recovery, queued TTLs and finished jobs, priority aging, workflows), once the
+        # upkeep's heartbeat has read again that nothing waits or runs (`_heartbeat`). One upkeep
         # runs after the last activity: a run that ended after the previous upkeep still gets
         # its job finished.
         self.idle = False
@@ -535,6 +536,12 @@ class Scheduler:
             heartbeats.remove(conn, self.id)
 
     def _heartbeat(self, now: datetime) -> None:
+        """The scheduler's heartbeat; while it believes itself idle, also whether that still holds.
+
+        `idle` was read before the sleep, and what woke it (a trigger that started a workflow run,
+        a disable that cancelled a run's queued step, a job edit) may have put work in flight
+        since: an upkeep that trusted the old read would skip the sweep that run needs for one
+        more tick. The read rides in the heartbeat's transaction (no transaction more per tick)."""
         with write_transaction(self.engine) as conn:
             heartbeats.beat(
                 conn,
@@ -544,6 +551,8 @@ class Scheduler:
                 now=now,
                 info={"ticks": self.ticks},
             )
+            if self.idle:
+                self.idle = not store_for(conn).any_active(conn)
 
     def _expire_and_finish(self, now: datetime, report: TickReport) -> None:
         """Queued TTLs: waiting work past its job's queued_ttl_seconds ends `expired`; then jobs

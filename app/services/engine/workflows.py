@@ -14,8 +14,11 @@ lock. So "the step ended but the next one was never created" cannot happen (both
 neither), and of two steps ending at once on two workers the one that locks second sees both
 ended: a step that waits for both starts exactly once (its execution's idempotency key,
 `workflow:<run>:<step>`, makes a second creation impossible anyway). The scheduler sweeps unfinished runs for
-endings no recorder saw (a step expired by its queued TTL). When every step has ended, the anchor
-ends with the run's outcome in the same transaction, and its job's callbacks follow as for any run.
+endings no recorder saw (a step expired by its queued TTL, or cancelled by disabling the job). When
+every step has ended, the anchor ends with the run's outcome in the same transaction, and its
+job's callbacks follow as for any run. What a hand-off writes is stamped no earlier than the step
+ends it read (`not_before`). A disabled job's run starts no more steps: its waiting steps are
+marked cancelled and it ends `cancelled` once its running steps have ended.
 """
 
 from __future__ import annotations
@@ -129,7 +132,12 @@ def _advance(conn: DBConnection, run: SimpleNamespace, *, now: datetime) -> Move
     referenced = [entry["execution_id"] for entry in state.values() if isinstance(entry.get("execution_id"), int)]
     rows = statements.executions(conn, referenced)
     statuses = step_statuses(nodes, state, {row.id: row.status for row in rows.values()})
-    move = advance(nodes, statuses, cancelling=bool(run.cancelling))
+    # A disabled job's run starts nothing more, as a cancelled one: disabling cancelled its
+    # queued steps and lets the running ones finish; the rest never start.
+    move = advance(nodes, statuses, cancelling=bool(run.cancelling) or not run.job_enabled)
+    # What this pass writes (the steps it creates, the run's end) is stamped no earlier than the
+    # steps it read had ended.
+    at = not_before(now, rows.values())
     for name in move.upstream_failed:
         state[name] = {"state": UPSTREAM_FAILED}
     for name in move.cancelled:
@@ -138,27 +146,31 @@ def _advance(conn: DBConnection, run: SimpleNamespace, *, now: datetime) -> Move
     queues = statements.queues_by_name(
         conn, run.queue_id, [by_name[name]["queue"] for name in move.start if by_name[name].get("queue")]
     )
+    new_rows = []
     for name in move.start:
         step = by_name[name]
         upstream = {up: _result(rows.get(state[up]["execution_id"])) for up in step.get("after") or ()}
-        execution_id = follow_ups.insert_execution(conn, _step_row(run, step, upstream, queues, now=now))
-        if execution_id is None:  # already created: its key is the run's and the step's
-            execution_id = follow_ups.execution_by_key(conn, step_key(run.id, name))
+        new_rows.append(_step_row(run, step, upstream, queues, now=at))
+    created = follow_ups.insert_executions(conn, new_rows)  # a fan-out's steps in one statement
+    for name in move.start:
+        key = step_key(run.id, name)
+        # Not created: it was already (its key is the run's and the step's).
+        execution_id = created.get(key) or follow_ups.execution_by_key(conn, key)
         if execution_id is None:
             raise RuntimeError(f"workflow run {run.id}: step {name!r} was neither created nor found")
         state[name] = {"execution_id": execution_id}
         moved.steps.append(execution_id)
     if move.upstream_failed or move.start or move.cancelled or move.outcome:
-        statements.write_state(conn, run.id, state, now=now, finished=now if move.outcome else None)
+        statements.write_state(conn, run.id, state, now=at, finished=at if move.outcome else None)
     if move.outcome is not None:
         failed = [name for name, status in statuses.items() if status not in ("succeeded", UPSTREAM_FAILED, CANCELLED)]
         error = f"step {', '.join(failed)} did not succeed" if move.outcome == "failed" and failed else ""
-        if statements.end_anchor(conn, run.id, move.outcome, now=now, error=error):
+        if statements.end_anchor(conn, run.id, move.outcome, now=at, error=error):
             moved.ended.append(run.id)
         insert_event(
             conn,
             "workflow_finished",
-            now=now,
+            now=at,
             job_id=run.job_id,
             execution_id=run.id,
             status=move.outcome,
@@ -172,6 +184,19 @@ def _advance(conn: DBConnection, run: SimpleNamespace, *, now: datetime) -> Move
     return moved
 
 
+def not_before(now: datetime, steps: Iterable[SimpleNamespace]) -> datetime:
+    """`now`, or the latest recorded finish of `steps` when that is later.
+
+    The caller's `now` was read before its transaction waited for the run's lock, so a step that
+    another recorder ended meanwhile may carry a later `finished_at` (that turn read its clock
+    after this one). What follows it (a downstream step's creation, the run's end) is stamped no
+    earlier than that finish: the history never shows a step created or due (so started: a claim
+    takes only rows whose `available_at` has come) before a step it waited for had ended, nor a
+    run that ended before one of its steps."""
+    finishes: list[datetime] = [step.finished_at for step in steps if step.finished_at is not None]
+    return max([now, *finishes])
+
+
 def step_key(run_id: int, step: str) -> str:
     """A step execution's idempotency key: one execution per step per run."""
     return f"workflow:{run_id}:{step}"
@@ -181,7 +206,8 @@ def _step_row(
     run: SimpleNamespace, step: dict[str, Any], upstream: dict[str, Any], queues: dict[str, int], *, now: datetime
 ) -> dict[str, Any]:
     """A step's execution: its own task, config, attempts, timeout and queue (the job's where the
-    step names none), not exclusive (the run as a whole is what overlaps), due now."""
+    step names none), not exclusive (the run as a whole is what overlaps), created and due at
+    `now` (no earlier than its upstream's finish: `not_before`)."""
     queue_id = queues.get(step["queue"], run.queue_id) if step.get("queue") else run.queue_id
     return {
         "job_id": run.job_id,
