@@ -216,7 +216,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> dict:
         "METRICS_ENABLED": _bool(env.get("METRICS_ENABLED"), False),
         "METRICS_TOKEN": env.get("METRICS_TOKEN") or None,
         "GUNICORN_WORKERS": _int(env, "GUNICORN_WORKERS", 2, 1),
-        # REST API (docs/api.md): token lifetimes, open sign-up, rate limits (Flask-Limiter syntax).
+        # REST API (docs/api.md): token lifetimes, open sign-up, rate limits (the `limits` library's syntax).
         "JWT_ACCESS_TOKEN_MINUTES": _int(env, "JWT_ACCESS_TOKEN_MINUTES", 15, 1),
         "JWT_REFRESH_TOKEN_DAYS": _int(env, "JWT_REFRESH_TOKEN_DAYS", 7, 1),
         "REGISTRATION_OPEN": _bool(env.get("REGISTRATION_OPEN"), False),

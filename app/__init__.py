@@ -9,7 +9,7 @@ and `flask scheduler run` get a "worker" or "scheduler" app instead (`process_ki
 command line): the same settings, logging, cache and task catalog, no blueprints, no sign-in or
 CSRF, and only their own command group; the scheduler's has the database, the worker's does not
 (its command hands over to `python -m app.worker_process`, which opens its own connections). They never serve a request, and the web
-stack (blueprints, WTForms, flask-smorest, marshmallow schemas, Flask-Limiter, the JWT manager,
+stack (blueprints, WTForms, flask-smorest, marshmallow schemas, the request limits, the JWT manager,
 OpenAPI generation) is about a fifth of a worker's memory (docs/performance.md, "Memory").
 Any other command of Cronwell's (`flask job add`, `flask db upgrade`, ...) gets a "cli" app: the
 database and the task catalog, no web stack, and its commands registered lazily (cli/__init__.py:

@@ -23,7 +23,7 @@ MIGRATIONS_DIR = BASE_DIR / "migrations"
 # The newest migration this code expects the database to be at. The readiness check compares it
 # with the alembic_version table in plain SQL, so web processes never import Alembic (about
 # 11 MB each); tests/integration/test_schema.py fails if a new migration does not update it.
-SCHEMA_HEAD = "0028"
+SCHEMA_HEAD = "0029"
 
 db = SQLAlchemy(metadata=MetaData(naming_convention=NAMING_CONVENTION))
 
@@ -65,16 +65,15 @@ def _jwt():
 
 
 def _limiter():
-    from flask_limiter import Limiter
-    from flask_limiter.util import get_remote_address
+    from app.request_limits import RequestLimiter
 
-    return Limiter(key_func=get_remote_address, default_limits=[], headers_enabled=False, strategy="moving-window")
+    return RequestLimiter()
 
 
 # The web's extensions are made on first use (`from app.extensions import csrf` works as ever):
 # every model and service imports `db` from here, and the worker and scheduler, which use none of
 # these, would otherwise carry Flask-Login, Flask-WTF, WTForms, flask-jwt-extended, PyJWT and
-# Flask-Limiter (about 5 MB each process).
+# limits (about 5 MB each process).
 _LAZY = {"login_manager": _login_manager, "csrf": _csrf, "jwt": _jwt, "limiter": _limiter}
 
 

@@ -10,8 +10,6 @@ message per field) or anything unexpected (500, logged, nothing about it disclos
 from __future__ import annotations
 
 import logging
-import math
-import time
 from typing import Any
 
 from flask import Flask, current_app, json, request
@@ -120,15 +118,7 @@ def _from_http_exception(error: HTTPException):
 
 def _retry_after_seconds(error: HTTPException) -> int:
     """Seconds until the limit that refused the request lets another through."""
-    limit = getattr(error, "limit", None)
-    try:
-        window = limiter.current_limit
-        if window is not None:
-            seconds = math.ceil(window.reset_at - time.time())  # noqa: TID251 - the limiter's own clock
-            return max(1, min(seconds, int(window.limit.get_expiry())))
-    except Exception:  # noqa: BLE001 - a header must never turn a 429 into a 500
-        pass
-    return int(limit.limit.get_expiry()) if limit is not None else 60
+    return limiter.retry_after_seconds()
 
 
 def _to_problem(error: BaseException):

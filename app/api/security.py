@@ -85,7 +85,7 @@ def limit_per_credential(blueprint) -> None:
     """Every operation of `blueprint` counts against the caller's credential (429 past the limit).
     Once per blueprint: the limiter keeps the rule by blueprint name for every app."""
     if blueprint.name not in _LIMITED:
-        limiter.limit(credential_limit, key_func=_credential_key)(blueprint)
+        limiter.limit(credential_limit, key=_credential_key)(blueprint)
         _LIMITED.add(blueprint.name)
 
 

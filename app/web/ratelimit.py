@@ -1,5 +1,5 @@
-"""Sign-in rate limiting with Flask-Limiter's storage (Redis when REDIS_URL is set), so the limit
-holds across gunicorn workers and is the same machinery that limits the API.
+"""Sign-in rate limiting on the storage of the API's request limits (app/request_limits.py: Redis
+when REDIS_URL is set), so the limit holds across gunicorn workers.
 
 Every sign-in attempt counts against two fixed windows: one per client address and one per
 username (so spreading guesses over many addresses does not help). Past

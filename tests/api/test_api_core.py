@@ -269,6 +269,34 @@ def test_requests_per_credential_are_rate_limited(app, api, people):
     assert limited.status_code == 429 and int(limited.headers["Retry-After"]) >= 1
 
 
+def test_sign_in_counts_per_address_not_against_the_credential_limit(app, api, people):
+    """A route's own limit replaces its blueprint's: signing in is how a caller gets a credential."""
+    app.config["API_TOKEN_RATE_LIMIT"] = "1 per minute"
+    for _ in range(3):
+        assert api.post("/api/v1/auth/login", {"username": "admin", "password": "nope"}).status_code == 401
+    api.login("viewer")
+    assert api.get("/api/v1/me").status_code == 200
+    assert api.get("/api/v1/me").status_code == 429
+
+
+def test_requests_go_through_while_the_limit_storage_is_unreachable(app, api, people, caplog):
+    from limits.storage import storage_from_string
+    from limits.strategies import MovingWindowRateLimiter
+
+    from app.request_limits import EXTENSION
+
+    app.config["API_TOKEN_RATE_LIMIT"] = "1 per minute"
+    api.login("viewer")
+    unreachable = storage_from_string("redis://127.0.0.1:1", socket_connect_timeout=0.2, socket_timeout=0.2)
+    counters = app.extensions[EXTENSION]
+    app.extensions[EXTENSION] = type(counters)(unreachable, MovingWindowRateLimiter(unreachable))
+    try:
+        assert [api.get("/api/v1/me").status_code for _ in range(3)] == [200, 200, 200]
+    finally:
+        app.extensions[EXTENSION] = counters
+    assert "rate limit storage unavailable" in caplog.text
+
+
 def test_trigger_later_with_an_override_and_batches(app, api, people):
     job = make_job("adhoc", task="echo")
     api.login("operator")

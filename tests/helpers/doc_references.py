@@ -35,7 +35,7 @@ _HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$", re.M)
 
 # Flask's own commands and those its extensions register on the app: their subcommands and
 # options are not checked.
-FLASK_BUILTINS = ("run", "shell", "routes", "limiter", "openapi")
+FLASK_BUILTINS = ("run", "shell", "routes", "openapi")
 
 
 def flask_command_tree() -> dict:

@@ -11,7 +11,7 @@ from app import CLI, HELP, WEB, create_app
 from cli import COMMANDS, LazyCommand
 
 # Registered on the web app by its extensions, not by cli/.
-EXTENSION_COMMANDS = {"limiter", "openapi"}
+EXTENSION_COMMANDS = {"openapi"}
 
 
 @pytest.mark.parametrize(("name", "module", "attr", "short_help"), COMMANDS, ids=[row[0] for row in COMMANDS])

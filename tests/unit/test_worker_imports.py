@@ -6,8 +6,9 @@ comes from `app.process_kind` as in production), then imports what the command i
 starts its loop, and lists the modules it holds. The web stack (blueprints, WTForms,
 flask-smorest/apispec/webargs, flask-jwt-extended, the other command modules) is most of the
 memory the worker parent used to carry and none of it is used there; Flask-Login and gunicorn
-are not imported there either. `python -m cli` (cli/__main__.py) is the same command line without
-Flask's plugin scan, which loads Flask-Limiter's command (and rich) into every `flask` process.
+are not imported there either. No installed package adds a Flask plugin command (Flask imports
+every plugin command into every `flask` process before it reads the command line); `python -m
+cli` (cli/__main__.py) is the same command line without that scan, should one ever be installed.
 """
 
 from __future__ import annotations
@@ -36,9 +37,10 @@ WEB_PACKAGES = (
     "jwt",
     "flask_login",  # only sign-in needs it (User answers Flask-Login's questions itself)
     "gunicorn",  # only the web server (its logger class lives in app/gunicorn_logs.py)
+    "limits",  # the API's and the sign-in's request limits (app/request_limits.py)
 )
-# What Flask's plugin scan brings into every `flask` process: Flask-Limiter's `flask limiter`
-# command, with limits and rich. `python -m cli` (cli/__main__.py) does without it.
+# What Flask's plugin scan brought into every `flask` process while Flask-Limiter was installed:
+# its `flask limiter` command, with limits, rich and asyncio.
 PLUGIN_PACKAGES = ("flask_limiter", "limits", "rich")
 # Cronwell modules only the web server and the other commands need.
 WEB_MODULES = ("app.web", "app.api", "app.auth", "app.dashboard", "app.metrics_routes", "cli.job", "cli.demo")
@@ -123,6 +125,7 @@ def test_the_probe_sees_the_web_stack_in_other_commands(tmp_path):
     assert "flask_smorest" in modules["modules"]
     assert "flask_login" in modules["modules"]
     assert "gunicorn.glogging" in modules["modules"]
+    assert "limits" in modules["modules"]
 
 
 # What only the web server needs: pages, the API, sign-in, forms, the server (the definitions'
@@ -180,15 +183,17 @@ def test_the_probe_sees_what_the_worker_does_without_elsewhere(tmp_path):
     assert {"app.services.read.workers", "app.services.scoping"} <= set(_not_for_the_worker(listing["modules"]))
 
 
-def test_the_probe_sees_the_plugins_flask_loads(tmp_path):
-    """The same probe on `flask worker run` finds Flask-Limiter's command: the check above can fail."""
-    modules = _modules_after([WORKER, "run"], ENGINE_MODULE[WORKER], tmp_path, "app")["modules"]
-    assert "flask_limiter.commands" in _plugin_parts(modules)
-    assert "rich" in modules
+@pytest.mark.parametrize("kind", [WORKER, SCHEDULER, "job"])
+def test_flask_itself_loads_no_plugin_packages(kind, tmp_path):
+    """Through the `flask` script too: no plugin command brings limits or rich into a process that
+    serves no request."""
+    modules = _modules_after([kind] if kind == "job" else [kind, "run"], "json", tmp_path, "app")["modules"]
+    assert _plugin_parts(modules) == []
 
 
-def test_python_m_cli_has_flasks_commands_but_the_plugins(app):
-    """The same command line as `flask`: every command but Flask-Limiter's `limiter`."""
+def test_python_m_cli_has_flasks_commands(app):
+    """The same command line as `flask`, and `flask` itself has no plugin commands: a package that
+    adds one fails this test (its command would load into every `flask` process)."""
     from flask.cli import ScriptInfo
     from flask.cli import cli as flask_cli
 
@@ -200,8 +205,7 @@ def test_python_m_cli_has_flasks_commands_but_the_plugins(app):
 
     ours = names(cronwell_cli)
     assert {"worker", "scheduler", "job", "db", "run", "shell", "routes"} <= ours
-    assert names(flask_cli) - ours == {"limiter"}
-    assert ours <= names(flask_cli)
+    assert names(flask_cli) == ours
 
 
 @pytest.mark.parametrize(
@@ -228,7 +232,7 @@ def test_python_m_cli_has_flasks_commands_but_the_plugins(app):
         (["flask", "run", "--port", "5000"], WEB),
         (["flask", "routes"], WEB),
         (["flask", "shell"], WEB),
-        (["flask", "limiter", "list"], WEB),
+        (["flask", "openapi", "print"], WEB),
         (["gunicorn", "--config", "gunicorn.conf.py", "wsgi:app"], WEB),
         (["/venv/bin/pytest", "worker", "run"], WEB),
         ([], WEB),
