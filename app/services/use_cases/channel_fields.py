@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -127,20 +128,8 @@ def check_edit(channel: AlertChannel, data: dict[str, Any]) -> dict[str, Any]:
             errors[key] = FIXED[key]
         elif key not in EDITABLE:
             errors[key] = f"is not a field of a channel; the editable ones: {', '.join(EDITABLE)}"
-    if "name" in data:
-        name = data["name"].strip() if isinstance(data["name"], str) else ""
-        problem = name_problem(name)
-        if problem:
-            errors["name"] = problem
-        else:
-            values["name"] = name
-    if "target" in data:
-        target = data["target"].strip() if isinstance(data["target"], str) else ""
-        problem = target_problem(channel.kind, target)
-        if problem:
-            errors["target"] = problem
-        else:
-            values["target"] = target
+    _check_text(data, "name", name_problem, errors, values)
+    _check_text(data, "target", lambda target: target_problem(channel.kind, target), errors, values)
     if "secret" in data:
         secret = data["secret"].strip() if isinstance(data["secret"], str) else ""
         if channel.kind != "webhook":
@@ -168,6 +157,25 @@ def check_edit(channel: AlertChannel, data: dict[str, Any]) -> dict[str, Any]:
     if errors:
         raise ValidationFailed(errors)
     return values
+
+
+def _check_text(
+    data: dict[str, Any],
+    key: str,
+    problem_of: Callable[[str], str | None],
+    errors: dict[str, str],
+    values: dict[str, Any],
+) -> None:
+    """The text field `key` of an edit, if sent, stripped (a value that is not a string counts as
+    empty): its problem goes to `errors`, or the text to `values`."""
+    if key not in data:
+        return
+    text = data[key].strip() if isinstance(data[key], str) else ""
+    problem = problem_of(text)
+    if problem:
+        errors[key] = problem
+    else:
+        values[key] = text
 
 
 def _settings_problems(data: dict[str, Any], values: dict[str, Any]) -> dict[str, str]:
