@@ -157,3 +157,11 @@ def test_a_503_of_an_unsafe_call_stands_too(send):
     with pytest.raises(cronwell_client.CronwellError) as refused:
         send(server, lambda api: api.queues.delete(3))
     assert refused.value.status == 503 and len(server.sent) == 1
+
+
+def test_a_503_asking_for_longer_than_the_client_waits_is_raised_at_once_as_it_is(send):
+    server = Server(overloaded("120"), httpx.Response(200, json=JOB))
+    with pytest.raises(cronwell_client.CronwellError) as refused:
+        send(server, lambda api: api.jobs.get(7))
+    assert not isinstance(refused.value, cronwell_client.RateLimited)
+    assert refused.value.status == 503 and len(server.sent) == 1 and send.slept == []
