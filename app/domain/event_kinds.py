@@ -2,10 +2,15 @@
 
 Pure data: the events page shows it beside the list, `flask event list --kind` and the API's
 `kind` filter accept these names. A kind written by code but missing here still lists (with no
-explanation); `tests/unit/test_event_kinds.py` fails when one is missing.
+explanation); `tests/unit/test_event_kinds.py` fails when one is missing. Also the rule for the
+worker an event names (`worker_named`), which the writers store beside the payload.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+WORKER_ID_MAX = 200  # a worker id is at most this long (heartbeats.id, events.worker_id)
 
 EVENT_KINDS: dict[str, str] = {
     # The scheduler and the workers: what happened to scheduled work, and why.
@@ -79,3 +84,10 @@ EVENT_KINDS: dict[str, str] = {
 def explain_kind(kind: str) -> str:
     """The sentence for `kind`, or an empty string for a kind this list does not know."""
     return EVENT_KINDS.get(kind, "")
+
+
+def worker_named(payload: dict[str, Any] | None) -> str | None:
+    """The worker an event's payload names (its `worker_id`: lease recovery, cancels, a worker's
+    own events), or None."""
+    worker = (payload or {}).get("worker_id")
+    return str(worker)[:WORKER_ID_MAX] if worker else None

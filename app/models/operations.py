@@ -8,6 +8,7 @@ from sqlalchemy import CheckConstraint, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from app.clock import utcnow
+from app.domain.event_kinds import WORKER_ID_MAX
 from app.extensions import Model
 from app.models.types import JSONType, UTCDateTime
 
@@ -88,12 +89,23 @@ class Event(Model):
     actor: Mapped[str] = mapped_column(String(200), default="system")
     payload: Mapped[dict] = mapped_column(JSONType, default=dict)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, index=True)
+    # The worker the event names (`worker_named(payload)`, which keeps it too), copied out by the
+    # writers so that the events list's worker filter reads an index instead of every payload.
+    worker_id: Mapped[str | None] = mapped_column(String(WORKER_ID_MAX))
 
-    # The events list walks these backwards from its cursor (newest first, by kind, job or both).
+    # The events list walks these backwards from its cursor (newest first, by kind, job, worker or
+    # kind and job). Few events name a worker: its index holds only those.
     __table_args__ = (
         Index("ix_events_type_id", "type", "id"),
         Index("ix_events_job_id_id", "job_id", "id"),
         Index("ix_events_job_id_type_id", "job_id", "type", "id"),
+        Index(
+            "ix_events_worker_id_id",
+            "worker_id",
+            "id",
+            postgresql_where=text("worker_id IS NOT NULL"),
+            sqlite_where=text("worker_id IS NOT NULL"),
+        ),
     )
 
 

@@ -10,6 +10,7 @@ from datetime import datetime
 
 from sqlalchemy import select
 
+from app.domain.event_kinds import worker_named
 from app.extensions import db
 from app.models import Event
 from app.sql.events import insert_event  # noqa: F401 - engine code's writer, named here with the rest
@@ -42,7 +43,15 @@ def record_event(
     **payload,
 ) -> Event:
     """Add an Event to the session (committed with the caller's transaction) and log it."""
-    event = Event(type=type_, actor=actor, job_id=job_id, execution_id=execution_id, payload=payload, created_at=now)
+    event = Event(
+        type=type_,
+        actor=actor,
+        job_id=job_id,
+        execution_id=execution_id,
+        worker_id=worker_named(payload),
+        payload=payload,
+        created_at=now,
+    )
     (session or db.session).add(event)
     if _rehearsing.get():
         return event

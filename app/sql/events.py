@@ -8,14 +8,15 @@ import logging
 from datetime import datetime
 from typing import Any
 
+from app.domain.event_kinds import worker_named
 from app.sql.transport import DBConnection, Statement, execute
 
 log = logging.getLogger("cronwell.events")
 
 INSERT_EVENT = Statement(
     """
-    INSERT INTO events (type, actor, job_id, execution_id, payload, created_at)
-    VALUES (:type, :actor, :job_id, :execution_id, :payload, :created_at)
+    INSERT INTO events (type, actor, job_id, execution_id, worker_id, payload, created_at)
+    VALUES (:type, :actor, :job_id, :execution_id, :worker_id, :payload, :created_at)
     """,
     datetimes=("created_at",),
     documents=("payload",),
@@ -35,7 +36,8 @@ def insert_event(
     """Record an event through a Core or bare connection (committed with the caller's
     transaction) and log it."""
     params = {"type": type_, "actor": actor, "job_id": job_id, "execution_id": execution_id}
-    execute(conn, INSERT_EVENT, {**params, "payload": payload, "created_at": now})
+    row = {**params, "worker_id": worker_named(payload), "payload": payload, "created_at": now}
+    execute(conn, INSERT_EVENT, row)
     # Payload keys go under one field: they could clash with LogRecord attributes ("name"...).
     log.info(
         type_,

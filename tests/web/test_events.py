@@ -11,10 +11,12 @@ import pytest
 from sqlalchemy import insert
 
 from app.clock import utcnow
+from app.database import write_transaction
 from app.extensions import db
 from app.models import Event
 from app.services.caller import Caller
 from app.services.engine.scheduler import Scheduler
+from app.services.events import insert_event, record_event
 from app.services.use_cases import tenancy
 from tests.factories import make_due_job, make_execution, make_heartbeat, make_job, make_user
 from tests.helpers.api import PASSWORD, ApiClient
@@ -180,6 +182,7 @@ def test_filters_and_cursor_paging_over_ten_thousand_events(app, cli):
             "job_id": job.id if n % 10 else other.id,
             "execution_id": n + 1,
             "actor": "system",
+            "worker_id": f"w-{n % 3}",  # what the writers copy out of the payload
             "payload": {"worker_id": f"w-{n % 3}"},
             "created_at": start + timedelta(seconds=n),
         }
@@ -224,6 +227,42 @@ def test_filters_and_cursor_paging_over_ten_thousand_events(app, cli):
     listed = ok_json(cli("event", "list", "--job", job.id, "--before", cursor, "--limit", "10", "--json"))
     assert len(listed) == 10 and all(item["id"] < cursor for item in listed)
     assert json.dumps(listed)  # JSON all through
+
+
+def test_the_writers_store_the_worker_an_event_names_and_the_filters_find_it(app, cli):
+    """Both writers (engine code's `insert_event`, the ORM's `record_event`) copy the payload's
+    worker_id into the column the worker filter reads; retention removes those events like any."""
+    job = make_job("cancelled", retention_days=30)
+    old = utcnow() - timedelta(days=100)  # past the job's retention_days and EVENT_RETENTION_DAYS (90)
+    with write_transaction(db.engine) as conn:
+        insert_event(conn, "worker_lost", now=old, worker_id="w-engine", runs_in_flight=1)
+        insert_event(conn, "worker_lost", now=old, worker_id=None)  # a worker not known names none
+    record_event(
+        "execution_cancel_requested", now=old, actor="op", job_id=job.id, execution_id=1, worker_id="w-orm", reason="x"
+    )
+    record_event("job_created", now=old, actor="op", name="plain")
+    db.session.commit()
+    stored = {(e.type, e.worker_id) for e in db.session.query(Event)}
+    assert stored == {
+        ("worker_lost", "w-engine"),
+        ("worker_lost", None),
+        ("execution_cancel_requested", "w-orm"),
+        ("job_created", None),
+    }
+    engine_side = ok_json(cli("event", "list", "--worker", "w-engine", "--json"))
+    assert [(e["kind"], e["worker_id"]) for e in engine_side] == [("worker_lost", "w-engine")]
+    make_user("op", PASSWORD, role="operator")
+    api = ApiClient(app)
+    api.login("op")
+    orm_side = api.get("/api/v1/events?worker=w-orm").get_json()["items"]
+    assert [(e["kind"], e["payload"]["worker_id"]) for e in orm_side] == [("execution_cancel_requested", "w-orm")]
+    page = listed(signed_in_client(app, role="operator").get("/events/?worker=w-orm").get_data(as_text=True))
+    assert "<code>execution_cancel_requested</code>" in page and "<code>worker_lost</code>" not in page
+
+    assert ok_json(cli("prune-history", "--json"))["events_deleted"] == 4
+    db.session.rollback()
+    assert ok_json(cli("event", "list", "--worker", "w-engine", "--json")) == []
+    assert api.get("/api/v1/events?worker=w-orm").get_json()["items"] == []
 
 
 def test_history_retention_prunes_events_and_says_how_many(app, cli):

@@ -5,8 +5,9 @@ id of the last event shown: stable while new events arrive, and cheap at any dep
 offset). A caller narrowed to an organization sees the events of its jobs only; events that
 belong to no job (retention passes, users, organizations) are the site's. Kind and job are
 indexed paths: `(type, id)`, `(job_id, id)` and `(job_id, type, id)` walk backwards from the
-cursor. The worker filter reads the payload: alone, a worker named by few events scans far back
-(about 200 ms at a million events on PostgreSQL); with a kind or a job it stays fast.
+cursor, and so does `(worker_id, id)`, which holds only the events that name a worker (the writers
+copy `worker_id` out of the payload). A time range reads `created_at`; `until` alone, far back,
+walks back from the newest event (docs/performance.md, "The events viewer at 1M events").
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 from sqlalchemy import select
 
 from app.clock import iso_z
-from app.domain.event_kinds import explain_kind
+from app.domain.event_kinds import WORKER_ID_MAX, explain_kind, worker_named
 from app.extensions import db
 from app.models import Event, Job
 from app.services import scoping
@@ -26,7 +27,7 @@ from app.services.caller import Caller
 
 PAGE_DEFAULT = 50
 PAGE_MAX = 500
-WORKER_MAX = 200  # a worker id is at most this long (heartbeats.id)
+WORKER_MAX = WORKER_ID_MAX
 
 
 @dataclass(frozen=True)
@@ -34,7 +35,7 @@ class EventFilters:
     kind: str | None = None
     job_id: int | None = None
     queue_id: int | None = None
-    worker: str | None = None  # the worker the event names (payload worker_id)
+    worker: str | None = None  # the worker the event names (events.worker_id)
     since: datetime | None = None
     until: datetime | None = None  # exclusive
 
@@ -55,7 +56,7 @@ def events_query(filters: EventFilters, caller: Caller | None = None):
     if filters.queue_id is not None:
         query = query.where(Event.job_id.in_(select(Job.id).where(Job.queue_id == filters.queue_id)))
     if filters.worker:
-        query = query.where(Event.payload["worker_id"].as_string() == filters.worker)
+        query = query.where(Event.worker_id == filters.worker)
     if filters.since is not None:
         query = query.where(Event.created_at >= filters.since)
     if filters.until is not None:
@@ -85,9 +86,8 @@ def get_event(event_id: int, caller: Caller | None = None) -> Event | None:
 
 
 def worker_of(event: Event) -> str | None:
-    """The worker an event names, if any (lease recovery, cancels, retries)."""
-    worker = (event.payload or {}).get("worker_id")
-    return str(worker) if worker else None
+    """The worker an event names, if any (lease recovery, cancels, a worker's own events)."""
+    return worker_named(event.payload)
 
 
 def event_to_dict(event: Event) -> dict[str, Any]:
