@@ -1,6 +1,6 @@
 """`python -m bench [NAME ...] [options]`: run benchmarks, print a table, write JSON.
 
-Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, sorts, api, burst,
+Names: throughput, executor, fire, tick, dashboard, memory, degradation, queues, console, sorts, events, api, burst,
 retention, startup, idle, workflows (default: all, in that order). Results go to bench/results/<UTC timestamp>.json (gitignored).
 `--smoke` runs them at the smallest sizes, seconds each (tests/bench runs every one so in the suite).
 `python -m bench peers [--help]` runs the side-by-side comparison with the peers (bench/peers/).
@@ -32,6 +32,7 @@ BENCHMARKS = {
     "queues": "bench.queues",
     "console": "bench.console",
     "sorts": "bench.execution_sorts",
+    "events": "bench.events",
     "api": "bench.api",
     "burst": "bench.burst",
     "retention": "bench.retention",
@@ -126,7 +127,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--triggers", type=int, default=None, help="manual triggers timed (default 100)")
     parser.add_argument("--tick-sizes", default=None, help="comma-separated job counts (default 1000,10000,100000)")
     parser.add_argument(
-        "--rows", type=int, default=None, help="execution rows for the dashboard and queue statistics (default 1000000)"
+        "--rows",
+        type=int,
+        default=None,
+        help="execution rows for the dashboard and queue statistics, event rows for the events viewer (default 1000000)",
     )
     parser.add_argument(
         "--hold-seconds",
