@@ -47,11 +47,11 @@ def main() -> None:
 
     from app import create_app
     from app.executor import ForkServer
-    from app.services.engine import worker
+    from app.services.engine import run_book
     from app.services.engine.worker import Worker
 
     if args.ahead_wait is not None:
-        worker.AHEAD_WAIT_SECONDS = args.ahead_wait
+        run_book.AHEAD_WAIT_SECONDS = args.ahead_wait
 
     app = create_app()
     with app.app_context():

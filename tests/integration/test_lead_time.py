@@ -285,8 +285,8 @@ def test_an_idle_worker_wakes_at_once_for_a_row_that_fell_due_while_its_turn_ran
     tick(app)
     worker = Worker(app, worker_id="w1", slots=1, clock=lambda: SOON + timedelta(milliseconds=5), poll_seconds=1)
     try:
-        assert worker._until_claimable(since=SOON - timedelta(milliseconds=1)) == 0.0  # due now: no wait
-        assert worker._until_claimable(since=NOW) == 0.0
-        assert worker._until_claimable(since=SOON) == 1  # claimed at its time already: the poll interval
+        assert worker.waits.until_claimable(since=SOON - timedelta(milliseconds=1)) == 0.0  # due now: no wait
+        assert worker.waits.until_claimable(since=NOW) == 0.0
+        assert worker.waits.until_claimable(since=SOON) == 1  # claimed at its time already: the poll interval
     finally:
-        worker._drop_connection()
+        worker.connection.drop()

@@ -135,7 +135,7 @@ def test_a_run_claimed_again_while_its_first_copy_runs_is_given_back(app):
         status, attempts, claimed_by, lease = row(execution_id)
         assert (status, attempts, claimed_by) == ("running", 1, "w-failover")
         assert lease < utcnow()  # given back: recovery may take it at once
-        assert execution_id in worker._disowned and len(worker.executor.running()) == 1  # no second copy
+        assert execution_id in worker.book.disowned and len(worker.executor.running()) == 1  # no second copy
         wait_for(
             lambda: worker.run_once(wait=0.05) is not None and execution_id not in worker.running,
             within=15,

@@ -32,7 +32,7 @@ def test_turns_run_on_the_committer_thread_and_survive_a_failed_turn(app, monkey
     def record_and_claim(conn, *args, **kwargs):
         calls.append(threading.current_thread().name)
         if calls[-1] == "MainThread":  # the turn runs inline: nothing forks until it returns
-            waiting_on_main.append(len(worker._ready))
+            waiting_on_main.append(len(worker.book.ready))
         if calls.count("worker-committer") == 3 and calls[-1] == "worker-committer":
             # A failed turn on the thread: the connection is dropped and its results kept; the
             # next turn reconnects there and records them.
@@ -60,7 +60,7 @@ def test_turns_run_on_the_committer_thread_and_survive_a_failed_turn(app, monkey
         assert "worker-committer" in calls[failed_at + 1 :], calls
         # A turn runs on the main thread only when no claimed-ahead run waits to be forked. How
         # many turns that is depends on how fast PostgreSQL commits against how fast the main
-        # thread forks (a loaded machine drains `_ready` during every turn), so it is not counted.
+        # thread forks (a loaded machine drains `ready` during every turn), so it is not counted.
         assert waiting_on_main == [0] * len(waiting_on_main), list(zip(calls, waiting_on_main))
     else:
         assert set(calls) == {"MainThread"}

@@ -275,6 +275,6 @@ def test_worker_killed_while_runs_wait_in_its_zygote_leaves_a_truthful_history(p
     witness = load(tmp_path, n, config={"seconds": 0.02})
     killed_ids = kill_victims(pg_url, tmp_path, witness, rng, kills=3, more=(20, 50), name="queued-victim", seed=seed)
     abandoned, never_ran = recover_drain_and_check(pg_app, witness, killed_ids, n, f"queued, seed {seed}")
-    # Each kill strands the slots' running tasks and the runs waiting in the zygote and `_ready`.
+    # Each kill strands the slots' running tasks and the runs waiting in the zygote and `ready`.
     assert never_ran > 0, f"seed {seed}"
     print(f"{abandoned} attempts abandoned by 3 kills, {never_ran} of them never forked (seed {seed})")

@@ -36,7 +36,7 @@ def status_of(execution_id: int) -> str:
 
 
 def waiting_in_ready(worker: Worker) -> set[int]:
-    return {ready.item.id for ready in worker._ready}
+    return {ready.item.id for ready in worker.book.ready}
 
 
 def test_runs_queued_in_the_zygote_are_cancelled_and_stopped_without_a_process(app):
@@ -44,11 +44,11 @@ def test_runs_queued_in_the_zygote_are_cancelled_and_stopped_without_a_process(a
     sleeper = trigger("sleeper", "sleep_for_seconds", {"seconds": 60})
     cancelled, stopped, last = (trigger(f"short-{i}", "always_succeed", {}) for i in range(3))
     worker = Worker(app, worker_id="queuer", slots=1)
-    worker._task_seconds = 0.01  # tasks known to be short: the turn claims ahead
+    worker.book.task_seconds = 0.01  # tasks known to be short: the turn claims ahead
     worker.start()
     try:
         # One turn claims all four: the sleeper is forked into the only slot, the next is handed
-        # to the zygote's queue (one per slot), the rest wait in `_ready`.
+        # to the zygote's queue (one per slot), the rest wait in `ready`.
         wait_for(
             lambda: worker.run_once(wait=0.0) is not None and worker.executor.pid_of(sleeper),
             within=30,
@@ -65,7 +65,7 @@ def test_runs_queued_in_the_zygote_are_cancelled_and_stopped_without_a_process(a
             what="the queued run to be cancelled",
         )
         [attempt] = attempts_of(cancelled)
-        assert attempt.status == "cancelled" and not attempt.pid  # 0, as for a run cancelled in `_ready`
+        assert attempt.status == "cancelled" and not attempt.pid  # 0, as for a run cancelled in `ready`
         assert attempt.error == "cancelled before its task process started"
         # The freed queue place went to the next run: now it waits in the zygote.
         assert waiting_in_ready(worker) == {last}
