@@ -12,10 +12,15 @@ test_database_outages.py provokes with a real restart).
 - `worker run --once` whose database keeps failing (unreachable, or no schema yet) backs off as
   a long-running worker does, then gives up with one error line and exit 1, instead of
   retrying for ever under the script that started it.
+- A bug in the loop (an AttributeError, not the database) is not retried as database trouble:
+  the worker stops at once with its traceback, and the worker process exits non-zero.
 """
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 from types import SimpleNamespace
 
@@ -30,6 +35,7 @@ from app.services.engine.worker import Worker
 from app.services.use_cases import jobs
 from app.sql import turn
 from tests.factories import make_job
+from tests.helpers.processes import PROJECT_ROOT
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -156,5 +162,44 @@ def test_a_bug_in_the_loop_stops_the_worker_with_its_traceback_instead_of_retryi
     assert "worker_gave_up" not in {getattr(record, "event", None) for record in caplog.records}
     crashed = [record for record in caplog.records if getattr(record, "event", None) == "worker_crashed"]
     assert len(crashed) == 1 and crashed[0].exc_info is not None
+    row, attempts = settled(execution.id)
+    assert (row.status, attempts) == ("pending", [])  # untouched, claimable by the next worker
+
+
+# The worker process (`python -m app.worker_process`, what `flask worker run` becomes) with the same
+# bug planted in its turn before it starts.
+_BUGGY_WORKER_PROCESS = """
+import sys
+from app.sql import turn
+
+def broken(conn, finished, **kwargs):
+    raise AttributeError("'ForkServer' object has no attribute 'submit_within'")
+
+turn.record_and_claim = broken
+from app.worker_process import main
+sys.exit(main(["--once", "--workers", "1", "--worker-id", "buggy-process"]))
+"""
+
+
+def test_a_bug_in_the_loop_ends_the_worker_process_at_once_with_exit_1_and_its_traceback(app, app_env):
+    job = make_job(now=utcnow(), every="1d", name="bug-in-process")
+    execution = jobs.trigger_job(job.id, now=utcnow(), actor="test")
+    started = time.monotonic()
+
+    result = subprocess.run(
+        [sys.executable, "-c", _BUGGY_WORKER_PROCESS],
+        env={**os.environ, **app_env, "LOG_LEVEL": "INFO"},
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=50,
+    )
+
+    assert result.returncode == 1, result.stderr[-3000:]
+    assert time.monotonic() - started < 30  # no minute of back-off (1 + 2 + 4 + 8 + 16 + 30 s)
+    assert "worker stopped by an unexpected error" in result.stderr
+    assert "Traceback (most recent call last)" in result.stderr and "submit_within" in result.stderr
+    assert "worker loop failed; retrying" not in result.stderr
+    assert "the database kept failing" not in result.stderr
     row, attempts = settled(execution.id)
     assert (row.status, attempts) == ("pending", [])  # untouched, claimable by the next worker
