@@ -147,23 +147,46 @@ def _snapshot_migrated_rows(url: str) -> None:
         _migrated_rows[url] = snapshot
 
 
+_TRUNCATE_FROM_BYTES = 1 << 20
+_TABLE_SIZES = (
+    "SELECT c.relname, pg_total_relation_size(c.oid) FROM pg_class c"
+    " JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p')"
+)
+
+
 def truncate_all(url: str) -> None:
-    with psycopg.connect(url, autocommit=True) as conn:
-        tables = ", ".join(f'"{table}"' for table in _tables(conn))
-        conn.execute(f"TRUNCATE {tables} RESTART IDENTITY CASCADE")
-        with conn.transaction():
-            # Foreign keys are not checked while the rows come back (they were consistent when read).
-            conn.execute("SET LOCAL session_replication_role = replica")
-            for table, columns, rows in _migrated_rows.get(url, []):
-                names = ", ".join(f'"{column}"' for column in columns)
-                marks = ", ".join(["%s"] * len(columns))
-                with conn.cursor() as cursor:
-                    cursor.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', rows)
-                if "id" in columns:
-                    conn.execute(
-                        f"SELECT setval(pg_get_serial_sequence('\"{table}\"', 'id'), max(id)) FROM \"{table}\""
-                        f" WHERE pg_get_serial_sequence('\"{table}\"', 'id') IS NOT NULL"
-                    )
+    """Back to the migrated rows: every table emptied, every id sequence restarted, the rows the
+    migrations made put back, in one transaction. DELETE where a table is small: TRUNCATE gives
+    each table new files and writes them out, about a second for the whole schema, which every
+    test on PostgreSQL would pay, while the tables a test fills are mostly a few rows. A table a
+    test filled past `_TRUNCATE_FROM_BYTES` is truncated (deleting it would be slower and leave
+    its dead rows to the next tests' scans)."""
+    with psycopg.connect(url) as conn:
+        # Foreign keys and the reference triggers do not fire while the rows go and come back (the
+        # rows were consistent when read).
+        conn.execute("SET LOCAL session_replication_role = replica")
+        sizes = dict(conn.execute(_TABLE_SIZES).fetchall())
+        tables = _tables(conn)
+        large = [table for table in tables if sizes.get(table, 0) >= _TRUNCATE_FROM_BYTES]
+        if large:
+            conn.execute("TRUNCATE " + ", ".join(f'"{table}"' for table in large) + " CASCADE")
+        for table in tables:
+            if table not in large:
+                conn.execute(f'DELETE FROM "{table}"')
+        conn.execute(
+            "SELECT setval(s.oid::regclass, 1, false) FROM pg_class s"
+            " JOIN pg_namespace n ON n.oid = s.relnamespace WHERE s.relkind = 'S' AND n.nspname = 'public'"
+        )
+        for table, columns, rows in _migrated_rows.get(url, []):
+            names = ", ".join(f'"{column}"' for column in columns)
+            marks = ", ".join(["%s"] * len(columns))
+            with conn.cursor() as cursor:
+                cursor.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', rows)
+            if "id" in columns:
+                conn.execute(
+                    f"SELECT setval(pg_get_serial_sequence('\"{table}\"', 'id'), max(id)) FROM \"{table}\""
+                    f" WHERE pg_get_serial_sequence('\"{table}\"', 'id') IS NOT NULL"
+                )
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

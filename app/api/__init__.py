@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import http
 import importlib
+import threading
 from typing import Any
 
 from flask import Blueprint, Flask, render_template
@@ -19,7 +20,7 @@ from flask_smorest import Api
 from flask_smorest.utils import prepare_response
 
 from app.api.errors import PROBLEM_TYPE, TITLES, register_problem_handlers
-from app.api.openapi import MAX_URL_BYTES, CronwellDocPlugin, name_tags_for_resources, refuse_long_url
+from app.api.openapi import MAX_URL_BYTES, CronwellDocPlugin, refuse_long_url, tag_name
 from app.api.schemas import ProblemSchema
 
 API_PREFIX = "/api/v1"
@@ -90,14 +91,51 @@ def problem_example(status: int) -> dict:
 
 
 class CronwellApi(Api):
-    """flask-smorest's Api whose error responses are problem documents and whose error handler is ours."""
+    """flask-smorest's Api whose error responses are problem documents, whose error handler is
+    ours, and whose document is written when it is first read.
+
+    Writing each operation into the document (its schemas resolved, its examples copied) was about
+    three quarters of making an app: every gunicorn worker, and every test, paid it at start-up,
+    and kept the document in memory, though few ever serve `openapi.json` or `flask openapi`. A
+    blueprint's routes are registered at once, as ever; its operations wait in `_unwritten` until
+    something reads `spec`, and then go in in the order they were registered, so the document is
+    the same as one written eagerly."""
 
     ERROR_SCHEMA = ProblemSchema
+    _spec: Any = None
+    _writing = threading.Lock()
+
+    @property
+    def spec(self) -> Any:
+        unwritten = self.__dict__.setdefault("_unwritten", [])
+        if unwritten or self.__dict__.get("_responses_unwritten"):
+            with self._writing:
+                if self.__dict__.pop("_responses_unwritten", False):
+                    self._write_responses()
+                while unwritten:
+                    blp, name, parameters = unwritten.pop(0)
+                    blp.register_views_in_doc(self, self._app, self._spec, name=name, parameters=parameters)
+                    self._spec.tag({"name": tag_name(name), "description": blp.description})
+        return self._spec
+
+    @spec.setter
+    def spec(self, value: Any) -> None:
+        self._spec = value
+
+    def register_blueprint(self, blp, *, parameters=None, **options):
+        """flask-smorest's registration, with the blueprint's operations left for the document's first read."""
+        name = options.get("name", blp.name)
+        self._app.extensions["flask-smorest"]["blp_name_to_api"][name] = self
+        self._app.register_blueprint(blp, **options)
+        self.__dict__.setdefault("_unwritten", []).append((blp, name, parameters))
 
     def _register_error_handlers(self):
         """The app-wide problem handler is registered by `register_api` instead."""
 
     def _register_responses(self):
+        self._responses_unwritten = True
+
+    def _write_responses(self) -> None:
         for status in http.HTTPStatus:
             response: dict[str, Any] = {"description": ERROR_DESCRIPTIONS.get(status, status.phrase)}
             if not (100 <= status < 200) and status not in (204, 304):
@@ -155,7 +193,6 @@ def register_api(app: Flask) -> None:
         api.register_blueprint(module.blp)
         # Per app and per blueprint (not app-wide): the web UI's URLs are not the API's to refuse.
         app.before_request_funcs.setdefault(module.blp.name, []).insert(0, refuse_long_url)
-    name_tags_for_resources(api.spec)
     csrf.exempt(docs)
     app.register_blueprint(docs)
     register_problem_handlers(app)

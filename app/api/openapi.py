@@ -161,12 +161,6 @@ def tag_name(blueprint_name: str) -> str:
     return blueprint_name.removeprefix("api_").replace("_", " ")
 
 
-def name_tags_for_resources(spec) -> None:
-    """Rename the tags flask-smorest names after the blueprints to the resources they serve."""
-    for tag in spec._tags:  # apispec keeps the registered tags in this list
-        tag["name"] = tag_name(tag["name"])
-
-
 class CronwellDocPlugin(BasePlugin):
     """apispec plugin: operationId, the shared 414 and 429 responses, the links of each operation,
     and tags named for resources (`jobs`, not the blueprint's `api_jobs`)."""

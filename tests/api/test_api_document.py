@@ -310,3 +310,15 @@ def test_the_request_examples_work_as_written(app, api):
     invitation = send("POST", "/api/v1/users/invitations", {"role": "operator"}, 201)
     send("POST", "/api/v1/auth/register", {**ex.REGISTER, "invitation": invitation["invitation"]}, 201)
     send("POST", "/api/v1/auth/password", ex.PASSWORD_CHANGE, 204)
+
+
+def test_the_document_is_written_when_first_read_and_reads_the_same_after(app):
+    """Making an app registers the API's routes but leaves the document unwritten (most of an
+    app's making, and most processes never serve it); the first read writes every operation."""
+    api = next(iter(app.extensions["flask-smorest"]["blp_name_to_api"].values()))
+    assert api._spec.to_dict()["paths"] == {}
+    assert "/api/v1/jobs" in {rule.rule for rule in app.url_map.iter_rules()}
+    first = app.test_client().get("/api/v1/openapi.json").get_json()
+    assert "/api/v1/jobs" in first["paths"] and "TOO_MANY_REQUESTS" in first["components"]["responses"]
+    assert {tag["name"] for tag in first["tags"]} >= {"jobs", "job files"}
+    assert app.test_client().get("/api/v1/openapi.json").get_json() == first
