@@ -20,6 +20,8 @@ from pathlib import Path
 import psycopg
 import pytest
 from filelock import FileLock
+from flask import Flask
+from jinja2.bccache import Bucket, BytecodeCache
 from psycopg.types.json import Json
 from sqlalchemy import text
 
@@ -28,6 +30,27 @@ from tests.helpers.databases import IN_CI, PG_ADMIN_URL, app_env_for, migrate, p
 from tests.helpers.processes import FlaskProcesses
 
 _pg_tests_passed = 0
+
+
+class _CompiledTemplates(BytecodeCache):
+    """Jinja's compiled templates kept for the whole test process: every test makes its own app,
+    and each app's Jinja environment would otherwise parse and compile every template it renders
+    again (a fifth of a page test's time). Keyed by template and source checksum, as Jinja's own
+    file cache is, so an edited template compiles afresh."""
+
+    def __init__(self) -> None:
+        self._code: dict[str, bytes] = {}
+
+    def load_bytecode(self, bucket: Bucket) -> None:
+        code = self._code.get(bucket.key)
+        if code is not None:
+            bucket.bytecode_from_string(code)
+
+    def dump_bytecode(self, bucket: Bucket) -> None:
+        self._code[bucket.key] = bucket.bytecode_to_string()
+
+
+Flask.jinja_options = {**Flask.jinja_options, "bytecode_cache": _CompiledTemplates()}
 # Names this run's shared template database. The controller picks it when it loads this file, before
 # xdist starts the workers, and they inherit it through the environment.
 _RUN_ID = os.environ.setdefault("CRONWELL_TEST_RUN_ID", uuid.uuid4().hex[:12])
