@@ -109,7 +109,7 @@ _NO_CLAIMED = claimed_null_list(
 #   cancelled   candidates whose job was disabled after the row was queued
 # All parts see the database as it was when the statement began: a run recorded here does not
 # yet free its job for `candidates`, so the worker claims again at once when it had results and
-# slots to spare (see Worker._settle_and_claim).
+# slots to spare (see Turns.settle_and_claim in app/services/engine/turns.py).
 TURN_SQL = f"""
 WITH result AS (
     SELECT * FROM unnest(CAST(:ids AS bigint[]), CAST(:numbers AS integer[]), CAST(:statuses AS text[]),

@@ -1,5 +1,5 @@
 """The worker's committer: one thread that runs a turn's database work while the worker's main
-thread keeps its slots fed from the runs already claimed (app/services/engine/worker.py).
+thread keeps its slots fed from the runs already claimed (app/services/engine/turns.py).
 
 A turn waits for its commit (a WAL flush on PostgreSQL) whatever its size. psycopg releases the
 GIL while it waits, so running the turn here lets the main thread go on forking runs whose claim
