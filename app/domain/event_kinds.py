@@ -18,6 +18,8 @@ EVENT_KINDS: dict[str, str] = {
     "misfire_skipped": "Occurrences more than the misfire grace late were recorded as missed (misfire policy skip); the event counts those without a row of their own.",
     "overlap_skipped": "An occurrence was recorded as missed because an earlier run of the job was still active (overlap policy skip).",
     "worker_lost": "A worker stopped heartbeating without saying it stopped (killed, hung, cut off); lease recovery settles the runs it held.",
+    "worker_reloaded": "A worker re-imported its task modules and restarted its fork server (flask worker reload, SIGHUP or the workers page) after its running tasks finished; the event lists the tasks added, removed and changed.",
+    "worker_reload_failed": "A worker's reload could not import the task modules or start a fork server: it goes on with the code it had, and the event gives the error.",
     "lease_recovered": "A worker stopped renewing the lease of a run it held (killed, hung, cut off): the run was settled, retried or dead-lettered.",
     "retry_scheduled": "A try failed or timed out and the run waits for its backoff before the next attempt.",
     "dead_lettered": "A run used up its attempts: a dead letter (and an alert, per the job's alert mode) flags it.",
