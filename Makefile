@@ -58,8 +58,10 @@ lock: install-dev
 # they run alone rather than beside another worker's processes.
 SERIAL_TESTS := tests/bench tests/e2e
 
+# The parallel pass ends with its 20 slowest tests (set-up and teardown counted apart), so a run
+# that got slower says where.
 test: install-dev
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(foreach path,$(SERIAL_TESTS),--ignore=$(path)) --cov --cov-report= $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadgroup $(foreach path,$(SERIAL_TESTS),--ignore=$(path)) --cov --cov-report= --durations=20 $(PYTEST_ARGS)
 	$(BIN)/python -m pytest $(SERIAL_TESTS) --cov --cov-append --cov-report=term:skip-covered --cov-fail-under=$(FLOOR) $(PYTEST_ARGS) || [ $$? -eq 5 ]
 
 test-fast: install-dev
