@@ -237,3 +237,55 @@ def test_a_worker_reloaded_under_load_loses_no_attempt_and_runs_none_twice(proce
     requested = db.session.scalars(select(Event).where(Event.type == "worker_reload_requested")).all()
     assert [e.payload["worker_id"] for e in requested] == ["reloader"]
     assert worker.popen.poll() is None
+
+
+def test_a_reload_whose_code_fails_to_import_keeps_the_code_that_ran(processes, tmp_path):
+    """A deploy that breaks the module (here a syntax error): the reload fails, says so in the log
+    and the event log with the module and the error, and the worker goes on running the code it
+    had; the next good deploy reloads as usual."""
+    module_dir, witness = tmp_path / "deploy", tmp_path / "witness.log"
+    versions = {"v1": _deploy(module_dir, "v1")}
+    sys.path.insert(0, str(module_dir))
+    try:
+        load_catalog(RELOADABLE_MODULE)
+    finally:
+        sys.path.remove(str(module_dir))
+    worker = processes.start_worker(
+        "--workers",
+        "2",
+        "--worker-id",
+        "broken-deploy",
+        env={
+            "CRONWELL_TASK_MODULES": RELOADABLE_MODULE,
+            "PYTHONPATH": on_path(module_dir),
+            RELOADABLE_WITNESS: str(witness),
+            "LOG_FORMAT": "json",
+            "LOG_LEVEL": "INFO",
+        },
+    )
+    wait_for(lambda: advertised("broken-deploy"), within=60, what=lambda: worker.describe())
+    write_module(module_dir, RELOADABLE_MODULE, reloadable_source("v1") + "\ndef broken(:\n")
+    worker.signal(signal.SIGHUP)
+
+    def failures() -> list[Event]:
+        db.session.rollback()
+        return list(db.session.scalars(select(Event).where(Event.type == "worker_reload_failed")))
+
+    wait_for(lambda: failures(), within=60, what=lambda: f"the reload to fail\n{worker.describe()}")
+    [failed] = failures()
+    assert failed.payload["worker_id"] == "broken-deploy" and failed.payload["how"] == "SIGHUP"
+    assert RELOADABLE_MODULE in failed.payload["error"] and "SyntaxError" in failed.payload["error"]
+    assert "worker_reload_failed" in [line.get("event") for line in events(worker.output())]
+    assert advertised("broken-deploy")["reloadable_witness"] == versions["v1"]
+    ids = submit("reloadable_witness", 10)
+    wait_for(lambda: statuses(ids).get("succeeded", 0) == 10, within=60, what=lambda: f"{statuses(ids)}")
+    assert {code for _, _, code in _witnessed(witness)} == {"v1"}
+
+    versions["v22"] = _deploy(module_dir, "v22")
+    worker.signal(signal.SIGHUP)
+    wait_for(
+        lambda: (advertised("broken-deploy") or {}).get("reloadable_witness") == versions["v22"],
+        within=60,
+        what=lambda: f"the good deploy to be advertised\n{worker.describe()}",
+    )
+    assert worker.popen.poll() is None
