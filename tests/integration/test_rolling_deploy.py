@@ -151,21 +151,19 @@ def _deploy(module_dir: Path, code: str) -> str:
     return "sha256:" + hashlib.sha256(path.read_bytes()).hexdigest()[:12]
 
 
-def test_a_worker_reloaded_under_load_loses_no_attempt_and_runs_none_twice(processes, tmp_path):
-    module_dir, witness = tmp_path / "deploy", tmp_path / "witness.log"
-    # Codes of different lengths: Python's bytecode cache tells a changed file by mtime and size,
-    # and two versions written within one second with the same size would look the same to it.
-    versions = {code: _deploy(module_dir, code) for code in ("v1",)}
+def _reloadable_worker(processes: FlaskProcesses, module_dir: Path, witness: Path, worker_id: str, *, slots: int):
+    """A worker process running the reloadable module from `module_dir` (the test process knows
+    its task too, to submit runs of it), logging JSON."""
     sys.path.insert(0, str(module_dir))
     try:
         load_catalog(RELOADABLE_MODULE)
     finally:
         sys.path.remove(str(module_dir))
-    worker = processes.start_worker(
+    return processes.start_worker(
         "--workers",
-        "4",
+        str(slots),
         "--worker-id",
-        "reloader",
+        worker_id,
         env={
             "CRONWELL_TASK_MODULES": RELOADABLE_MODULE,
             "PYTHONPATH": on_path(module_dir),
@@ -174,6 +172,14 @@ def test_a_worker_reloaded_under_load_loses_no_attempt_and_runs_none_twice(proce
             "LOG_LEVEL": "INFO",
         },
     )
+
+
+def test_a_worker_reloaded_under_load_loses_no_attempt_and_runs_none_twice(processes, tmp_path):
+    module_dir, witness = tmp_path / "deploy", tmp_path / "witness.log"
+    # Codes of different lengths: Python's bytecode cache tells a changed file by mtime and size,
+    # and two versions written within one second with the same size would look the same to it.
+    versions = {code: _deploy(module_dir, code) for code in ("v1",)}
+    worker = _reloadable_worker(processes, module_dir, witness, "reloader", slots=4)
     wait_for(lambda: advertised("reloader"), within=60, what=lambda: worker.describe())
     assert advertised("reloader")["reloadable_witness"] == versions["v1"]
     ids = submit("reloadable_witness", STREAMED)
@@ -245,24 +251,7 @@ def test_a_reload_whose_code_fails_to_import_keeps_the_code_that_ran(processes, 
     had; the next good deploy reloads as usual."""
     module_dir, witness = tmp_path / "deploy", tmp_path / "witness.log"
     versions = {"v1": _deploy(module_dir, "v1")}
-    sys.path.insert(0, str(module_dir))
-    try:
-        load_catalog(RELOADABLE_MODULE)
-    finally:
-        sys.path.remove(str(module_dir))
-    worker = processes.start_worker(
-        "--workers",
-        "2",
-        "--worker-id",
-        "broken-deploy",
-        env={
-            "CRONWELL_TASK_MODULES": RELOADABLE_MODULE,
-            "PYTHONPATH": on_path(module_dir),
-            RELOADABLE_WITNESS: str(witness),
-            "LOG_FORMAT": "json",
-            "LOG_LEVEL": "INFO",
-        },
-    )
+    worker = _reloadable_worker(processes, module_dir, witness, "broken-deploy", slots=2)
     wait_for(lambda: advertised("broken-deploy"), within=60, what=lambda: worker.describe())
     write_module(module_dir, RELOADABLE_MODULE, reloadable_source("v1") + "\ndef broken(:\n")
     worker.signal(signal.SIGHUP)
