@@ -7,7 +7,7 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, inspect, text
 
 from app import create_app
 from tests.helpers.databases import app_env_for
@@ -46,6 +46,17 @@ def flask_db(url: str, instance: Path, *args: str) -> str:
 
 def engine_for(url: str):
     return create_engine(url.replace("postgresql://", "postgresql+psycopg://", 1))
+
+
+def columns_and_indexes(url: str, columns_of: str, indexes_of: str) -> tuple[set[str], dict[str, list[str]]]:
+    """The column names of table `columns_of`, and the indexes of `indexes_of` with their columns."""
+    engine = engine_for(url)
+    try:
+        found = inspect(engine)
+        columns = {column["name"] for column in found.get_columns(columns_of)}
+        return columns, {index["name"]: index["column_names"] for index in found.get_indexes(indexes_of)}
+    finally:
+        engine.dispose()
 
 
 def rows(url: str, sql: str, params: dict | None = None) -> list[tuple]:

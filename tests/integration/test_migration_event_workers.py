@@ -3,10 +3,8 @@ events already stored, and its partial (worker_id, id) index; down removes both 
 
 from __future__ import annotations
 
-from sqlalchemy import inspect
-
 from tests.helpers import migrations
-from tests.helpers.migrations import engine_for, flask_db, rows
+from tests.helpers.migrations import columns_and_indexes, engine_for, flask_db, rows
 
 fresh_url = migrations.fresh_url  # the fixture: an empty database on each backend
 PAYLOADS = {
@@ -16,16 +14,6 @@ PAYLOADS = {
     "worker_reloaded": '{"worker_id": ""}',
     "retry_scheduled": '{"attempt": 1}',
 }
-
-
-def _shape(url: str) -> tuple[set[str], dict[str, list[str]]]:
-    engine = engine_for(url)
-    try:
-        found = inspect(engine)
-        columns = {column["name"] for column in found.get_columns("events")}
-        return columns, {index["name"]: index["column_names"] for index in found.get_indexes("events")}
-    finally:
-        engine.dispose()
 
 
 def test_0029_copies_the_named_workers_out_of_the_payloads_and_a_downgrade_removes_the_column(fresh_url, tmp_path):
@@ -40,11 +28,11 @@ def test_0029_copies_the_named_workers_out_of_the_payloads_and_a_downgrade_remov
                 (kind, payload),
             )
     engine.dispose()
-    columns, indexes = _shape(fresh_url)
+    columns, indexes = columns_and_indexes(fresh_url, "events", "events")
     assert "worker_id" not in columns and "ix_events_worker_id_id" not in indexes
 
     flask_db(fresh_url, tmp_path, "upgrade", "0029")
-    columns, indexes = _shape(fresh_url)
+    columns, indexes = columns_and_indexes(fresh_url, "events", "events")
     assert "worker_id" in columns and indexes["ix_events_worker_id_id"] == ["worker_id", "id"]
     assert dict(rows(fresh_url, "SELECT type, worker_id FROM events")) == {
         "lease_recovered": "w-1",
@@ -55,7 +43,7 @@ def test_0029_copies_the_named_workers_out_of_the_payloads_and_a_downgrade_remov
     }
 
     flask_db(fresh_url, tmp_path, "downgrade", "0028")
-    columns, indexes = _shape(fresh_url)
+    columns, indexes = columns_and_indexes(fresh_url, "events", "events")
     assert "worker_id" not in columns and "ix_events_worker_id_id" not in indexes
     assert len(rows(fresh_url, "SELECT id FROM events")) == len(PAYLOADS)
     assert indexes["ix_events_job_id_type_id"] == ["job_id", "type", "id"]  # the older indexes stay

@@ -4,22 +4,10 @@ downgrade puts the old shape back."""
 
 from __future__ import annotations
 
-from sqlalchemy import inspect
-
 from tests.helpers import migrations
-from tests.helpers.migrations import engine_for, flask_db, rows
+from tests.helpers.migrations import columns_and_indexes, engine_for, flask_db, rows
 
 fresh_url = migrations.fresh_url  # the fixture: an empty database on each backend
-
-
-def _shape(url: str) -> tuple[set[str], dict[str, list[str]]]:
-    engine = engine_for(url)
-    try:
-        found = inspect(engine)
-        columns = {column["name"] for column in found.get_columns("users")}
-        return columns, {index["name"]: index["column_names"] for index in found.get_indexes("events")}
-    finally:
-        engine.dispose()
 
 
 def test_0022_adds_the_time_zone_and_the_event_indexes_and_takes_them_back(fresh_url, tmp_path):
@@ -31,11 +19,11 @@ def test_0022_adds_the_time_zone_and_the_event_indexes_and_takes_them_back(fresh
             "VALUES ('kept', 'x', true, false, '2026-06-01 00:00:00')"
         )
     engine.dispose()
-    columns, indexes = _shape(fresh_url)
+    columns, indexes = columns_and_indexes(fresh_url, "users", "events")
     assert "time_zone" not in columns and indexes["ix_events_job_id"] == ["job_id"]
 
     flask_db(fresh_url, tmp_path, "upgrade", "0022")
-    columns, indexes = _shape(fresh_url)
+    columns, indexes = columns_and_indexes(fresh_url, "users", "events")
     assert "time_zone" in columns
     assert rows(fresh_url, "SELECT time_zone FROM users WHERE username = 'kept'") == [("UTC",)]
     assert indexes["ix_events_type_id"] == ["type", "id"] and indexes["ix_events_job_id_id"] == ["job_id", "id"]
@@ -43,6 +31,6 @@ def test_0022_adds_the_time_zone_and_the_event_indexes_and_takes_them_back(fresh
     assert "ix_events_job_id" not in indexes
 
     flask_db(fresh_url, tmp_path, "downgrade", "0019")
-    columns, indexes = _shape(fresh_url)
+    columns, indexes = columns_and_indexes(fresh_url, "users", "events")
     assert "time_zone" not in columns and indexes["ix_events_job_id"] == ["job_id"]
     assert "ix_events_type_id" not in indexes
